@@ -1,0 +1,42 @@
+package ops
+
+import (
+	"encoding/json"
+)
+
+// Request is one decoded operation request, independent of how it arrived.
+type Request struct {
+	// ID is the request id (the CloudEvent id). It is the idempotency key.
+	ID string
+	// Verb is the operation: "communicate", "branch.create", "op.NAME", ...
+	Verb string
+	// BranchID names the branch for branch-scoped verbs.
+	BranchID string
+	// Data is the request's JSON data, already validated against its schema.
+	Data json.RawMessage
+	// TraceParent is the W3C traceparent to propagate, if any.
+	TraceParent string
+}
+
+// Usage counts the tokens a request used, summed over its model calls.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// Result is the outcome of a successful request. Its JSON form is the
+// `data` of a lionbus.V.result event.
+type Result struct {
+	// Value is the verb's return value as JSON.
+	Value json.RawMessage `json:"value"`
+	// BranchID is the branch the request acted on, if any.
+	BranchID string `json:"branch_id,omitempty"`
+	// Usage is the token usage of the request's model calls, if any.
+	Usage *Usage `json:"usage,omitempty"`
+	// DurationMS is how long the request ran, in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+	// Replayed is true when the result was read back from history because
+	// the request had already been committed.
+	Replayed bool `json:"replayed,omitempty"`
+}

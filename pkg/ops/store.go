@@ -1,0 +1,78 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// EventType names the kind of a history [Event].
+type EventType string
+
+// History event types. Every change to a branch is one of these.
+const (
+	// EventCreated starts a branch: its settings and, for a clone, its
+	// initial messages. It is always the first event of a branch.
+	EventCreated EventType = "branch.created"
+	// EventMessages appends the messages one operation recorded, together
+	// with the operation's result, atomically.
+	EventMessages EventType = "branch.messages"
+	// EventCleared removes every message except the system message.
+	EventCleared EventType = "branch.cleared"
+	// EventUpdated changes branch settings (provider session id, notes, ...).
+	EventUpdated EventType = "branch.updated"
+)
+
+// Event is one entry of a branch's history log.
+type Event struct {
+	// Seq is the position of the event in the log. It is assigned by the
+	// Store when the event is appended and is zero on events not yet stored.
+	Seq uint64 `json:"seq,omitempty" msgpack:"seq,omitempty"`
+	// Type says what the event does.
+	Type EventType `json:"type" msgpack:"type"`
+	// RequestID is the id of the request that caused the event. A Store
+	// appends at most one event per (branch, RequestID, Type); a second
+	// append with the same key is reported as ErrAlreadyCommitted.
+	RequestID string `json:"request_id" msgpack:"request_id"`
+	// Time is when the event was produced.
+	Time time.Time `json:"time" msgpack:"time"`
+	// Settings is set on EventCreated and EventUpdated.
+	Settings *Settings `json:"settings,omitempty" msgpack:"settings,omitempty"`
+	// Messages is set on EventCreated (a clone's messages) and EventMessages.
+	Messages []Message `json:"messages,omitempty" msgpack:"messages,omitempty"`
+	// Result is the operation's JSON result on EventMessages, so that a
+	// redelivered request can be answered without running it again.
+	Result json.RawMessage `json:"result,omitempty" msgpack:"result,omitempty"`
+}
+
+// Store persists branches. History is the source of truth; implementations
+// may keep a snapshot of the folded state as a cache, and must rebuild it
+// from history when it is missing, corrupt or behind.
+//
+// Implementations must be safe for concurrent use by several goroutines and
+// by several processes sharing the same backing store.
+type Store interface {
+	// Load returns the branch folded up to its latest history event.
+	// It returns ErrBranchNotFound when the branch has no history.
+	Load(ctx context.Context, branchID string) (*Branch, error)
+
+	// Create appends ev (of type EventCreated) as the first event of a new
+	// branch. It returns ErrBranchExists if the branch already has history.
+	Create(ctx context.Context, branchID string, ev Event) (*Branch, error)
+
+	// Append appends ev after the branch's current last event, whatever it
+	// is: a concurrent append by another operation is not an error, the
+	// store re-reads and appends after it. It returns the branch folded up
+	// to and including ev, ErrBranchNotFound when the branch does not exist,
+	// and ErrAlreadyCommitted (with the stored event's branch state) when an
+	// event with the same RequestID and Type is already in history.
+	Append(ctx context.Context, branchID string, ev Event) (*Branch, error)
+
+	// History returns the branch's events with Seq > after, in order, at
+	// most limit of them (limit <= 0 means the store's documented maximum).
+	History(ctx context.Context, branchID string, after uint64, limit int) ([]Event, error)
+
+	// Delete removes a branch: its history and snapshot.
+	// It returns ErrBranchNotFound when the branch does not exist.
+	Delete(ctx context.Context, branchID string) error
+}
