@@ -1,0 +1,50 @@
+// Package bustest provides helpers for tests that need a real NATS server
+// with JetStream: an embedded server on a random port with its store in the
+// test's temporary directory, and a connection to it. Everything is shut
+// down by t.Cleanup.
+package bustest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+)
+
+// NewServer starts an embedded NATS server with JetStream on a random
+// loopback port, storing into t.TempDir(), with logging off. The server is
+// shut down when the test ends. It fails the test if the server cannot start.
+func NewServer(t testing.TB) *bus.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := bus.StartServer(ctx, bus.ServerConfig{
+		Port:     bus.RandomPort,
+		StoreDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("bustest: start server: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// Connect connects to s and returns the connection and a JetStream handle.
+// The connection is closed when the test ends.
+func Connect(t testing.TB, s *bus.Server) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL(), nats.Name(t.Name()))
+	if err != nil {
+		t.Fatalf("bustest: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("bustest: jetstream: %v", err)
+	}
+	return nc, js
+}
