@@ -68,6 +68,11 @@ type Branch struct {
 	// CreatedAt and UpdatedAt are the times of the first and last event.
 	CreatedAt time.Time `json:"created_at" msgpack:"created_at"`
 	UpdatedAt time.Time `json:"updated_at" msgpack:"updated_at"`
+	// ModelCalls counts the model calls recorded on the branch: the sum of
+	// Event.ModelCalls over its history (a clone starts from its source's
+	// count). Clearing messages does not reset it. Deterministic providers
+	// (the scripted one) use it as their position; see [Call.Index].
+	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
 }
 
 // Message is one recorded message of a branch. Content holds the fields of

@@ -17,6 +17,7 @@ const (
 	CodeTimeout        Code = "timeout"          // a deadline passed
 	CodeCanceled       Code = "canceled"         // the request was cancelled
 	CodeInternal       Code = "internal"         // a bug or an unexpected failure
+	CodeUnavailable    Code = "unavailable"      // the state store failed; worth retrying
 )
 
 // Error is an operation failure with a stable [Code]. Temporary errors are

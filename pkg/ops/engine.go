@@ -16,6 +16,10 @@ type Request struct {
 	Data json.RawMessage
 	// TraceParent is the W3C traceparent to propagate, if any.
 	TraceParent string
+	// Attempt is the delivery attempt of the request, 1 for the first
+	// delivery (0 is read as 1). Only deterministic test providers look at
+	// it (a scripted temporary error fails the first N attempts).
+	Attempt int
 }
 
 // Usage counts the tokens a request used, summed over its model calls.

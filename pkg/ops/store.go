@@ -42,7 +42,21 @@ type Event struct {
 	Messages []Message `json:"messages,omitempty" msgpack:"messages,omitempty"`
 	// Result is the operation's JSON result on EventMessages, so that a
 	// redelivered request can be answered without running it again.
+	// It holds either a [Result] or, for an operation that recorded its
+	// exchange and then failed (a parse failure), {"error": {"code", "message"}}.
 	Result json.RawMessage `json:"result,omitempty" msgpack:"result,omitempty"`
+	// BranchID is the branch the event belongs to. [Branch.Apply] takes the
+	// branch id from the EventCreated that starts it.
+	BranchID string `json:"branch_id,omitempty" msgpack:"branch_id,omitempty"`
+	// Clear, on EventMessages, removes every message except the system
+	// message before Messages are appended (communicate with
+	// clear_messages), so that the clear and the exchange are one atomic
+	// change.
+	Clear bool `json:"clear,omitempty" msgpack:"clear,omitempty"`
+	// ModelCalls is the number of model calls the operation made, on
+	// EventMessages; on EventCreated it is the count the branch starts from
+	// (a clone inherits its source's). It is added to Branch.ModelCalls.
+	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
 }
 
 // Store persists branches. History is the source of truth; implementations

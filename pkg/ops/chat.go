@@ -1,0 +1,388 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// MaxParseRetries is the upper clamp of num_parse_retries (ADR-0021 D3);
+// DefaultParseRetries is its default.
+const (
+	MaxParseRetries     = 5
+	DefaultParseRetries = 3
+)
+
+// chatData is the request data shared by chat, chat_and_record and
+// communicate; the field names are the ADR's parameter names.
+type chatData struct {
+	Instruction     any             `json:"instruction"`
+	Guidance        any             `json:"guidance"`
+	Context         any             `json:"context"`
+	ResponseFormat  json.RawMessage `json:"response_format"`
+	ChatModel       *ModelRef       `json:"chat_model"`
+	ParseModel      *ModelRef       `json:"parse_model"`
+	SkipValidation  bool            `json:"skip_validation"`
+	ClearMessages   bool            `json:"clear_messages"`
+	RequestFields   json.RawMessage `json:"request_fields"`
+	NumParseRetries *int            `json:"num_parse_retries"`
+	Sender          string          `json:"sender"`
+	Recipient       string          `json:"recipient"`
+	PlainContent    string          `json:"plain_content"`
+
+	// Filled by check.
+	schema    map[string]any
+	validator *responseSchema
+	fields    []string
+	retries   int
+}
+
+// check validates the decoded data and fills the derived fields.
+func (d *chatData) check() error {
+	if isEmpty(d.Instruction) && d.PlainContent == "" {
+		return Errorf(CodeInvalidRequest, "data.instruction is required (or data.plain_content)")
+	}
+	switch d.Instruction.(type) {
+	case nil, string, map[string]any, []any:
+	default:
+		return Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", d.Instruction)
+	}
+	if len(d.ResponseFormat) > 0 && string(d.ResponseFormat) != "null" {
+		var schema map[string]any
+		if err := json.Unmarshal(d.ResponseFormat, &schema); err != nil {
+			return Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
+		}
+		v, err := compileResponseSchema(d.ResponseFormat)
+		if err != nil {
+			return Errorf(CodeInvalidRequest, "data.response_format is not a usable JSON Schema: %v", err)
+		}
+		d.schema, d.validator = schema, v
+	}
+	if len(d.RequestFields) > 0 && string(d.RequestFields) != "null" {
+		fields, err := requestFieldNames(d.RequestFields)
+		if err != nil {
+			return err
+		}
+		d.fields = fields
+	}
+	d.retries = DefaultParseRetries
+	if d.NumParseRetries != nil {
+		switch n := *d.NumParseRetries; {
+		case n < 0:
+			return Errorf(CodeInvalidRequest, "data.num_parse_retries must not be negative, got %d", n)
+		case n > MaxParseRetries:
+			d.retries = MaxParseRetries
+		default:
+			d.retries = n
+		}
+	}
+	for _, a := range []struct{ name, v string }{{"sender", d.Sender}, {"recipient", d.Recipient}} {
+		if len(a.v) > 256 {
+			return Errorf(CodeInvalidRequest, "data.%s is longer than 256 characters", a.name)
+		}
+	}
+	return nil
+}
+
+// requestFieldNames accepts an object (its keys) or a list of strings.
+func requestFieldNames(raw json.RawMessage) ([]string, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err == nil {
+		names := make([]string, 0, len(obj))
+		for k := range obj {
+			names = append(names, k)
+		}
+		sortStrings(names)
+		return names, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list, nil
+	}
+	return nil, Errorf(CodeInvalidRequest, "data.request_fields must be an object or a list of field names")
+}
+
+// spec builds the instruction of the request.
+func (d *chatData) spec() InstructionSpec {
+	s := InstructionSpec{
+		Instruction: d.Instruction, Guidance: d.Guidance, Context: asList(d.Context),
+		ResponseFormat: d.schema, PlainContent: d.PlainContent,
+		Sender: d.Sender, Recipient: d.Recipient,
+	}
+	return s
+}
+
+// models resolves the chat and parse models: the request's override, else
+// the branch's, and the parse model defaults to the chat model.
+func (d *chatData) models(b *Branch) (chat, parse ModelRef, err error) {
+	switch {
+	case d.ChatModel != nil:
+		chat = *d.ChatModel
+	case b.Settings.ChatModel != nil:
+		chat = *b.Settings.ChatModel
+	default:
+		return chat, parse, Errorf(CodeInvalidRequest, "branch %q has no chat_model and the request names none", b.ID)
+	}
+	switch {
+	case d.ParseModel != nil:
+		parse = *d.ParseModel
+	case b.Settings.ParseModel != nil:
+		parse = *b.Settings.ParseModel
+	default:
+		parse = chat
+	}
+	return chat, parse, nil
+}
+
+// modelCall is one call in an operation; calls counts the calls the
+// operation already made (for Call.Index).
+func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs []ChatMessage, instruction string, calls uint64) (*Completion, error) {
+	prov, err := e.providers.Lookup(model.Provider)
+	if err != nil {
+		return nil, Errorf(CodeInvalidRequest, "model %s: %v", model.String(), err)
+	}
+	attempt := req.Attempt
+	if attempt < 1 {
+		attempt = 1
+	}
+	call := Call{
+		Model: model, Messages: msgs, Instruction: instruction,
+		BranchID: b.ID, RequestID: req.ID, Index: b.ModelCalls + calls, Attempt: attempt,
+	}
+	comp, err := prov.Complete(ctx, call)
+	if err != nil {
+		var pe *ProviderError
+		if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, &ProviderError{Provider: model.Provider, Message: err.Error(), Err: err}
+	}
+	if comp == nil {
+		return nil, &ProviderError{Provider: model.Provider, Message: "returned no completion"}
+	}
+	return comp, nil
+}
+
+// assistantMessage records a completion.
+func (e *Engine) assistantMessage(model ModelRef, comp *Completion) Message {
+	var raw any
+	if len(comp.Raw) > 0 {
+		if err := json.Unmarshal(comp.Raw, &raw); err != nil {
+			raw = string(comp.Raw)
+		}
+	}
+	m := NewAssistantResponse(comp.Text, raw, e.clock())
+	if m.Metadata == nil {
+		m.Metadata = map[string]any{}
+	}
+	m.Metadata[MetaModel] = model.String()
+	if comp.Usage != nil {
+		m.Metadata[MetaUsage] = map[string]any{
+			"input_tokens": comp.Usage.InputTokens, "output_tokens": comp.Usage.OutputTokens,
+			"total_tokens": comp.Usage.TotalTokens,
+		}
+	}
+	if len(comp.ToolCalls) > 0 {
+		calls := make([]any, len(comp.ToolCalls))
+		for i, tc := range comp.ToolCalls {
+			calls[i] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": copyMap(tc.Arguments)}
+		}
+		m.Metadata["tool_calls"] = calls
+	}
+	return m
+}
+
+// addUsage sums u into *total.
+func addUsage(total **Usage, u *Usage) {
+	if u == nil {
+		return
+	}
+	if *total == nil {
+		*total = &Usage{}
+	}
+	(*total).InputTokens += u.InputTokens
+	(*total).OutputTokens += u.OutputTokens
+	(*total).TotalTokens += u.TotalTokens
+}
+
+// exchange runs one chat turn on b without recording it: it builds the
+// instruction and the prompt and calls the chat model.
+type exchange struct {
+	branch *Branch
+	data   *chatData
+	chat   ModelRef
+	parse  ModelRef
+	ins    Message
+	res    Message
+	comp   *Completion
+	usage  *Usage
+	calls  uint64
+}
+
+// prepare decodes and checks the data and loads the branch.
+func (e *Engine) prepare(ctx context.Context, req Request) (*exchange, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	var d chatData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	b, err := e.load(ctx, req.BranchID)
+	if err != nil {
+		return nil, err
+	}
+	x := &exchange{branch: b, data: &d}
+	if x.chat, x.parse, err = d.models(b); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// run calls the chat model once with the branch history (or none, when
+// clear_messages) followed by the instruction.
+func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
+	history := x.branch.Messages
+	if x.data.ClearMessages {
+		history = nil
+	}
+	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+	msgs := buildPrompt(x.branch.Settings.System, history, x.ins)
+	comp, err := e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls)
+	x.calls++
+	if err != nil {
+		return err
+	}
+	addUsage(&x.usage, comp.Usage)
+	x.comp = comp
+	x.res = e.assistantMessage(x.chat, comp)
+	return nil
+}
+
+// chatVerb is chat: one unrecorded model call; the value is the text.
+func (e *Engine) chatVerb(ctx context.Context, req Request) (*Result, error) {
+	x, err := e.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.run(ctx, req, x); err != nil {
+		return nil, err
+	}
+	v, err := marshalValue(x.comp.Text)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Value: v, BranchID: x.branch.ID, Usage: x.usage}, nil
+}
+
+// chatAndRecord is chat_and_record: chat, then record the instruction and
+// the response in one event; the value is the text. It emits
+// message.added signals but no run lifecycle (ADR-0021 D4).
+func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error) {
+	x, err := e.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if seq, ok := x.branch.Commits[req.ID]; ok {
+		return e.replayCommitted(ctx, req, seq)
+	}
+	start := e.clock()
+	if err := e.run(ctx, req, x); err != nil {
+		return nil, err
+	}
+	v, err := marshalValue(x.comp.Text)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Value: v, BranchID: x.branch.ID, Usage: x.usage}
+	res.DurationMS = e.clock().Sub(start).Milliseconds()
+	return e.commit(ctx, req, x, res, nil)
+}
+
+// commit appends the exchange's messages with its outcome (res, or the
+// failure operr) as one EventMessages, then emits message.added signals.
+// A concurrent duplicate (ErrAlreadyCommitted) is answered from history.
+func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Result, operr *Error) (*Result, error) {
+	outcome, err := encodeOutcome(res, operr)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []Message{x.ins, x.res}
+	ev := Event{
+		Type: EventMessages, RequestID: req.ID, Time: e.clock(), BranchID: x.branch.ID,
+		Messages: msgs, Result: outcome, Clear: x.data.ClearMessages, ModelCalls: x.calls,
+	}
+	nb, err := e.store.Append(ctx, x.branch.ID, ev)
+	switch {
+	case errors.Is(err, ErrAlreadyCommitted):
+		seq, ok := uint64(0), false
+		if nb != nil {
+			seq, ok = nb.Commits[req.ID]
+		}
+		if !ok {
+			if nb, err = e.load(ctx, x.branch.ID); err != nil {
+				return nil, err
+			}
+			if seq, ok = nb.Commits[req.ID]; !ok {
+				return nil, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", req.ID, x.branch.ID)
+			}
+		}
+		return e.replayCommitted(ctx, req, seq)
+	case errors.Is(err, ErrBranchNotFound):
+		return nil, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", x.branch.ID)
+	case err != nil:
+		return nil, storeErr("append", err)
+	}
+	for i := range msgs {
+		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Message: &msgs[i]})
+	}
+	if operr != nil {
+		return nil, operr
+	}
+	return res, nil
+}
+
+// committedError is the stored form of a recorded failure.
+type committedError struct {
+	Error *struct {
+		Code    Code   `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+func encodeOutcome(res *Result, operr *Error) (json.RawMessage, error) {
+	if operr != nil {
+		return marshalValue(map[string]any{"error": map[string]any{"code": operr.Code, "message": operr.Message}})
+	}
+	c := *res
+	c.Replayed = false
+	return marshalValue(c)
+}
+
+// replayCommitted answers a request from its committed event at seq.
+func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64) (*Result, error) {
+	evs, err := e.store.History(ctx, req.BranchID, seq-1, 1)
+	if err != nil {
+		return nil, storeErr("history", err)
+	}
+	if len(evs) == 0 || evs[0].Seq != seq || evs[0].RequestID != req.ID {
+		return nil, Errorf(CodeInternal, "committed event %d of request %q not found in the history of branch %q", seq, req.ID, req.BranchID)
+	}
+	var ce committedError
+	if err := json.Unmarshal(evs[0].Result, &ce); err == nil && ce.Error != nil {
+		return nil, &Error{Code: ce.Error.Code, Message: ce.Error.Message}
+	}
+	var res Result
+	if err := json.Unmarshal(evs[0].Result, &res); err != nil {
+		return nil, Errorf(CodeInternal, "committed result of request %q is unreadable: %v", req.ID, err)
+	}
+	res.Replayed = true
+	if res.BranchID == "" {
+		res.BranchID = req.BranchID
+	}
+	return &res, nil
+}
+

@@ -1,0 +1,206 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures an [Engine].
+type Config struct {
+	// Clock returns the current time; nil means time.Now. Tests set it to
+	// get stable timestamps.
+	Clock func() time.Time
+	// Logger receives operational logs; nil means no logging.
+	Logger *zerolog.Logger
+	// Providers resolves model references to providers. Required for the
+	// verbs that call a model.
+	Providers *Providers
+	// Signals receives lifecycle and message-added signals; nil means none.
+	Signals Signals
+	// Store holds branches. Required.
+	Store Store
+}
+
+// Engine runs operation requests against a [Store] and model [Provider]s.
+// It holds no per-request state and is safe for concurrent use; several
+// engines (in several processes) may share one store.
+type Engine struct {
+	store     Store
+	providers *Providers
+	log       zerolog.Logger
+	clock     func() time.Time
+	signals   Signals
+	verbs     map[string]verbFunc
+}
+
+type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
+
+// NewEngine validates cfg and returns an engine.
+func NewEngine(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("ops: Config.Store is required")
+	}
+	e := &Engine{
+		store:     cfg.Store,
+		providers: cfg.Providers,
+		log:       zerolog.Nop(),
+		clock:     cfg.Clock,
+		signals:   cfg.Signals,
+	}
+	if e.providers == nil {
+		e.providers = NewProviders(nil)
+	}
+	if cfg.Logger != nil {
+		e.log = *cfg.Logger
+	}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	e.verbs = map[string]verbFunc{
+		"branch.create":   (*Engine).branchCreate,
+		"branch.get":      (*Engine).branchGet,
+		"branch.clone":    (*Engine).branchClone,
+		"branch.clear":    (*Engine).branchClear,
+		"branch.delete":   (*Engine).branchDelete,
+		"branch.history":  (*Engine).branchHistory,
+		"chat":            (*Engine).chatVerb,
+		"chat_and_record": (*Engine).chatAndRecord,
+		"communicate":     (*Engine).communicate,
+	}
+	return e, nil
+}
+
+// Verbs returns the verbs the engine serves, sorted.
+func (e *Engine) Verbs() []string {
+	out := make([]string, 0, len(e.verbs))
+	for v := range e.verbs {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Do runs req and returns its result. Every failure is an *Error with a
+// stable Code: CodeUnknownVerb for an unserved verb, CodeInvalidRequest for
+// unusable data, CodeBranchNotFound, CodeBranchExists, CodeProvider,
+// CodeParse, CodeTimeout, CodeCanceled, CodeUnavailable (store failures,
+// temporary) or CodeInternal. Temporary errors are worth retrying.
+//
+// Do is idempotent per request id: a request whose id is already committed on
+// its branch is answered from history (Result.Replayed) without calling a
+// model again.
+func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
+	start := e.clock()
+	fn, ok := e.verbs[req.Verb]
+	if !ok {
+		return nil, Errorf(CodeUnknownVerb, "unknown verb %q (served: %v)", req.Verb, e.Verbs())
+	}
+	if req.ID == "" {
+		return nil, Errorf(CodeInvalidRequest, "request id is required")
+	}
+	res, err := fn(e, ctx, req)
+	if err != nil {
+		oe := asError(ctx, err)
+		e.log.Debug().Str("verb", req.Verb).Str("request_id", req.ID).Str("code", string(oe.Code)).
+			Bool("temporary", oe.Temporary).Msg(oe.Error())
+		return nil, oe
+	}
+	if !res.Replayed && res.DurationMS == 0 {
+		res.DurationMS = e.clock().Sub(start).Milliseconds()
+	}
+	if res.Value == nil {
+		res.Value = json.RawMessage("null")
+	}
+	return res, nil
+}
+
+// asError turns any failure into an *Error with a stable code.
+func asError(ctx context.Context, err error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	var pe *ProviderError
+	switch {
+	case errors.As(err, &pe):
+		return &Error{Code: CodeProvider, Message: pe.Error(), Temporary: pe.Temporary, Err: err}
+	case errors.Is(err, ErrBranchNotFound):
+		return &Error{Code: CodeBranchNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, ErrBranchExists):
+		return &Error{Code: CodeBranchExists, Message: err.Error(), Err: err}
+	case errors.Is(err, ErrUnknownProvider):
+		return &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Message: err.Error(), Temporary: true, Err: err}
+	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
+		return &Error{Code: CodeCanceled, Message: err.Error(), Err: err}
+	}
+	return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
+}
+
+// storeErr classifies a Store failure: sentinels keep their meaning, context
+// errors stay context errors, anything else is a temporary CodeUnavailable.
+func storeErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrBranchNotFound), errors.Is(err, ErrBranchExists),
+		errors.Is(err, ErrAlreadyCommitted), errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("store %s: %v", op, err), Temporary: true, Err: err}
+}
+
+// decodeData decodes req.Data into v with specific messages for bad input.
+// Empty data decodes as {}.
+func decodeData(data json.RawMessage, v any) error {
+	if len(data) == 0 || string(data) == "null" {
+		data = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te) && te.Field != "":
+			return Errorf(CodeInvalidRequest, "data field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		case errors.As(err, &te):
+			return Errorf(CodeInvalidRequest, "data must be a JSON object, not a JSON %s", te.Value)
+		case errors.As(err, &se):
+			return Errorf(CodeInvalidRequest, "data is not valid JSON: %v", err)
+		}
+		return Errorf(CodeInvalidRequest, "bad data: %v", err)
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// marshalValue encodes a result value.
+func marshalValue(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("encode result: %v", err), Err: err}
+	}
+	return b, nil
+}

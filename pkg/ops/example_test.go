@@ -1,0 +1,57 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+)
+
+// A branch is created with a scripted echo model, then communicate records
+// one exchange on it.
+func ExampleEngine_Do() {
+	providers := ops.NewProviders(nil)
+	if err := scripted.Register(providers); err != nil {
+		panic(err)
+	}
+	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	_, err = eng.Do(ctx, ops.Request{
+		ID: "req-1", Verb: "branch.create",
+		Data: json.RawMessage(`{"branch_id":"demo","system":"Be brief.","chat_model":"scripted:echo"}`),
+	})
+	if err != nil {
+		panic(err)
+	}
+	res, err := eng.Do(ctx, ops.Request{
+		ID: "req-2", Verb: "communicate", BranchID: "demo",
+		Data: json.RawMessage(`{"instruction":"Hello, lionbus!"}`),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(res.Value))
+
+	got, err := eng.Do(ctx, ops.Request{ID: "req-3", Verb: "branch.get", BranchID: "demo"})
+	if err != nil {
+		panic(err)
+	}
+	var b ops.Branch
+	if err := json.Unmarshal(got.Value, &b); err != nil {
+		panic(err)
+	}
+	for _, m := range b.Messages {
+		fmt.Println(m.Kind, m.Content)
+	}
+	// Output:
+	// "Hello, lionbus!"
+	// system map[system_message:Be brief.]
+	// instruction map[instruction:Hello, lionbus!]
+	// assistant_response map[assistant_response:Hello, lionbus!]
+}

@@ -1,0 +1,160 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxRememberedCommits bounds Branch.Commits. When an EventMessages would
+// make the map larger, the entry with the smallest sequence (the oldest
+// commit) is evicted. A request redelivered after more than this many later
+// commits on the same branch is no longer recognised by the branch alone; the
+// bus's result stream and de-duplication window cover that case.
+const MaxRememberedCommits = 1024
+
+// ErrEventOrder is returned by [Branch.Apply] for an event that cannot follow
+// the branch's current state: a sequence not above Branch.Seq, an
+// EventCreated on a started branch, or another event before EventCreated.
+var ErrEventOrder = errors.New("ops: history event out of order")
+
+// Apply folds ev into b. It is pure: it reads nothing but b and ev and
+// copies what it keeps, so ev may be reused afterwards.
+//
+// ev.Seq must be greater than b.Seq (history sequences need not be
+// contiguous). An EventMessages whose RequestID is already in b.Commits
+// advances Seq but changes nothing else, so a duplicated event never doubles
+// messages.
+func (b *Branch) Apply(ev Event) error {
+	if ev.Seq == 0 || ev.Seq <= b.Seq {
+		return fmt.Errorf("%w: event seq %d after branch seq %d", ErrEventOrder, ev.Seq, b.Seq)
+	}
+	started := b.Seq != 0
+	if ev.Type == EventCreated && started {
+		return fmt.Errorf("%w: %s at seq %d on a started branch", ErrEventOrder, ev.Type, ev.Seq)
+	}
+	if ev.Type != EventCreated && !started {
+		return fmt.Errorf("%w: %s at seq %d before %s", ErrEventOrder, ev.Type, ev.Seq, EventCreated)
+	}
+	if ev.BranchID != "" && b.ID != "" && ev.BranchID != b.ID {
+		return fmt.Errorf("ops: event of branch %q applied to branch %q", ev.BranchID, b.ID)
+	}
+	switch ev.Type {
+	case EventCreated:
+		if ev.BranchID != "" {
+			b.ID = ev.BranchID
+		}
+		if ev.Settings != nil {
+			b.Settings = ev.Settings.clone()
+		}
+		b.Messages = cloneMessages(ev.Messages)
+		b.ModelCalls = ev.ModelCalls
+		b.CreatedAt = ev.Time
+	case EventMessages:
+		if _, dup := b.Commits[ev.RequestID]; dup && ev.RequestID != "" {
+			break
+		}
+		if ev.Clear {
+			b.Messages = systemOnly(b.Messages)
+		}
+		b.Messages = append(b.Messages, cloneMessages(ev.Messages)...)
+		b.ModelCalls += ev.ModelCalls
+		if ev.RequestID != "" {
+			b.remember(ev.RequestID, ev.Seq)
+		}
+	case EventCleared:
+		b.Messages = systemOnly(b.Messages)
+	case EventUpdated:
+		if ev.Settings != nil {
+			b.update(*ev.Settings)
+		}
+	default:
+		return fmt.Errorf("ops: unknown history event type %q at seq %d", ev.Type, ev.Seq)
+	}
+	if b.Messages == nil {
+		b.Messages = []Message{}
+	}
+	b.Seq = ev.Seq
+	b.UpdatedAt = ev.Time
+	return nil
+}
+
+// Replay folds events, in order, into a new branch. The first event must be
+// an EventCreated.
+func Replay(events []Event) (*Branch, error) {
+	if len(events) == 0 {
+		return nil, ErrBranchNotFound
+	}
+	b := &Branch{}
+	for _, ev := range events {
+		if err := b.Apply(ev); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// remember records a commit, evicting the oldest beyond MaxRememberedCommits.
+func (b *Branch) remember(requestID string, seq uint64) {
+	if b.Commits == nil {
+		b.Commits = make(map[string]uint64)
+	}
+	b.Commits[requestID] = seq
+	for len(b.Commits) > MaxRememberedCommits {
+		oldest, oldestSeq := "", uint64(0)
+		for id, s := range b.Commits {
+			if oldest == "" || s < oldestSeq || (s == oldestSeq && id < oldest) {
+				oldest, oldestSeq = id, s
+			}
+		}
+		delete(b.Commits, oldest)
+	}
+}
+
+// update merges the non-empty fields of s into the branch settings.
+func (b *Branch) update(s Settings) {
+	if s.System != "" && s.System != b.Settings.System {
+		b.Settings.System = s.System
+		replaced := false
+		for i := range b.Messages {
+			if b.Messages[i].Kind == KindSystem {
+				b.Messages[i].Content = map[string]any{"system_message": s.System}
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			msg := Message{ID: NewID(), Kind: KindSystem, Role: RoleSystem, Content: map[string]any{"system_message": s.System}}
+			b.Messages = append([]Message{msg}, b.Messages...)
+		}
+	}
+	if s.ChatModel != nil {
+		m := s.ChatModel.clone()
+		b.Settings.ChatModel = &m
+	}
+	if s.ParseModel != nil {
+		m := s.ParseModel.clone()
+		b.Settings.ParseModel = &m
+	}
+	if len(s.Tools) > 0 {
+		b.Settings.Tools = append([]string(nil), s.Tools...)
+	}
+	if s.ProviderSession != "" {
+		b.Settings.ProviderSession = s.ProviderSession
+	}
+	if len(s.Notes) > 0 {
+		b.Settings.Notes = copyMap(s.Notes)
+	}
+	if len(s.Metadata) > 0 {
+		b.Settings.Metadata = copyMap(s.Metadata)
+	}
+}
+
+func systemOnly(msgs []Message) []Message {
+	out := make([]Message, 0, 1)
+	for _, m := range msgs {
+		if m.Kind == KindSystem {
+			out = append(out, m)
+		}
+	}
+	return out
+}

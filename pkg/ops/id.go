@@ -1,0 +1,45 @@
+package ops
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/google/uuid"
+)
+
+// MaxIDLength bounds a branch id (and any other id that becomes a subject
+// token).
+const MaxIDLength = 128
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ValidID reports whether s is a usable branch id: 1 to MaxIDLength
+// characters of [A-Za-z0-9_-], so that it is a valid subject token.
+func ValidID(s string) bool {
+	return len(s) > 0 && len(s) <= MaxIDLength && idRE.MatchString(s)
+}
+
+// checkID returns a CodeInvalidRequest error naming what is wrong with id.
+func checkID(field, id string) error {
+	switch {
+	case id == "":
+		return Errorf(CodeInvalidRequest, "%s is required", field)
+	case len(id) > MaxIDLength:
+		return Errorf(CodeInvalidRequest, "%s is %d characters long; at most %d are allowed", field, len(id), MaxIDLength)
+	case !idRE.MatchString(id):
+		return Errorf(CodeInvalidRequest, "%s %q may only contain letters, digits, '_' and '-'", field, id)
+	}
+	return nil
+}
+
+// NewID returns a new random id (a UUID v4), valid as a branch id.
+func NewID() string { return uuid.NewString() }
+
+// describe is a short, bounded rendering of v for error messages.
+func describe(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}

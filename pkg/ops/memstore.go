@@ -1,0 +1,159 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// MaxHistoryPage is the most events one History call of the memory store
+// returns, and the limit it applies when asked for limit <= 0. The engine's
+// branch.history verb uses the same bound.
+const MaxHistoryPage = 1000
+
+// MemoryStore is an in-memory [Store]: the reference implementation of the
+// Store contract, for tests and single-process use. Sequences are assigned
+// from one counter shared by all branches, as a stream would, so they are
+// increasing per branch but not contiguous.
+type MemoryStore struct {
+	mu       sync.Mutex
+	seq      uint64
+	branches map[string]*memBranch
+}
+
+type memBranch struct {
+	events []Event
+	keys   map[commitKey]uint64
+	folded *Branch
+}
+
+type commitKey struct {
+	requestID string
+	typ       EventType
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{branches: make(map[string]*memBranch)}
+}
+
+// Load returns a copy of the folded branch, or ErrBranchNotFound.
+func (s *MemoryStore) Load(ctx context.Context, branchID string) (*Branch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mb, ok := s.branches[branchID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+	}
+	return mb.folded.Clone(), nil
+}
+
+// Create starts a branch with ev, or returns ErrBranchExists.
+func (s *MemoryStore) Create(ctx context.Context, branchID string, ev Event) (*Branch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if ev.Type != EventCreated {
+		return nil, fmt.Errorf("ops: Create needs a %s event, got %q", EventCreated, ev.Type)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.branches[branchID]; ok {
+		return nil, fmt.Errorf("%w: %q", ErrBranchExists, branchID)
+	}
+	mb := &memBranch{keys: make(map[commitKey]uint64), folded: &Branch{}}
+	if err := s.appendLocked(mb, branchID, ev); err != nil {
+		return nil, err
+	}
+	s.branches[branchID] = mb
+	return mb.folded.Clone(), nil
+}
+
+// Append adds ev after the branch's last event. See [Store.Append].
+func (s *MemoryStore) Append(ctx context.Context, branchID string, ev Event) (*Branch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if ev.Type == EventCreated {
+		return nil, fmt.Errorf("ops: Append cannot add a %s event; use Create", EventCreated)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mb, ok := s.branches[branchID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+	}
+	if ev.RequestID != "" {
+		if seq, dup := mb.keys[commitKey{ev.RequestID, ev.Type}]; dup {
+			return mb.folded.Clone(), fmt.Errorf("%w: request %q is event %d of branch %q", ErrAlreadyCommitted, ev.RequestID, seq, branchID)
+		}
+	}
+	if err := s.appendLocked(mb, branchID, ev); err != nil {
+		return nil, err
+	}
+	return mb.folded.Clone(), nil
+}
+
+func (s *MemoryStore) appendLocked(mb *memBranch, branchID string, ev Event) error {
+	ev = ev.Clone()
+	ev.Seq = s.seq + 1
+	ev.BranchID = branchID
+	next := mb.folded.Clone()
+	if err := next.Apply(ev); err != nil {
+		return err
+	}
+	s.seq++
+	mb.events = append(mb.events, ev)
+	if ev.RequestID != "" {
+		mb.keys[commitKey{ev.RequestID, ev.Type}] = ev.Seq
+	}
+	mb.folded = next
+	return nil
+}
+
+// History returns copies of the events with Seq > after, at most limit
+// (limit <= 0 or above MaxHistoryPage means MaxHistoryPage).
+func (s *MemoryStore) History(ctx context.Context, branchID string, after uint64, limit int) ([]Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > MaxHistoryPage {
+		limit = MaxHistoryPage
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mb, ok := s.branches[branchID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+	}
+	out := []Event{}
+	for _, ev := range mb.events {
+		if ev.Seq <= after {
+			continue
+		}
+		out = append(out, ev.Clone())
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Delete removes a branch, or returns ErrBranchNotFound.
+func (s *MemoryStore) Delete(ctx context.Context, branchID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.branches[branchID]; !ok {
+		return fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+	}
+	delete(s.branches, branchID)
+	return nil
+}

@@ -1,0 +1,181 @@
+package ops
+
+import (
+	"time"
+)
+
+// Content keys of the message kinds, as ADR-0021/ADR-0022 name them.
+const (
+	// system
+	KeySystemMessage = "system_message"
+	// instruction
+	KeyInstruction    = "instruction"
+	KeyGuidance       = "guidance"
+	KeyContext        = "context"
+	KeyResponseFormat = "response_format"
+	KeyToolSchemas    = "tool_schemas"
+	KeyPlainContent   = "plain_content"
+	// assistant_response
+	KeyAssistantResponse = "assistant_response"
+	// action_request and action_response
+	KeyFunction         = "function"
+	KeyArguments        = "arguments"
+	KeyOutput           = "output"
+	KeyError            = "error"
+	KeyActionRequestID  = "action_request_id"
+	KeyActionResponseID = "action_response_id"
+)
+
+// Metadata keys of assistant responses.
+const (
+	// MetaModelResponse holds the provider's raw response.
+	MetaModelResponse = "model_response"
+	// MetaOriginalModelResponse holds the first raw response when a
+	// reformat round replaced model_response.
+	MetaOriginalModelResponse = "original_model_response"
+	// MetaUsage holds the token usage of the call(s) that produced the message.
+	MetaUsage = "usage"
+	// MetaModel is the model reference ("provider:model") that answered.
+	MetaModel = "model"
+)
+
+// InstructionSpec holds the fields of an instruction message. Empty fields
+// are left out of the message content.
+type InstructionSpec struct {
+	// Instruction is the task: a string or any JSON value.
+	Instruction any
+	// Guidance is how to go about it: a string or any JSON value.
+	Guidance any
+	// Context is extra material, one entry per item.
+	Context []any
+	// ResponseFormat is the JSON Schema the answer must satisfy.
+	ResponseFormat map[string]any
+	// ToolSchemas describes the tools the model may request.
+	ToolSchemas []any
+	// PlainContent, when set, is sent verbatim instead of the rendered fields.
+	PlainContent string
+	// Sender and Recipient are free-form message addresses.
+	Sender, Recipient string
+}
+
+// NewSystemMessage returns a system message.
+func NewSystemMessage(text string, at time.Time) Message {
+	return Message{
+		ID: NewID(), Kind: KindSystem, Role: RoleSystem, CreatedAt: at,
+		Sender: string(RoleSystem), Recipient: string(RoleAssistant),
+		Content: map[string]any{KeySystemMessage: text},
+	}
+}
+
+// NewInstructionMessage returns an instruction (role user) message.
+func NewInstructionMessage(spec InstructionSpec, at time.Time) Message {
+	c := map[string]any{}
+	setNonEmpty(c, KeyInstruction, spec.Instruction)
+	setNonEmpty(c, KeyGuidance, spec.Guidance)
+	if len(spec.Context) > 0 {
+		c[KeyContext] = copyValue(append([]any(nil), spec.Context...))
+	}
+	if len(spec.ResponseFormat) > 0 {
+		c[KeyResponseFormat] = copyMap(spec.ResponseFormat)
+	}
+	if len(spec.ToolSchemas) > 0 {
+		c[KeyToolSchemas] = copyValue(append([]any(nil), spec.ToolSchemas...))
+	}
+	if spec.PlainContent != "" {
+		c[KeyPlainContent] = spec.PlainContent
+	}
+	sender := spec.Sender
+	if sender == "" {
+		sender = string(RoleUser)
+	}
+	return Message{
+		ID: NewID(), Kind: KindInstruction, Role: RoleUser, CreatedAt: at,
+		Sender: sender, Recipient: spec.Recipient, Content: c,
+	}
+}
+
+// NewAssistantResponse returns an assistant response holding text, with the
+// provider's raw response (if any) in metadata.model_response.
+func NewAssistantResponse(text string, raw any, at time.Time) Message {
+	m := Message{
+		ID: NewID(), Kind: KindAssistantResponse, Role: RoleAssistant, CreatedAt: at,
+		Sender: string(RoleAssistant), Recipient: string(RoleUser),
+		Content: map[string]any{KeyAssistantResponse: text},
+	}
+	if raw != nil {
+		m.Metadata = map[string]any{MetaModelResponse: raw}
+	}
+	return m
+}
+
+// NewActionRequest returns an action request for function with arguments.
+func NewActionRequest(function string, arguments map[string]any, at time.Time) Message {
+	if arguments == nil {
+		arguments = map[string]any{}
+	}
+	return Message{
+		ID: NewID(), Kind: KindActionRequest, Role: RoleAction, CreatedAt: at,
+		Sender: string(RoleAssistant),
+		Content: map[string]any{
+			KeyFunction: function, KeyArguments: copyMap(arguments), KeyActionResponseID: nil,
+		},
+	}
+}
+
+// NewActionResponse returns the response to req and links the two: the
+// response's action_request_id is req's id, and req's action_response_id is
+// set to the response's id (req is modified). errText, when not empty, is
+// the failure the tool reported.
+func NewActionResponse(req *Message, output any, errText string, at time.Time) Message {
+	c := map[string]any{
+		KeyFunction:        req.Content[KeyFunction],
+		KeyArguments:       copyValue(req.Content[KeyArguments]),
+		KeyOutput:          copyValue(output),
+		KeyActionRequestID: req.ID,
+	}
+	if errText != "" {
+		c[KeyError] = errText
+	}
+	m := Message{ID: NewID(), Kind: KindActionResponse, Role: RoleAction, CreatedAt: at, Content: c}
+	if req.Content == nil {
+		req.Content = map[string]any{}
+	}
+	req.Content[KeyActionResponseID] = m.ID
+	return m
+}
+
+// Text returns the text of an assistant response or system message, and
+// "" for other kinds.
+func (m Message) Text() string {
+	var v any
+	switch m.Kind {
+	case KindAssistantResponse:
+		v = m.Content[KeyAssistantResponse]
+	case KindSystem:
+		v = m.Content[KeySystemMessage]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+func setNonEmpty(c map[string]any, key string, v any) {
+	if isEmpty(v) {
+		return
+	}
+	c[key] = copyValue(v)
+}
+
+// isEmpty reports nil, "", and empty lists and maps.
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case string:
+		return t == ""
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
+	}
+	return false
+}

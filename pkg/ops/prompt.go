@@ -1,0 +1,270 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// buildPrompt returns the outgoing messages of a model call on b: the
+// branch's system message as a real system message, then the history turns
+// and finally the current instruction.
+//
+// History is walked oldest first: system messages are skipped (the system
+// text comes from the branch settings), action requests are dropped, action
+// responses are folded into the Context of the next instruction (or of the
+// current one when no later instruction exists) as {function, arguments,
+// output}, historical instructions are rendered without tools and response
+// schema, and consecutive assistant responses are joined with a blank line.
+// Instructions are never dropped. Empty renders are skipped.
+func buildPrompt(system string, history []Message, current Message) []ChatMessage {
+	var out []ChatMessage
+	if system != "" {
+		out = append(out, ChatMessage{Role: RoleSystem, Content: system})
+	}
+	var pending []any
+	seen := map[string]bool{}
+	for _, m := range history {
+		switch m.Kind {
+		case KindActionResponse:
+			item := map[string]any{
+				KeyFunction:  m.Content[KeyFunction],
+				KeyArguments: m.Content[KeyArguments],
+				KeyOutput:    m.Content[KeyOutput],
+			}
+			if e, ok := m.Content[KeyError]; ok && !isEmpty(e) {
+				item[KeyError] = e
+			}
+			key := compactJSON(item)
+			if !seen[key] {
+				seen[key] = true
+				pending = append(pending, item)
+			}
+		case KindInstruction:
+			text := renderInstruction(m.Content, pending, false)
+			pending, seen = nil, map[string]bool{}
+			if text != "" {
+				out = append(out, ChatMessage{Role: RoleUser, Content: text})
+			}
+		case KindAssistantResponse:
+			text := m.Text()
+			if text == "" {
+				continue
+			}
+			if n := len(out); n > 0 && out[n-1].Role == RoleAssistant {
+				out[n-1].Content += "\n\n" + text
+				continue
+			}
+			out = append(out, ChatMessage{Role: RoleAssistant, Content: text})
+		}
+	}
+	if text := renderInstruction(current.Content, pending, true); text != "" {
+		out = append(out, ChatMessage{Role: RoleUser, Content: text})
+	}
+	return out
+}
+
+// renderInstruction renders an instruction's content as readable text:
+// the sections Guidance, Instruction, Context, Tools, ResponseSchema and
+// ResponseFormat, in that order, each "Name:" followed by its body, separated
+// by blank lines; empty sections are left out. Strings are written verbatim,
+// other values as indented JSON (object keys sorted, so the text is
+// deterministic). extra is appended to the Context. Tools and the response
+// schema are rendered only when full is true (the current instruction).
+//
+// When the content has plain_content it is sent verbatim instead.
+func renderInstruction(c map[string]any, extra []any, full bool) string {
+	if pc, ok := c[KeyPlainContent].(string); ok && pc != "" {
+		return pc
+	}
+	var sections []string
+	add := func(name, body string) {
+		body = strings.TrimRight(body, " \n\t")
+		if body != "" {
+			sections = append(sections, name+":\n"+body)
+		}
+	}
+	add("Guidance", renderValue(c[KeyGuidance]))
+	add("Instruction", renderValue(c[KeyInstruction]))
+	ctx := append(asList(c[KeyContext]), extra...)
+	add("Context", renderList(ctx))
+	if full {
+		add("Tools", renderList(asList(c[KeyToolSchemas])))
+		if schema, ok := c[KeyResponseFormat].(map[string]any); ok && len(schema) > 0 {
+			add("ResponseSchema", indentJSON(schema))
+			add("ResponseFormat", "Answer with one JSON value that satisfies ResponseSchema, "+
+				"inside a ```json code block, like this example:\n```json\n"+
+				indentJSON(schemaExample(schema, 0))+"\n```")
+		}
+	}
+	return strings.Join(sections, "\n\n")
+}
+
+// renderValue writes a string verbatim and anything else as indented JSON.
+func renderValue(v any) string {
+	if isEmpty(v) {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return indentJSON(v)
+}
+
+// renderList writes one "- item" per entry; multi-line items are indented.
+func renderList(items []any) string {
+	var b strings.Builder
+	for _, it := range items {
+		if isEmpty(it) {
+			continue
+		}
+		text := renderValue(it)
+		b.WriteString("- ")
+		b.WriteString(strings.ReplaceAll(text, "\n", "\n  "))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// asList returns v as a list: a list as is, nil as empty, anything else as
+// a one-element list.
+func asList(v any) []any {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return append([]any(nil), t...)
+	case []map[string]any:
+		out := make([]any, len(t))
+		for i, m := range t {
+			out[i] = m
+		}
+		return out
+	case []string:
+		out := make([]any, len(t))
+		for i, s := range t {
+			out[i] = s
+		}
+		return out
+	}
+	return []any{v}
+}
+
+func indentJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+func compactJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+// instructionText is the text form of an instruction's "instruction" field
+// (a string verbatim, any other value as compact JSON), or its plain_content.
+func instructionText(c map[string]any) string {
+	v := c[KeyInstruction]
+	if isEmpty(v) {
+		s, _ := c[KeyPlainContent].(string)
+		return s
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return compactJSON(v)
+}
+
+// maxExampleDepth bounds the nesting schemaExample follows.
+const maxExampleDepth = 8
+
+// schemaExample builds an example value for a JSON Schema: const, then the
+// first of examples or enum, then default, then a placeholder by type
+// ("<string>" or the description, 0, true, null), following properties,
+// items and the first anyOf/oneOf/allOf branch. $ref is not followed.
+func schemaExample(s map[string]any, depth int) any {
+	if depth > maxExampleDepth || s == nil {
+		return nil
+	}
+	if v, ok := s["const"]; ok {
+		return v
+	}
+	if ex, ok := s["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0]
+	}
+	if en, ok := s["enum"].([]any); ok && len(en) > 0 {
+		return en[0]
+	}
+	if v, ok := s["default"]; ok {
+		return v
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		if alts, ok := s[k].([]any); ok {
+			for _, a := range alts {
+				if am, ok := a.(map[string]any); ok && am["type"] != "null" {
+					return schemaExample(am, depth+1)
+				}
+			}
+		}
+	}
+	typ := s["type"]
+	if list, ok := typ.([]any); ok {
+		typ = nil
+		for _, t := range list {
+			if t != "null" {
+				typ = t
+				break
+			}
+		}
+	}
+	if typ == nil {
+		if _, ok := s["properties"]; ok {
+			typ = "object"
+		} else if _, ok := s["items"]; ok {
+			typ = "array"
+		}
+	}
+	switch typ {
+	case "object":
+		out := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		names := make([]string, 0, len(props))
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			pm, _ := props[k].(map[string]any)
+			out[k] = schemaExample(pm, depth+1)
+		}
+		return out
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		if items == nil {
+			return []any{}
+		}
+		return []any{schemaExample(items, depth+1)}
+	case "string":
+		if d, ok := s["description"].(string); ok && d != "" && len(d) <= 80 {
+			return "<" + d + ">"
+		}
+		return "<string>"
+	case "integer", "number":
+		return 0
+	case "boolean":
+		return true
+	}
+	return nil
+}

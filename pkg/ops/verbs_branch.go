@@ -1,0 +1,250 @@
+package ops
+
+import (
+	"context"
+	"errors"
+)
+
+// Default and maximum page size of branch.history.
+const (
+	DefaultHistoryLimit = 100
+	MaxHistoryLimit     = MaxHistoryPage
+)
+
+type branchCreateData struct {
+	BranchID   string         `json:"branch_id"`
+	System     string         `json:"system"`
+	ChatModel  *ModelRef      `json:"chat_model"`
+	ParseModel *ModelRef      `json:"parse_model"`
+	Tools      []string       `json:"tools"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// branchCreate starts a branch. The id is data.branch_id or the request's
+// branch id (they must agree when both are given), else a new UUID.
+// A redelivered create (same request id) answers the existing branch.
+func (e *Engine) branchCreate(ctx context.Context, req Request) (*Result, error) {
+	var d branchCreateData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	id := d.BranchID
+	switch {
+	case id != "" && req.BranchID != "" && id != req.BranchID:
+		return nil, Errorf(CodeInvalidRequest, "data.branch_id %q and the request's branch id %q differ", id, req.BranchID)
+	case id == "":
+		id = req.BranchID
+	}
+	if id == "" {
+		id = NewID()
+	}
+	if err := checkID("branch_id", id); err != nil {
+		return nil, err
+	}
+	for i, t := range d.Tools {
+		if !ValidID(t) {
+			return nil, Errorf(CodeInvalidRequest, "tools[%d] %q is not a valid tool name ([A-Za-z0-9_-], 1..%d characters)", i, t, MaxIDLength)
+		}
+	}
+	now := e.clock()
+	settings := Settings{System: d.System, ChatModel: d.ChatModel, ParseModel: d.ParseModel, Tools: d.Tools, Metadata: d.Metadata}
+	ev := Event{Type: EventCreated, RequestID: req.ID, Time: now, BranchID: id, Settings: &settings}
+	if d.System != "" {
+		ev.Messages = []Message{NewSystemMessage(d.System, now)}
+	}
+	return e.createBranch(ctx, req, id, ev)
+}
+
+// createBranch stores ev as the first event of id, answering a redelivered
+// request from the existing branch.
+func (e *Engine) createBranch(ctx context.Context, req Request, id string, ev Event) (*Result, error) {
+	b, err := e.store.Create(ctx, id, ev)
+	replayed := false
+	if errors.Is(err, ErrBranchExists) {
+		first, herr := e.store.History(ctx, id, 0, 1)
+		if herr != nil || len(first) == 0 || first[0].RequestID != req.ID {
+			return nil, Errorf(CodeBranchExists, "branch %q already exists", id)
+		}
+		if b, err = e.store.Load(ctx, id); err != nil {
+			return nil, storeErr("load", err)
+		}
+		replayed = true
+	} else if err != nil {
+		return nil, storeErr("create", err)
+	}
+	return branchResult(b, replayed)
+}
+
+func branchResult(b *Branch, replayed bool) (*Result, error) {
+	v, err := marshalValue(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Value: v, BranchID: b.ID, Replayed: replayed}, nil
+}
+
+// requireBranchID checks the request's branch id.
+func requireBranchID(req Request) error {
+	return checkID("branch id", req.BranchID)
+}
+
+func (e *Engine) load(ctx context.Context, id string) (*Branch, error) {
+	b, err := e.store.Load(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrBranchNotFound) {
+			return nil, Errorf(CodeBranchNotFound, "branch %q not found", id)
+		}
+		return nil, storeErr("load", err)
+	}
+	return b, nil
+}
+
+// branchGet returns the folded branch.
+func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	b, err := e.load(ctx, req.BranchID)
+	if err != nil {
+		return nil, err
+	}
+	return branchResult(b, false)
+}
+
+type branchCloneData struct {
+	BranchID string `json:"branch_id"`
+}
+
+// branchClone copies the request's branch (settings, messages and model-call
+// count; message ids are kept) into a new branch: data.branch_id or a new
+// UUID.
+func (e *Engine) branchClone(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	var d branchCloneData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	id := d.BranchID
+	if id == "" {
+		id = NewID()
+	}
+	if err := checkID("data.branch_id", id); err != nil {
+		return nil, err
+	}
+	if id == req.BranchID {
+		return nil, Errorf(CodeInvalidRequest, "data.branch_id %q is the branch being cloned", id)
+	}
+	src, err := e.load(ctx, req.BranchID)
+	if err != nil {
+		return nil, err
+	}
+	settings := src.Settings.clone()
+	settings.ProviderSession = ""
+	ev := Event{
+		Type: EventCreated, RequestID: req.ID, Time: e.clock(), BranchID: id,
+		Settings: &settings, Messages: cloneMessages(src.Messages), ModelCalls: src.ModelCalls,
+	}
+	return e.createBranch(ctx, req, id, ev)
+}
+
+// branchClear removes every message but the system message.
+func (e *Engine) branchClear(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	ev := Event{Type: EventCleared, RequestID: req.ID, Time: e.clock(), BranchID: req.BranchID}
+	b, err := e.store.Append(ctx, req.BranchID, ev)
+	replayed := false
+	switch {
+	case errors.Is(err, ErrAlreadyCommitted):
+		if b == nil {
+			if b, err = e.load(ctx, req.BranchID); err != nil {
+				return nil, err
+			}
+		}
+		replayed = true
+	case errors.Is(err, ErrBranchNotFound):
+		return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
+	case err != nil:
+		return nil, storeErr("append", err)
+	}
+	return branchResult(b, replayed)
+}
+
+// branchDelete removes the branch and its history.
+func (e *Engine) branchDelete(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	if err := e.store.Delete(ctx, req.BranchID); err != nil {
+		if errors.Is(err, ErrBranchNotFound) {
+			return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
+		}
+		return nil, storeErr("delete", err)
+	}
+	v, err := marshalValue(map[string]any{"branch_id": req.BranchID, "deleted": true})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Value: v, BranchID: req.BranchID}, nil
+}
+
+type branchHistoryData struct {
+	After uint64 `json:"after"`
+	Limit int    `json:"limit"`
+}
+
+// HistoryPage is the value of a branch.history result.
+type HistoryPage struct {
+	// Events are the history events with Seq > after, oldest first.
+	Events []Event `json:"events"`
+	// Next is the Seq of the last returned event (the "after" of the next
+	// page), or the request's after when no event was returned.
+	Next uint64 `json:"next"`
+	// More is true when the page is full, so there may be more events.
+	More bool `json:"more"`
+}
+
+// branchHistory returns at most data.limit events (default
+// DefaultHistoryLimit, at most MaxHistoryLimit) after data.after.
+func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	var d branchHistoryData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	switch {
+	case d.Limit < 0:
+		return nil, Errorf(CodeInvalidRequest, "data.limit must not be negative, got %d", d.Limit)
+	case d.Limit == 0:
+		d.Limit = DefaultHistoryLimit
+	case d.Limit > MaxHistoryLimit:
+		d.Limit = MaxHistoryLimit
+	}
+	evs, err := e.store.History(ctx, req.BranchID, d.After, d.Limit)
+	if err != nil {
+		if errors.Is(err, ErrBranchNotFound) {
+			return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
+		}
+		return nil, storeErr("history", err)
+	}
+	if len(evs) > d.Limit {
+		evs = evs[:d.Limit]
+	}
+	page := HistoryPage{Events: evs, Next: d.After, More: len(evs) == d.Limit}
+	if len(evs) > 0 {
+		page.Next = evs[len(evs)-1].Seq
+	}
+	if page.Events == nil {
+		page.Events = []Event{}
+	}
+	v, err := marshalValue(page)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Value: v, BranchID: req.BranchID}, nil
+}
