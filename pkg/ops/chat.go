@@ -385,4 +385,3 @@ func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64) (
 	}
 	return &res, nil
 }
-
