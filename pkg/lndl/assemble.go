@@ -1,0 +1,634 @@
+package lndl
+
+import (
+	"encoding/json"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Action is a tool call declared by a lact: the lact's alias, the
+// function name (`fn` or `svc.fn`) and the literal arguments.
+type Action struct {
+	Name      string         `json:"name"`
+	Function  string         `json:"function"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// Placeholder stands in an assembled value for an action that has not run
+// yet. It marshals as {"$action": {"name", "function", "arguments"}}.
+type Placeholder struct {
+	Action Action
+}
+
+// MarshalJSON writes {"$action": {...}}.
+func (p *Placeholder) MarshalJSON() ([]byte, error) {
+	a := p.Action
+	if a.Arguments == nil {
+		a.Arguments = map[string]any{}
+	}
+	return json.Marshal(struct {
+		Action Action `json:"$action"`
+	}{a})
+}
+
+// noteNamespace is the model name of note lvars and the prefix of note
+// references.
+const noteNamespace = "note"
+
+// Assemble builds the structured value of a parsed program's OUT block
+// against target (nil for none), as LNDL.md section 5 describes. known
+// holds action results by alias (from earlier rounds, or executed this
+// round); notes is the scratchpad of earlier rounds, overwritten by the
+// program's `<lvar note.X ...>` declarations. A lact referenced from OUT
+// without a known result becomes a *Placeholder. The result is nil for a
+// program without OUT, else an *Object whose values are nil, bool,
+// string, json.Number, []any, *Object, *Placeholder or action results as
+// given. Errors are LNDL errors: *MissingLvarError, *MissingFieldError,
+// *TypeMismatchError, *InvalidConstructorError.
+func Assemble(p *Program, target *Target, known, notes map[string]any) (any, error) {
+	if p == nil || p.Out == nil {
+		return nil, nil
+	}
+	a := newAssembler(p, target, known, mergeNotes(notes, p))
+	obj, err := a.assemble(mergeOut(p.Out, newBinder(p, target).bind))
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// mergeNotes returns a copy of notes overwritten by the program's note
+// lvars (`<lvar M.X ...>` with M = note in any case): entry X = the body.
+func mergeNotes(notes map[string]any, p *Program) map[string]any {
+	out := make(map[string]any, len(notes)+2)
+	for k, v := range notes {
+		out[k] = v
+	}
+	if p == nil {
+		return out
+	}
+	for i := range p.Lvars {
+		lv := &p.Lvars[i]
+		if lv.Field != "" && strings.EqualFold(lv.Model, noteNamespace) {
+			out[lv.Field] = lv.Content
+		}
+	}
+	return out
+}
+
+// noteKey returns X for a reference `note.X` (lower-case prefix, X not
+// empty).
+func noteKey(ref string) (string, bool) {
+	if len(ref) > len(noteNamespace)+1 && strings.HasPrefix(ref, noteNamespace+".") {
+		return ref[len(noteNamespace)+1:], true
+	}
+	return "", false
+}
+
+type assembler struct {
+	target *Target
+	lvars  map[string]*Lvar
+	lacts  map[string]*Lact
+	known  map[string]any
+	notes  map[string]any
+	calls  map[string]*Placeholder // parsed lact calls by alias
+}
+
+func newAssembler(p *Program, target *Target, known, notes map[string]any) *assembler {
+	a := &assembler{
+		target: target,
+		lvars:  make(map[string]*Lvar, len(p.Lvars)),
+		lacts:  make(map[string]*Lact, len(p.Lacts)),
+		known:  known,
+		notes:  notes,
+	}
+	for i := range p.Lvars {
+		a.lvars[p.Lvars[i].Alias] = &p.Lvars[i]
+	}
+	for i := range p.Lacts {
+		a.lacts[p.Lacts[i].Alias] = &p.Lacts[i]
+	}
+	return a
+}
+
+// part is one resolved list item: its value and the field it names.
+type part struct {
+	value any
+	field string // "" when the item names no field
+	// literal is set for OUT literals; result for action results.
+	literal bool
+	result  bool
+	// For items from declared aliases: the alias, its head's model and
+	// whether it is an lvar (for the model check).
+	alias string
+	model string
+	lvar  bool
+}
+
+func (a *assembler) assemble(fields []Field) (*Object, error) {
+	out := NewObject(len(fields))
+	for _, f := range fields {
+		var ft *Type
+		if spec := a.target.Field(f.Key); spec != nil {
+			ft = spec.Type
+		}
+		v, err := a.assembleValue(f.Key, f.Value, ft)
+		if err != nil {
+			return nil, err
+		}
+		out.Set(f.Key, v)
+	}
+	if a.target != nil {
+		var missing []string
+		for _, spec := range a.target.Model.Fields {
+			if spec.Required && !out.Has(spec.Name) {
+				missing = append(missing, spec.Name)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			return nil, &MissingFieldError{Fields: missing}
+		}
+	}
+	return out, nil
+}
+
+func (a *assembler) assembleValue(key string, v Value, ft *Type) (any, error) {
+	if v.Kind != ValueList {
+		if v.Kind == ValueString {
+			if k, ok := noteKey(v.Text); ok {
+				if nv, ok := a.notes[k]; ok {
+					return nv, nil
+				}
+			}
+		}
+		return literalValue(v), nil
+	}
+	grouped := false
+	for i := range v.List {
+		if v.List[i].Kind == ValueList {
+			grouped = true
+			break
+		}
+	}
+	if !grouped {
+		parts, err := a.resolve(v.List)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.checkModels(key, parts, ft); err != nil {
+			return nil, err
+		}
+		return a.shape(parts, ft), nil
+	}
+	elem := ft
+	if ft != nil && ft.Kind == KindList {
+		elem = ft.Elem
+	}
+	items := make([]any, 0, len(v.List))
+	for i := range v.List {
+		group := v.List[i : i+1]
+		if v.List[i].Kind == ValueList {
+			group = v.List[i].List
+		}
+		item, err := a.assembleGroup(key, group, elem)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	return items, nil
+}
+
+// assembleGroup shapes one group of a grouped list against the element
+// type. An undeclared name makes the group null, or salvages it for a
+// model element.
+func (a *assembler) assembleGroup(key string, group []Value, elem *Type) (any, error) {
+	parts, err := a.resolve(group)
+	var value any
+	if err != nil {
+		if _, missing := err.(*MissingLvarError); !missing {
+			return nil, err
+		}
+	} else {
+		if err := a.checkModels(key, parts, elem); err != nil {
+			return nil, err
+		}
+		value = a.shape(parts, elem)
+	}
+	if value == nil && elem != nil && elem.Kind == KindModel {
+		for _, f := range elem.Model.Fields {
+			if f.Type.Kind != KindString {
+				continue
+			}
+			var words []string
+			for _, g := range group {
+				if g.Kind == ValueRef || g.Kind == ValueString {
+					words = append(words, g.Text)
+				}
+			}
+			obj := NewObject(1)
+			obj.Set(f.Name, strings.Join(words, " "))
+			return obj, nil
+		}
+	}
+	return value, nil
+}
+
+// resolve turns list items into parts (LNDL.md section 5, steps 1-6).
+// Nested lists are skipped; the first undeclared name is an error.
+func (a *assembler) resolve(items []Value) ([]part, error) {
+	parts := make([]part, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		switch it.Kind {
+		case ValueList:
+			continue
+		case ValueRef:
+		default:
+			parts = append(parts, part{value: literalValue(*it), literal: true})
+			continue
+		}
+		name := it.Text
+		if k, ok := noteKey(name); ok {
+			if nv, ok := a.notes[k]; ok {
+				parts = append(parts, part{value: nv})
+			}
+			continue
+		}
+		if la, ok := a.lacts[name]; ok {
+			p := part{field: la.Field, alias: name, model: la.Model}
+			if r, ok := a.known[name]; ok {
+				p.value, p.result = r, true
+			} else {
+				ph, err := a.placeholder(la)
+				if err != nil {
+					return nil, err
+				}
+				p.value = ph
+			}
+			parts = append(parts, p)
+			continue
+		}
+		if lv, ok := a.lvars[name]; ok {
+			parts = append(parts, part{value: lv.Content, field: lv.Field, alias: name, model: lv.Model, lvar: true})
+			continue
+		}
+		if r, ok := a.known[name]; ok {
+			parts = append(parts, part{value: r, result: true})
+			continue
+		}
+		return nil, &MissingLvarError{Alias: name}
+	}
+	return parts, nil
+}
+
+// placeholder parses a lact's call once and returns its placeholder.
+func (a *assembler) placeholder(la *Lact) (*Placeholder, error) {
+	if ph, ok := a.calls[la.Alias]; ok {
+		return ph, nil
+	}
+	act, err := parseAction(la.Alias, la.Call)
+	if err != nil {
+		return nil, err
+	}
+	ph := &Placeholder{Action: act}
+	if a.calls == nil {
+		a.calls = make(map[string]*Placeholder)
+	}
+	a.calls[la.Alias] = ph
+	return ph, nil
+}
+
+// checkModels applies the model check (LNDL-D9): for a field whose type
+// is a model, or a list of models, named N, an alias declared `M.f` needs
+// M = N ignoring case, or M = the OUT key, or to be a note lvar.
+func (a *assembler) checkModels(key string, parts []part, ft *Type) error {
+	want := modelName(ft)
+	if want == "" {
+		return nil
+	}
+	for _, p := range parts {
+		if p.model == "" || strings.EqualFold(p.model, want) || p.model == key {
+			continue
+		}
+		if p.lvar && strings.EqualFold(p.model, noteNamespace) {
+			continue
+		}
+		return &TypeMismatchError{Alias: p.alias, Declared: p.model, Expected: want}
+	}
+	return nil
+}
+
+// shape builds a field's value from its parts (LNDL.md section 5); nil
+// for no parts.
+func (a *assembler) shape(parts []part, ft *Type) any {
+	if len(parts) == 0 {
+		return nil
+	}
+	kind := KindAny
+	if ft != nil {
+		kind = ft.Kind
+	}
+	switch kind {
+	case KindList:
+		if len(parts) == 1 && parts[0].result {
+			if l, ok := parts[0].value.([]any); ok {
+				return l
+			}
+		}
+		if ft.Elem.Kind == KindModel {
+			return shapeModelList(parts, ft.Elem.Model)
+		}
+		if len(parts) == 1 && !parts[0].literal {
+			if s, ok := parts[0].value.(string); ok {
+				return splitList(s)
+			}
+		}
+		return values(parts)
+	case KindDict:
+		obj := NewObject(len(parts))
+		for _, p := range parts {
+			if p.field != "" {
+				obj.Set(p.field, p.value)
+			}
+		}
+		return obj
+	case KindModel:
+		fill := newModelFill(ft.Model)
+		for _, p := range parts {
+			if p.field != "" {
+				fill.set(p.field, p)
+			} else if f := fill.nextUnset(); f != "" {
+				fill.set(f, p)
+			}
+		}
+		return fill.object()
+	}
+	if len(parts) == 1 {
+		return coerce(parts[0], ft)
+	}
+	return values(parts)
+}
+
+func values(parts []part) []any {
+	out := make([]any, len(parts))
+	for i := range parts {
+		out[i] = parts[i].value
+	}
+	return out
+}
+
+// shapeModelList fills list-of-model items: a new item starts when a
+// part's field is already set in the current one, or a fieldless part
+// finds no unset field.
+func shapeModelList(parts []part, m *Model) []any {
+	var items []any
+	cur := newModelFill(m)
+	for _, p := range parts {
+		if p.field == "" {
+			f := cur.nextUnset()
+			if f == "" {
+				items = append(items, cur.object())
+				cur = newModelFill(m)
+				f = cur.nextUnset()
+			}
+			if f != "" {
+				cur.set(f, p)
+			}
+			continue
+		}
+		if cur.has(p.field) {
+			items = append(items, cur.object())
+			cur = newModelFill(m)
+		}
+		cur.set(p.field, p)
+	}
+	if len(cur.keys) > 0 {
+		items = append(items, cur.object())
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return items
+}
+
+// modelFill collects the parts of one model object in insertion order.
+type modelFill struct {
+	m     *Model
+	keys  []string
+	parts []part
+}
+
+func newModelFill(m *Model) *modelFill { return &modelFill{m: m} }
+
+func (f *modelFill) has(key string) bool {
+	for _, k := range f.keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *modelFill) set(key string, p part) {
+	for i, k := range f.keys {
+		if k == key {
+			f.parts[i] = p
+			return
+		}
+	}
+	f.keys = append(f.keys, key)
+	f.parts = append(f.parts, p)
+}
+
+func (f *modelFill) nextUnset() string {
+	for _, fs := range f.m.Fields {
+		if !f.has(fs.Name) {
+			return fs.Name
+		}
+	}
+	return ""
+}
+
+// object returns the filled object, each value coerced for its field.
+func (f *modelFill) object() *Object {
+	obj := NewObject(len(f.keys))
+	for i, k := range f.keys {
+		var ft *Type
+		if spec := f.m.Field(k); spec != nil {
+			ft = spec.Type
+		}
+		obj.Set(k, coerceField(f.parts[i], ft))
+	}
+	return obj
+}
+
+// coerceField coerces a value placed in a model's (or list item's) field:
+// a string that is not a literal is split for a list-of-scalars field,
+// and object or array results become JSON text for a str field.
+func coerceField(p part, ft *Type) any {
+	if ft != nil && ft.Kind == KindList && ft.Elem.Kind != KindModel && !p.literal {
+		if s, ok := p.value.(string); ok {
+			return splitList(s)
+		}
+	}
+	return coerce(p, ft)
+}
+
+// coerce turns an object or array action result into compact JSON text
+// for a str field (LNDL-D7); other values are returned as they are.
+func coerce(p part, ft *Type) any {
+	if !p.result || ft == nil || ft.Kind != KindString {
+		return p.value
+	}
+	switch p.value.(type) {
+	case *Object, map[string]any, []any:
+		if s, err := resultJSONText(p.value); err == nil {
+			return s
+		}
+	}
+	return p.value
+}
+
+// literalValue returns the JSON value of an OUT literal.
+func literalValue(v Value) any {
+	switch v.Kind {
+	case ValueBool:
+		return v.Bool
+	case ValueString, ValueRef:
+		return v.Text
+	case ValueInt:
+		return json.Number(intText(v.Text))
+	case ValueFloat:
+		return json.Number(floatText(v.Text))
+	}
+	return nil
+}
+
+// intText returns an integer literal in JSON form (no leading zeros, no
+// plus sign); the parser has already checked it is an integer.
+func intText(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	d := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+"), "0")
+	if d == "" {
+		return "0"
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			if n, ok := new(big.Int).SetString(s, 10); ok {
+				return n.String()
+			}
+			return "0"
+		}
+	}
+	if neg {
+		return "-" + d
+	}
+	return d
+}
+
+// floatText returns a float literal in JSON form, written the way Python
+// prints a float (`2.0`, `0.015`, `1e+23`); the parser has already checked
+// it is finite.
+func floatText(s string) string {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return "0.0"
+	}
+	return pyFloat(f)
+}
+
+// pyFloat formats f like Python's repr: positional for decimal exponents
+// from -4 to 15, else exponent form, always with a '.' or an exponent.
+func pyFloat(f float64) string {
+	if f == 0 {
+		if strconv.FormatFloat(f, 'g', -1, 64) == "-0" {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// parseAction parses a lact body into an action; every failure is an
+// *InvalidConstructorError.
+func parseAction(alias, body string) (Action, error) {
+	c, err := ParseCall(alias, body)
+	if err != nil {
+		return Action{}, err
+	}
+	return Action{Name: alias, Function: c.Function, Arguments: c.Arguments}, nil
+}
+
+// mergeOut merges the OUT entries into fields in first-insertion order
+// (LNDL.md section 4): `key: value` sets the key; a shortcut appends its
+// name to the list under its spec, or is dropped if that holds a
+// non-list; a group is appended to the list under its spec or replaces a
+// non-list, and is dropped without a spec.
+func mergeOut(out *Out, bind func(name string) string) []Field {
+	var fields []Field
+	index := make(map[string]int, len(out.Entries))
+	set := func(key string, v Value) {
+		if i, ok := index[key]; ok {
+			fields[i].Value = v
+			return
+		}
+		index[key] = len(fields)
+		fields = append(fields, Field{Key: key, Value: v})
+	}
+	for _, e := range out.Entries {
+		switch e.Kind {
+		case EntryKeyed:
+			set(e.Key, e.Value)
+		case EntryShortcut:
+			spec := bind(e.Name)
+			ref := Value{Kind: ValueRef, Text: e.Name}
+			if i, ok := index[spec]; ok {
+				if fields[i].Value.Kind == ValueList {
+					l := fields[i].Value.List
+					fields[i].Value.List = append(l[:len(l):len(l)], ref)
+				}
+				continue
+			}
+			set(spec, Value{Kind: ValueList, List: []Value{ref}})
+		case EntryGroup:
+			name, ok := groupName(e.Value)
+			if !ok {
+				continue
+			}
+			spec := bind(name)
+			if i, ok := index[spec]; ok && fields[i].Value.Kind == ValueList {
+				l := fields[i].Value.List
+				fields[i].Value.List = append(l[:len(l):len(l)], e.Value)
+				continue
+			}
+			set(spec, Value{Kind: ValueList, List: []Value{e.Value}})
+		}
+	}
+	return fields
+}
+
+// groupName returns the name a group binds by: its first item, or the
+// first item of its first nested group, when that is a name.
+func groupName(g Value) (string, bool) {
+	for depth := 0; g.Kind == ValueList && len(g.List) > 0 && depth <= 64; depth++ {
+		first := g.List[0]
+		if first.Kind == ValueRef {
+			return first.Text, true
+		}
+		g = first
+	}
+	return "", false
+}
