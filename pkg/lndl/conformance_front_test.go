@@ -1,0 +1,138 @@
+package lndl
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The front-end stages against the conformance vectors: extract, normalize
+// and parse. Every vector must pass.
+
+type textInput struct {
+	Text string `json:"text"`
+}
+
+func decodeTextInput(t *testing.T, v vector) string {
+	t.Helper()
+	var in textInput
+	if err := json.Unmarshal(v.Input, &in); err != nil {
+		t.Fatalf("input: %v", err)
+	}
+	return in.Text
+}
+
+func TestConformanceExtract(t *testing.T) {
+	vs := loadVectors(t, "extract")
+	for _, v := range vs {
+		t.Run(v.ID, func(t *testing.T) {
+			blocks := Extract(decodeTextInput(t, v))
+			got := map[string]any{"blocks": stringsToAny(blocks)}
+			want := decodeJSON(t, v.Expect)
+			if d := jsonDiff(got, want); d != "" {
+				t.Errorf("%s\nnote: %s", d, v.Note)
+			}
+		})
+	}
+}
+
+func TestConformanceNormalize(t *testing.T) {
+	vs := loadVectors(t, "normalize")
+	for _, v := range vs {
+		t.Run(v.ID, func(t *testing.T) {
+			got := map[string]any{"text": Normalize(decodeTextInput(t, v))}
+			want := decodeJSON(t, v.Expect)
+			if d := jsonDiff(got, want); d != "" {
+				t.Errorf("%s\nnote: %s", d, v.Note)
+			}
+		})
+	}
+}
+
+func TestConformanceParse(t *testing.T) {
+	vs := loadVectors(t, "parse")
+	for _, v := range vs {
+		t.Run(v.ID, func(t *testing.T) {
+			prog, err := Parse(decodeTextInput(t, v))
+			want := decodeJSON(t, v.Expect)
+			if we, ok := expectedError(want); ok {
+				matchError(t, err, we)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v\nnote: %s", err, v.Note)
+			}
+			if d := jsonDiff(programJSON(prog), want); d != "" {
+				t.Errorf("%s\nnote: %s", d, v.Note)
+			}
+		})
+	}
+}
+
+func stringsToAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// programJSON renders a program in the parse vectors' shape.
+func programJSON(p *Program) map[string]any {
+	nullable := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	lvars := []any{}
+	for _, lv := range p.Lvars {
+		lvars = append(lvars, map[string]any{
+			"model": nullable(lv.Model), "field": nullable(lv.Field), "alias": lv.Alias,
+			"content": lv.Content, "extra_id": nullable(lv.Hint),
+		})
+	}
+	lacts := []any{}
+	for _, la := range p.Lacts {
+		lacts = append(lacts, map[string]any{
+			"model": nullable(la.Model), "field": nullable(la.Field), "alias": la.Alias,
+			"call": la.Call, "extra_id": nullable(la.Hint),
+		})
+	}
+	var out any
+	if p.Out != nil {
+		pairs := []any{}
+		for _, f := range p.Out.Fields(p.DefaultBinding()) {
+			pairs = append(pairs, []any{f.Key, valueJSON(f.Value, true)})
+		}
+		out = pairs
+	}
+	return map[string]any{"lvars": lvars, "lacts": lacts, "out": out}
+}
+
+// valueJSON renders an OUT value as the parse vectors do: at the top level
+// a string literal is a plain string; inside lists a reference is a plain
+// string and a string literal {"str": ...}.
+func valueJSON(v Value, top bool) any {
+	switch v.Kind {
+	case ValueNull:
+		return nil
+	case ValueBool:
+		return v.Bool
+	case ValueInt, ValueFloat:
+		return json.Number(v.Text)
+	case ValueString:
+		if top {
+			return v.Text
+		}
+		return map[string]any{"str": v.Text}
+	case ValueRef:
+		return v.Text
+	case ValueList:
+		items := make([]any, len(v.List))
+		for i, it := range v.List {
+			items[i] = valueJSON(it, false)
+		}
+		return items
+	}
+	return map[string]any{"unknown kind": int(v.Kind)}
+}

@@ -1,0 +1,426 @@
+package lndl
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// tokKind is the kind of a lexer token. The names are the reference's and
+// appear in ParseError reasons ("Expected GT, got ID").
+type tokKind uint8
+
+const (
+	tokEOF tokKind = iota
+	tokLvarOpen
+	tokLvarClose
+	tokLactOpen
+	tokLactClose
+	tokOutOpen
+	tokOutClose
+	tokID
+	tokNum
+	tokStr
+	tokDot
+	tokComma
+	tokColon
+	tokLBracket
+	tokRBracket
+	tokLParen
+	tokRParen
+	tokGT
+	tokNewline
+	// tokBody is the raw body after the '>' that ends an <lvar or <lact
+	// head (LNDL-D5).
+	tokBody
+)
+
+var tokNames = [...]string{
+	tokEOF:       "EOF",
+	tokLvarOpen:  "LVAR_OPEN",
+	tokLvarClose: "LVAR_CLOSE",
+	tokLactOpen:  "LACT_OPEN",
+	tokLactClose: "LACT_CLOSE",
+	tokOutOpen:   "OUT_OPEN",
+	tokOutClose:  "OUT_CLOSE",
+	tokID:        "ID",
+	tokNum:       "NUM",
+	tokStr:       "STR",
+	tokDot:       "DOT",
+	tokComma:     "COMMA",
+	tokColon:     "COLON",
+	tokLBracket:  "LBRACKET",
+	tokRBracket:  "RBRACKET",
+	tokLParen:    "LPAREN",
+	tokRParen:    "RPAREN",
+	tokGT:        "GT",
+	tokNewline:   "NEWLINE",
+	tokBody:      "BODY",
+}
+
+func (k tokKind) String() string {
+	if int(k) < len(tokNames) {
+		return tokNames[k]
+	}
+	return "UNKNOWN"
+}
+
+// token is one lexed token. text is the identifier, the number literal as
+// written, the decoded string, or the raw body.
+type token struct {
+	kind tokKind
+	text string
+	pos  Pos
+	// closed is set on a tokBody that ends at a closing tag; false when the
+	// body runs to the end of the input.
+	closed bool
+}
+
+const (
+	lvarOpenText  = "<lvar"
+	lactOpenText  = "<lact"
+	lvarCloseText = "</lvar>"
+	lactCloseText = "</lact>"
+)
+
+// lexer turns LNDL text into tokens on demand (LNDL.md section 3). It is a
+// small state machine: OUT mode (entered at the OUT opener, left at '}')
+// enables strings and negative numbers; after an <lvar/<lact opening tag
+// the first '>' ends the head and the next token is the raw body up to the
+// closing tag of the same kind. Positions count characters: lines from 1,
+// columns from 1 on the first line and from 0 on later lines.
+type lexer struct {
+	src  string
+	off  int
+	line int
+	col  int
+
+	inOut bool
+	// head is tokLvarOpen or tokLactOpen while a tag head is open, else
+	// tokEOF.
+	head tokKind
+	// body is set when the next token is the body of the head just ended;
+	// bodyKind says which closer ends it.
+	body     bool
+	bodyKind tokKind
+}
+
+func newLexer(src string) lexer {
+	return lexer{src: src, line: 1, col: 1}
+}
+
+func (l *lexer) pos() Pos { return Pos{Offset: l.off, Line: l.line, Column: l.col} }
+
+// advanceTo moves the lexer to offset end (end >= l.off), keeping the line
+// and column current.
+func (l *lexer) advanceTo(end int) {
+	s := l.src
+	for i := l.off; i < end; {
+		c := s[i]
+		switch {
+		case c == '\n':
+			l.line++
+			l.col = 0
+			i++
+		case c < utf8.RuneSelf:
+			l.col++
+			i++
+		default:
+			_, size := utf8.DecodeRuneInString(s[i:end])
+			l.col++
+			i += size
+		}
+	}
+	l.off = end
+}
+
+// skipASCII advances over n bytes known to hold no newline and no
+// multi-byte character.
+func (l *lexer) skipASCII(n int) {
+	l.off += n
+	l.col += n
+}
+
+func (l *lexer) tok(kind tokKind, text string, p Pos) token {
+	return token{kind: kind, text: text, pos: p}
+}
+
+// next returns the next token; at the end it returns tokEOF forever.
+func (l *lexer) next() token {
+	if l.body {
+		return l.lexBody()
+	}
+	s := l.src
+	for l.off < len(s) {
+		c := s[l.off]
+		p := l.pos()
+		switch c {
+		case ' ', '\t', '\r':
+			l.skipASCII(1)
+			continue
+		case '\n':
+			l.advanceTo(l.off + 1)
+			return l.tok(tokNewline, "\n", p)
+		case '<':
+			rest := s[l.off:]
+			switch {
+			case strings.HasPrefix(rest, lvarCloseText):
+				l.skipASCII(len(lvarCloseText))
+				return l.tok(tokLvarClose, lvarCloseText, p)
+			case strings.HasPrefix(rest, lactCloseText):
+				l.skipASCII(len(lactCloseText))
+				return l.tok(tokLactClose, lactCloseText, p)
+			case strings.HasPrefix(rest, lvarOpenText):
+				l.skipASCII(len(lvarOpenText))
+				l.head = tokLvarOpen
+				return l.tok(tokLvarOpen, lvarOpenText, p)
+			case strings.HasPrefix(rest, lactOpenText):
+				l.skipASCII(len(lactOpenText))
+				l.head = tokLactOpen
+				return l.tok(tokLactOpen, lactOpenText, p)
+			}
+			l.skipASCII(1)
+			continue
+		case 'O':
+			if n := outOpenerLen(s[l.off:]); n > 0 {
+				l.skipASCII(n)
+				l.inOut = true
+				return l.tok(tokOutOpen, s[p.Offset:l.off], p)
+			}
+		case '-':
+			if l.inOut {
+				if r, _ := decodeAt(s, l.off+1); isDecimalDigit(r) {
+					l.skipASCII(1)
+					return l.lexNumber(p)
+				}
+			}
+			l.skipASCII(1)
+			continue
+		case '"', '\'':
+			if l.inOut {
+				return l.lexString(p)
+			}
+			l.skipASCII(1)
+			continue
+		case '.':
+			l.skipASCII(1)
+			return l.tok(tokDot, ".", p)
+		case ',':
+			l.skipASCII(1)
+			return l.tok(tokComma, ",", p)
+		case ':':
+			l.skipASCII(1)
+			return l.tok(tokColon, ":", p)
+		case '[':
+			l.skipASCII(1)
+			return l.tok(tokLBracket, "[", p)
+		case ']':
+			l.skipASCII(1)
+			return l.tok(tokRBracket, "]", p)
+		case '(':
+			l.skipASCII(1)
+			return l.tok(tokLParen, "(", p)
+		case ')':
+			l.skipASCII(1)
+			return l.tok(tokRParen, ")", p)
+		case '}':
+			l.skipASCII(1)
+			l.inOut = false
+			return l.tok(tokOutClose, "}", p)
+		case '>':
+			l.skipASCII(1)
+			if l.head != tokEOF {
+				l.body = true
+				l.bodyKind = l.head
+				l.head = tokEOF
+			}
+			return l.tok(tokGT, ">", p)
+		}
+		r, size := decodeAt(s, l.off)
+		switch {
+		case isIdentStart(r):
+			return l.lexIdent(p)
+		case isDecimalDigit(r):
+			return l.lexNumber(p)
+		}
+		// Any other character starts no token and is skipped.
+		if c == '\n' {
+			l.advanceTo(l.off + size)
+		} else {
+			l.off += size
+			l.col++
+		}
+	}
+	return l.tok(tokEOF, "", l.pos())
+}
+
+// decodeAt decodes the rune at s[i:], or returns utf8.RuneError for the
+// end of s.
+func decodeAt(s string, i int) (rune, int) {
+	if i >= len(s) {
+		return utf8.RuneError, 0
+	}
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// outOpenerLen returns the length of the OUT opener at the start of s
+// ("OUT", spaces or tabs, "{"; LNDL-D1), or 0.
+func outOpenerLen(s string) int {
+	if !strings.HasPrefix(s, "OUT") {
+		return 0
+	}
+	i := 3
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i < len(s) && s[i] == '{' {
+		return i + 1
+	}
+	return 0
+}
+
+func (l *lexer) lexIdent(p Pos) token {
+	s := l.src
+	i := l.off
+	n := 0
+	for i < len(s) {
+		r, size := decodeAt(s, i)
+		if !isIdentPart(r) {
+			break
+		}
+		i += size
+		n++
+	}
+	l.off = i
+	l.col += n
+	return l.tok(tokID, s[p.Offset:i], p)
+}
+
+// digitsRun returns the end of the run of decimal digits at i and how many
+// characters it holds.
+func digitsRun(s string, i int) (int, int) {
+	n := 0
+	for i < len(s) {
+		r, size := decodeAt(s, i)
+		if !isDecimalDigit(r) {
+			break
+		}
+		i += size
+		n++
+	}
+	return i, n
+}
+
+// lexNumber reads digits and dots, then an exponent when a digit follows
+// the 'e' or its sign. p is the token start (a '-' may precede l.off).
+func (l *lexer) lexNumber(p Pos) token {
+	s := l.src
+	i := l.off
+	n := 0
+	for i < len(s) {
+		if s[i] == '.' {
+			i++
+			n++
+			continue
+		}
+		r, size := decodeAt(s, i)
+		if !isDecimalDigit(r) {
+			break
+		}
+		i += size
+		n++
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if end, k := digitsRun(s, j); k > 0 {
+			n += (j - i) + k
+			i = end
+		}
+	}
+	l.off = i
+	l.col += n
+	return l.tok(tokNum, s[p.Offset:i], p)
+}
+
+// lexString reads a quoted string in OUT mode: up to the same quote, with
+// \n, \t and \r escapes and any other escaped character standing for
+// itself; unterminated, it runs to the end.
+func (l *lexer) lexString(p Pos) token {
+	s := l.src
+	quote := s[l.off]
+	start := l.off + 1
+	i := start
+	// Fast path: no backslash before the closing quote.
+	for i < len(s) && s[i] != quote && s[i] != '\\' {
+		i++
+	}
+	if i >= len(s) || s[i] == quote {
+		text := s[start:i]
+		end := i
+		if i < len(s) {
+			end++
+		}
+		l.advanceTo(end)
+		return l.tok(tokStr, text, p)
+	}
+	var b strings.Builder
+	b.WriteString(s[start:i])
+	for i < len(s) && s[i] != quote {
+		if s[i] != '\\' {
+			j := i + 1
+			for j < len(s) && s[j] != quote && s[j] != '\\' {
+				j++
+			}
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
+		i++
+		if i >= len(s) {
+			break
+		}
+		switch s[i] {
+		case 'n':
+			b.WriteByte('\n')
+			i++
+		case 't':
+			b.WriteByte('\t')
+			i++
+		case 'r':
+			b.WriteByte('\r')
+			i++
+		default:
+			_, size := decodeAt(s, i)
+			b.WriteString(s[i : i+size])
+			i += size
+		}
+	}
+	if i < len(s) {
+		i++
+	}
+	l.advanceTo(i)
+	return l.tok(tokStr, b.String(), p)
+}
+
+// lexBody returns the raw text from the end of a tag head to the next
+// closing tag of its kind, or to the end (LNDL-D5).
+func (l *lexer) lexBody() token {
+	l.body = false
+	closer := lvarCloseText
+	if l.bodyKind == tokLactOpen {
+		closer = lactCloseText
+	}
+	p := l.pos()
+	rest := l.src[l.off:]
+	if k := strings.Index(rest, closer); k >= 0 {
+		l.advanceTo(l.off + k)
+		return token{kind: tokBody, text: rest[:k], pos: p, closed: true}
+	}
+	l.advanceTo(len(l.src))
+	return token{kind: tokBody, text: rest, pos: p}
+}

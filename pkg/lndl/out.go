@@ -1,0 +1,137 @@
+package lndl
+
+import "strings"
+
+// Fields merges the entries of an OUT block into its map of keys, in
+// first-insertion order (LNDL.md section 4, "Merging"):
+//
+//   - `key: value` sets the key; a duplicate key replaces the value and
+//     keeps the first position;
+//   - a shortcut `name` appends a reference to name to the list under its
+//     spec, creating the list if the spec is absent; it is dropped if the
+//     spec holds a non-list;
+//   - an anonymous group is appended to the list under its spec, or
+//     replaces a non-list value; a group with no spec is dropped.
+//
+// bind gives the spec of a name: of a shortcut's name, or of a group's
+// first item (or of the first item of its first nested group) when that
+// item is a reference. bind returns "" when the name has no spec of its
+// own; a shortcut then falls back to the name's first dot-separated segment
+// (the whole name when it has no dot), and a group is dropped. Pass
+// [Program.DefaultBinding] for the binding without a target; assembly
+// supplies a target-aware one (LNDL-D4).
+//
+// The returned values share no list with the entries: the caller may
+// modify them. Fields of a nil *Out is nil.
+func (o *Out) Fields(bind func(name string) string) []Field {
+	if o == nil {
+		return nil
+	}
+	fields := make([]Field, 0, len(o.Entries))
+	// owned[i] is set when fields[i].Value.List was built here and may be
+	// appended to.
+	owned := make([]bool, 0, len(o.Entries))
+	index := make(map[string]int, len(o.Entries))
+	set := func(key string, v Value, own bool) {
+		if i, ok := index[key]; ok {
+			fields[i].Value = v
+			owned[i] = own
+			return
+		}
+		index[key] = len(fields)
+		fields = append(fields, Field{Key: key, Value: v})
+		owned = append(owned, own)
+	}
+	appendTo := func(i int, item Value) {
+		if !owned[i] {
+			old := fields[i].Value.List
+			list := make([]Value, len(old), len(old)+4)
+			copy(list, old)
+			fields[i].Value.List = list
+			owned[i] = true
+		}
+		fields[i].Value.List = append(fields[i].Value.List, item)
+	}
+	for _, e := range o.Entries {
+		switch e.Kind {
+		case EntryKeyed:
+			set(e.Key, e.Value, false)
+		case EntryShortcut:
+			spec := bind(e.Name)
+			if spec == "" {
+				spec, _, _ = strings.Cut(e.Name, ".")
+			}
+			ref := Value{Kind: ValueRef, Text: e.Name}
+			i, ok := index[spec]
+			switch {
+			case !ok:
+				set(spec, Value{Kind: ValueList, List: []Value{ref}}, true)
+			case fields[i].Value.Kind == ValueList:
+				appendTo(i, ref)
+			}
+		case EntryGroup:
+			first, ok := groupHead(e.Value)
+			if !ok {
+				continue
+			}
+			spec := bind(first)
+			if spec == "" {
+				continue
+			}
+			if i, ok := index[spec]; ok && fields[i].Value.Kind == ValueList {
+				appendTo(i, e.Value)
+				continue
+			}
+			set(spec, Value{Kind: ValueList, List: []Value{e.Value}}, true)
+		}
+	}
+	return fields
+}
+
+// groupHead returns the name a group binds by: its first item when that is
+// a reference, or the first item of its first item when that is a list
+// whose first item is a reference.
+func groupHead(g Value) (string, bool) {
+	if len(g.List) == 0 {
+		return "", false
+	}
+	first := g.List[0]
+	switch first.Kind {
+	case ValueRef:
+		return first.Text, true
+	case ValueList:
+		if len(first.List) > 0 && first.List[0].Kind == ValueRef {
+			return first.List[0].Text, true
+		}
+	}
+	return "", false
+}
+
+// Spec returns the spec a head binds to without a target: the field of a
+// `Model.field` head, the hint of a `hint alias` head, else "".
+func (h Head) Spec() string {
+	switch {
+	case h.Field != "":
+		return h.Field
+	case h.Model != "":
+		return h.Model
+	default:
+		return h.Hint
+	}
+}
+
+// DefaultBinding returns the binding of shortcuts and groups without a
+// target, for [Out.Fields]: an alias declared `Model.field` binds to field,
+// one declared `hint alias` to hint; any other name has no spec of its own
+// ("", so a shortcut falls back to the name's first dot-separated
+// segment). Lacts are looked up before lvars.
+func (p *Program) DefaultBinding() func(name string) string {
+	specs := make(map[string]string, len(p.Lvars)+len(p.Lacts))
+	for _, lv := range p.Lvars {
+		specs[lv.Alias] = lv.Spec()
+	}
+	for _, la := range p.Lacts {
+		specs[la.Alias] = la.Spec()
+	}
+	return func(name string) string { return specs[name] }
+}

@@ -1,0 +1,474 @@
+package lndl
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds of the parser. Each is enforced with a *ParseError.
+const (
+	// MaxInputBytes is the largest text Parse accepts (1 MiB). A round
+	// should apply it to the raw response before extracting blocks.
+	MaxInputBytes = 1 << 20
+	// MaxDepth is the deepest nesting of brackets in an OUT block.
+	MaxDepth = 32
+	// MaxDeclarations is the largest number of <lvar> and <lact>
+	// declarations in one text.
+	MaxDeclarations = 10000
+	// MaxOutEntries is the largest number of entries in an OUT block.
+	MaxOutEntries = 10000
+	// MaxIntDigits is the most digits an integer literal may have.
+	MaxIntDigits = 4300
+)
+
+// Parse lexes and parses LNDL text (already normalized, see [Normalize])
+// into a [Program] (LNDL.md sections 3 and 4). The text is used as given:
+// no extraction, no normalization, no "\r\n" conversion ('\r' is plain
+// white space).
+//
+// Only <lvar>, <lact> and the OUT opener are significant at the top level;
+// parsing stops after the first OUT block. Every error is a *ParseError
+// whose position follows the reference's convention (lines from 1, columns
+// from 1 on the first line and from 0 on later lines). Reasons include
+// "Expected GT, got DOT", "Unclosed lvar tag - missing </lvar>",
+// "Duplicate alias 'a' - aliases must be unique across lvars and lacts",
+// "Invalid number literal '1.2.3'" and "OUT block nesting too deep -
+// exceeded max depth of 32".
+//
+// Bounds: the text may hold at most [MaxInputBytes] bytes and
+// [MaxDeclarations] declarations, an OUT block at most [MaxOutEntries]
+// entries nested at most [MaxDepth] brackets deep, an integer literal at
+// most [MaxIntDigits] digits; float literals must be finite. Parse runs in
+// time linear in len(text).
+func Parse(text string) (*Program, error) {
+	if len(text) > MaxInputBytes {
+		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
+			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
+	}
+	p := &parser{lx: newLexer(text)}
+	p.advance()
+	return p.parseProgram()
+}
+
+type parser struct {
+	lx  lexer
+	tok token
+}
+
+func (p *parser) advance() { p.tok = p.lx.next() }
+
+func (p *parser) errorAt(t token, format string, args ...any) *ParseError {
+	return &ParseError{Line: t.pos.Line, Column: t.pos.Column, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) expect(kind tokKind) (token, error) {
+	t := p.tok
+	if t.kind != kind {
+		return t, p.errorAt(t, "Expected %s, got %s", kind, t.kind)
+	}
+	p.advance()
+	return t, nil
+}
+
+func (p *parser) skipNewlines() {
+	for p.tok.kind == tokNewline {
+		p.advance()
+	}
+}
+
+func (p *parser) parseProgram() (*Program, error) {
+	prog := &Program{}
+	aliases := make(map[string]struct{})
+	for p.tok.kind != tokEOF {
+		p.skipNewlines()
+		switch p.tok.kind {
+		case tokLvarOpen, tokLactOpen:
+			if len(prog.Lvars)+len(prog.Lacts) >= MaxDeclarations {
+				return nil, p.errorAt(p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
+			}
+			kind := p.tok.kind
+			head, body, pos, err := p.parseDecl()
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := aliases[head.Alias]; dup {
+				return nil, p.errorAt(p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
+			}
+			aliases[head.Alias] = struct{}{}
+			if kind == tokLvarOpen {
+				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
+			} else {
+				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
+			}
+		case tokOutOpen:
+			out, err := p.parseOut()
+			if err != nil {
+				return nil, err
+			}
+			prog.Out = out
+			return prog, nil
+		case tokEOF:
+		default:
+			p.advance()
+		}
+	}
+	return prog, nil
+}
+
+// parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current
+// token and returns the head, the trimmed body and the tag's position.
+func (p *parser) parseDecl() (Head, string, Pos, error) {
+	open := p.tok
+	p.advance()
+	p.skipNewlines()
+	first, err := p.expect(tokID)
+	if err != nil {
+		return Head{}, "", Pos{}, err
+	}
+	var h Head
+	switch p.tok.kind {
+	case tokDot:
+		p.advance()
+		field, err := p.expect(tokID)
+		if err != nil {
+			return Head{}, "", Pos{}, err
+		}
+		h.Model, h.Field, h.Alias = first.text, field.text, field.text
+		if p.tok.kind == tokID {
+			h.Alias = p.tok.text
+			p.advance()
+		}
+	case tokID:
+		h.Hint, h.Alias = first.text, p.tok.text
+		p.advance()
+	default:
+		h.Alias = first.text
+	}
+	if _, err := p.expect(tokGT); err != nil {
+		return Head{}, "", Pos{}, err
+	}
+	// The lexer always yields the body right after the head's '>'.
+	body := p.tok
+	if body.kind != tokBody || !body.closed {
+		name := "lvar"
+		if open.kind == tokLactOpen {
+			name = "lact"
+		}
+		return Head{}, "", Pos{}, p.errorAt(body, "Unclosed %s tag - missing </%s>", name, name)
+	}
+	p.advance() // the closing tag
+	p.advance() // the token after it
+	return h, trimLNDLSpace(body.text), open.pos, nil
+}
+
+// readName reads an identifier and its dotted continuation (`a.b.c`); a
+// dot not followed by an identifier is consumed and dropped. It reports
+// whether the name has dots.
+func (p *parser) readName() (string, bool) {
+	name := p.tok.text
+	p.advance()
+	if p.tok.kind != tokDot {
+		return name, false
+	}
+	var b []byte
+	dotted := false
+	for p.tok.kind == tokDot {
+		p.advance()
+		if p.tok.kind != tokID {
+			break
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(name)+1+len(p.tok.text)), name...)
+		}
+		b = append(b, '.')
+		b = append(b, p.tok.text...)
+		dotted = true
+		p.advance()
+	}
+	if !dotted {
+		return name, false
+	}
+	return string(b), true
+}
+
+func (p *parser) parseOut() (*Out, error) {
+	out := &Out{Pos: p.tok.pos}
+	p.advance()
+	p.skipNewlines()
+	add := func(e OutEntry) error {
+		if len(out.Entries) >= MaxOutEntries {
+			return p.errorAt(p.tok, "OUT block has too many entries - exceeded max of %d", MaxOutEntries)
+		}
+		out.Entries = append(out.Entries, e)
+		return nil
+	}
+	for p.tok.kind != tokOutClose && p.tok.kind != tokEOF {
+		p.skipNewlines()
+		var key string
+		switch p.tok.kind {
+		case tokOutClose, tokEOF:
+			continue
+		case tokLBracket:
+			list, err := p.parseList(1)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(OutEntry{Kind: EntryGroup, Value: list}); err != nil {
+				return nil, err
+			}
+			p.skipSeparator()
+			continue
+		case tokStr:
+			// A quoted key (LNDL-D3); without ':' the string is skipped.
+			key = p.tok.text
+			p.advance()
+			p.skipNewlines()
+			if p.tok.kind != tokColon {
+				continue
+			}
+		case tokID:
+			name, _ := p.readName()
+			p.skipNewlines()
+			if p.tok.kind != tokColon {
+				if err := add(OutEntry{Kind: EntryShortcut, Name: name}); err != nil {
+					return nil, err
+				}
+				p.skipSeparator()
+				continue
+			}
+			key = name
+		default:
+			p.advance()
+			continue
+		}
+		// At the colon of `key: value`.
+		p.advance()
+		p.skipNewlines()
+		v, ok, err := p.parseValue()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if err := add(OutEntry{Kind: EntryKeyed, Key: key, Value: v}); err != nil {
+				return nil, err
+			}
+		}
+		p.skipSeparator()
+	}
+	return out, nil
+}
+
+// skipSeparator skips newlines and one comma.
+func (p *parser) skipSeparator() {
+	p.skipNewlines()
+	if p.tok.kind == tokComma {
+		p.advance()
+	}
+}
+
+// parseValue parses the value of a keyed OUT entry. ok is false when the
+// token starts no value: it is consumed and the key dropped.
+func (p *parser) parseValue() (Value, bool, error) {
+	switch p.tok.kind {
+	case tokLBracket:
+		v, err := p.parseList(1)
+		return v, err == nil, err
+	case tokStr:
+		v := Value{Kind: ValueString, Text: p.tok.text}
+		p.advance()
+		return v, true, nil
+	case tokNum:
+		v, err := p.number(p.tok)
+		if err != nil {
+			return Value{}, false, err
+		}
+		p.advance()
+		return v, true, nil
+	case tokID:
+		switch {
+		case asciiEqualFold(p.tok.text, "true"):
+			p.advance()
+			return Value{Kind: ValueBool, Bool: true}, true, nil
+		case asciiEqualFold(p.tok.text, "false"):
+			p.advance()
+			return Value{Kind: ValueBool, Bool: false}, true, nil
+		}
+		name, dotted := p.readName()
+		if !dotted && asciiEqualFold(name, "null") {
+			return Value{Kind: ValueNull}, true, nil
+		}
+		return Value{Kind: ValueList, List: []Value{{Kind: ValueRef, Text: name}}}, true, nil
+	}
+	p.advance()
+	return Value{}, false, nil
+}
+
+// parseList parses `[...]` at the current token; depth counts this list.
+func (p *parser) parseList(depth int) (Value, error) {
+	if depth > MaxDepth {
+		return Value{}, p.errorAt(p.tok, "OUT block nesting too deep - exceeded max depth of %d", MaxDepth)
+	}
+	p.advance()
+	p.skipNewlines()
+	items := []Value{}
+	for p.tok.kind != tokRBracket && p.tok.kind != tokEOF {
+		p.skipNewlines()
+		switch p.tok.kind {
+		case tokRBracket, tokEOF:
+			continue
+		case tokLBracket:
+			v, err := p.parseList(depth + 1)
+			if err != nil {
+				return Value{}, err
+			}
+			items = append(items, v)
+		case tokID:
+			name, dotted := p.readName()
+			switch {
+			case dotted:
+				items = append(items, Value{Kind: ValueRef, Text: name})
+			case asciiEqualFold(name, "true"):
+				items = append(items, Value{Kind: ValueBool, Bool: true})
+			case asciiEqualFold(name, "false"):
+				items = append(items, Value{Kind: ValueBool, Bool: false})
+			case asciiEqualFold(name, "null"):
+				items = append(items, Value{Kind: ValueNull})
+			default:
+				items = append(items, Value{Kind: ValueRef, Text: name})
+			}
+		case tokStr:
+			items = append(items, Value{Kind: ValueString, Text: p.tok.text})
+			p.advance()
+		case tokNum:
+			v, err := p.number(p.tok)
+			if err != nil {
+				return Value{}, err
+			}
+			items = append(items, v)
+			p.advance()
+		default:
+			p.advance()
+		}
+		p.skipSeparator()
+	}
+	if p.tok.kind == tokRBracket {
+		p.advance()
+	}
+	return Value{Kind: ValueList, List: items}, nil
+}
+
+// asciiEqualFold compares s with the lower-case ASCII word w, ignoring
+// ASCII case only (Python's str.lower() maps no other character onto
+// these letters).
+func asciiEqualFold(s, w string) bool {
+	if len(s) != len(w) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// number converts a number token: an integer without '.' or exponent,
+// else a float. Value.Text holds the canonical form: the exact decimal
+// integer (no leading zeros, no "-0"), or the float in Python's repr form
+// (shortest round-trip digits, always with '.' or an exponent).
+func (p *parser) number(t token) (Value, error) {
+	lit := asciiDigits(t.text)
+	invalid := func() (Value, error) {
+		return Value{}, p.errorAt(t, "Invalid number literal %s", quoteLiteral(t.text))
+	}
+	if !strings.ContainsAny(lit, ".eE") {
+		neg := strings.HasPrefix(lit, "-")
+		digits := strings.TrimPrefix(lit, "-")
+		if digits == "" || len(digits) > MaxIntDigits {
+			return invalid()
+		}
+		digits = strings.TrimLeft(digits, "0")
+		if digits == "" {
+			return Value{Kind: ValueInt, Text: "0"}, nil
+		}
+		if neg {
+			digits = "-" + digits
+		}
+		return Value{Kind: ValueInt, Text: digits}, nil
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return invalid()
+	}
+	return Value{Kind: ValueFloat, Text: pyFloatRepr(f)}, nil
+}
+
+// quoteLiteral quotes a literal for an error message, shortening a very
+// long one to its ends and its length.
+func quoteLiteral(s string) string {
+	const keep = 40
+	if len(s) <= 2*keep+3 {
+		return "'" + s + "'"
+	}
+	return fmt.Sprintf("'%s...%s' (%d characters)", s[:keep], s[len(s)-keep:], utf8.RuneCountInString(s))
+}
+
+// asciiDigits maps non-ASCII decimal digits of a number literal to ASCII.
+func asciiDigits(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if r >= utf8.RuneSelf {
+			if v := decimalDigitValue(r); v >= 0 {
+				r = rune('0' + v)
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// pyFloatRepr formats f as Python's repr(float) does: the shortest digits
+// that round-trip, fixed notation for exponents -4..15 (with at least one
+// fractional digit), else scientific with a two-digit exponent minimum.
+func pyFloatRepr(f float64) string {
+	if f == 0 {
+		if math.Signbit(f) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
+	mant, expText, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(expText)
+	if exp >= -4 && exp < 16 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	sign := "+"
+	if exp < 0 {
+		sign = "-"
+		exp = -exp
+	}
+	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
+}

@@ -1,0 +1,147 @@
+package lndl
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Character classes shared by the stages. They follow the reference's
+// Python semantics: its regular expressions and str methods are Unicode
+// aware, so "white space" and "word character" are Unicode classes.
+
+// isLNDLSpace reports whether r is white space in the sense of Python's
+// str.isspace and the Unicode \s class: Go's unicode.IsSpace plus the
+// information separators U+001C..U+001F.
+func isLNDLSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		switch r {
+		case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f:
+			return true
+		}
+		return false
+	}
+	return unicode.IsSpace(r)
+}
+
+// trimLNDLSpace removes leading and trailing white space (isLNDLSpace), as
+// Python's str.strip() does.
+func trimLNDLSpace(s string) string {
+	// Fast path: nothing to trim.
+	if s == "" {
+		return s
+	}
+	if c := s[0]; c < utf8.RuneSelf && !isLNDLSpace(rune(c)) {
+		if d := s[len(s)-1]; d < utf8.RuneSelf && !isLNDLSpace(rune(d)) {
+			return s
+		}
+	}
+	return strings.TrimFunc(s, isLNDLSpace)
+}
+
+// fieldsLNDLSpace splits s around runs of white space, as Python's
+// str.split() with no arguments does.
+func fieldsLNDLSpace(s string) []string {
+	return strings.FieldsFunc(s, isLNDLSpace)
+}
+
+// isIdentStart reports whether r may start an identifier: a Unicode letter
+// (Python str.isalpha) or '_'.
+func isIdentStart(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z')
+	}
+	return unicode.IsLetter(r)
+}
+
+// isIdentPart reports whether r may continue an identifier: a Unicode
+// letter or number (Python str.isalnum) or '_'. This is also the \w class
+// of the reference's regular expressions.
+func isIdentPart(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// isDecimalDigit reports whether r is a decimal digit (Unicode category
+// Nd), which starts a number token.
+func isDecimalDigit(r rune) bool {
+	if r < utf8.RuneSelf {
+		return '0' <= r && r <= '9'
+	}
+	return unicode.IsDigit(r)
+}
+
+// decimalDigitValue returns the value 0..9 of a decimal digit, or -1. Every
+// run of Nd characters in the Unicode tables starts at a zero, so the value
+// is the offset in the run modulo 10.
+func decimalDigitValue(r rune) int {
+	if '0' <= r && r <= '9' {
+		return int(r - '0')
+	}
+	for _, rg := range unicode.Nd.R16 {
+		if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
+			if rg.Stride != 1 {
+				return -1
+			}
+			return int(r-rune(rg.Lo)) % 10
+		}
+	}
+	for _, rg := range unicode.Nd.R32 {
+		if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
+			if rg.Stride != 1 {
+				return -1
+			}
+			return int(r-rune(rg.Lo)) % 10
+		}
+	}
+	return -1
+}
+
+// isLineBreak reports whether r ends a line for Python's str.splitlines:
+// \n, \r, \v, \f, U+001C..U+001E, U+0085, U+2028 and U+2029 (\r\n counts as
+// one break).
+func isLineBreak(r rune) bool {
+	switch r {
+	case '\n', '\r', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+		return true
+	}
+	return false
+}
+
+// splitPyLines splits s into lines the way Python's str.splitlines() does
+// (line breaks per isLineBreak, "\r\n" as one break, breaks not kept, no
+// empty last line for a trailing break).
+func splitPyLines(s string) []string {
+	var lines []string
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if !isLineBreak(r) {
+			i += size
+			continue
+		}
+		lines = append(lines, s[start:i])
+		i += size
+		if r == '\r' && i < len(s) && s[i] == '\n' {
+			i++
+		}
+		start = i
+	}
+	if start < len(s) {
+		lines = append(lines, s[start:])
+	}
+	return lines
+}
+
+// crlfToLF replaces every "\r\n" with "\n" (LNDL-D11); a lone '\r' stays.
+func crlfToLF(s string) string {
+	if !strings.Contains(s, "\r\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\n", "\n")
+}
