@@ -136,3 +136,65 @@ func valueJSON(v Value, top bool) any {
 	}
 	return map[string]any{"unknown kind": int(v.Kind)}
 }
+
+// TestConformanceRoundFrontEnd runs the front end of a round (LNDL.md
+// section 7, steps 1-2) over the round vectors: a response whose expected
+// outcome is a ParseError must fail with that error and position; every
+// other response with a lndl block must parse.
+func TestConformanceRoundFrontEnd(t *testing.T) {
+	vs := loadVectors(t, "round")
+	parseErrors := 0
+	for _, v := range vs {
+		t.Run(v.ID, func(t *testing.T) {
+			var in struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(v.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			var exp struct {
+				ErrorClass     *string      `json:"error_class"`
+				ErrorSubstring string       `json:"error_substring"`
+				ErrorLine      *json.Number `json:"error_line"`
+				ErrorColumn    *json.Number `json:"error_column"`
+			}
+			if err := json.Unmarshal(v.Expect, &exp); err != nil {
+				t.Fatal(err)
+			}
+			blocks := Extract(in.Text)
+			if len(blocks) == 0 {
+				return
+			}
+			_, err := Parse(NormalizeBlock(joinBlocks(blocks)))
+			if exp.ErrorClass != nil && *exp.ErrorClass == "ParseError" {
+				parseErrors++
+				want := map[string]any{"class": "ParseError", "substring": exp.ErrorSubstring}
+				if exp.ErrorLine != nil {
+					want["line"] = *exp.ErrorLine
+				}
+				if exp.ErrorColumn != nil {
+					want["column"] = *exp.ErrorColumn
+				}
+				matchError(t, err, want)
+				return
+			}
+			if err != nil {
+				t.Errorf("Parse: %v (expected outcome has no parse error)", err)
+			}
+		})
+	}
+	if parseErrors == 0 {
+		t.Error("no round vector expects a ParseError; the check tested nothing")
+	}
+}
+
+func joinBlocks(blocks []string) string {
+	out := ""
+	for i, b := range blocks {
+		if i > 0 {
+			out += "\n\n"
+		}
+		out += b
+	}
+	return out
+}

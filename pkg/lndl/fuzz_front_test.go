@@ -1,0 +1,140 @@
+package lndl
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Fuzz tests of the front end. The seed corpora under testdata/fuzz/ hold
+// the inputs of the extract, normalize and parse vectors (plus any crasher
+// found, kept as a regression seed).
+
+func FuzzExtract(f *testing.F) {
+	f.Add("```lndl\n<lvar a>x</lvar>\nOUT{a}\n```\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		blocks := Extract(text)
+		lf := crlfToLF(text)
+		for i, b := range blocks {
+			if !strings.Contains(lf, b) {
+				t.Fatalf("block %d %q is not part of the input", i, b)
+			}
+			if b != "" && !strings.HasSuffix(b, "\n") {
+				t.Fatalf("block %d %q does not keep its final newline", i, b)
+			}
+		}
+		again := Extract(lf)
+		if len(again) != len(blocks) {
+			t.Fatalf("Extract not stable under CRLF conversion: %d then %d blocks", len(blocks), len(again))
+		}
+	})
+}
+
+func FuzzNormalize(f *testing.F) {
+	f.Add("{lvar Note.a x}y{/lvar}\n<lact a fn(x=1)</lact>\n<lvar name=\"t\" b>c</lvar>")
+	f.Fuzz(func(t *testing.T, text string) {
+		got := Normalize(text)
+		want := text
+		if want != "" {
+			if blocks := Extract(text); len(blocks) > 0 {
+				want = strings.Join(blocks, "\n\n")
+			}
+		}
+		if nb := NormalizeBlock(want); got != nb {
+			t.Fatalf("Normalize(%q) = %q, NormalizeBlock of its blocks = %q", text, got, nb)
+		}
+	})
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("<lvar Report.title t>x</lvar>\n<lact s>f(a=1)</lact>\nOUT{report: [t, s], n: 1.5, k: \"v\", [t]}")
+	f.Fuzz(func(t *testing.T, text string) {
+		prog, err := Parse(text)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrLNDL) {
+				t.Fatalf("error %v (%T) is not a *ParseError", err, err)
+			}
+			if pe.Line < 1 || pe.Column < 0 || (pe.Line == 1 && pe.Column < 1) {
+				t.Fatalf("bad position in %v", err)
+			}
+			if pe.Line > strings.Count(text, "\n")+1 {
+				t.Fatalf("line beyond the input in %v", err)
+			}
+			return
+		}
+		seen := make(map[string]bool)
+		check := func(h Head, pos Pos, tag string) {
+			if h.Alias == "" {
+				t.Fatalf("declaration without alias: %+v", h)
+			}
+			if seen[h.Alias] {
+				t.Fatalf("duplicate alias %q accepted", h.Alias)
+			}
+			seen[h.Alias] = true
+			if !strings.HasPrefix(text[pos.Offset:], tag) {
+				t.Fatalf("declaration position %+v does not point at %s", pos, tag)
+			}
+			if line, col := naivePosition(text, pos.Offset); line != pos.Line || col != pos.Column {
+				t.Fatalf("position %+v, recount gives line %d column %d", pos, line, col)
+			}
+		}
+		for _, lv := range prog.Lvars {
+			check(lv.Head, lv.Pos, "<lvar")
+			if lv.Content != trimLNDLSpace(lv.Content) {
+				t.Fatalf("content %q not trimmed", lv.Content)
+			}
+		}
+		for _, la := range prog.Lacts {
+			check(la.Head, la.Pos, "<lact")
+		}
+		if prog.Out != nil {
+			if len(prog.Out.Entries) > MaxOutEntries {
+				t.Fatalf("%d OUT entries", len(prog.Out.Entries))
+			}
+			fields := prog.Out.Fields(prog.DefaultBinding())
+			keys := make(map[string]bool)
+			for _, fl := range fields {
+				if keys[fl.Key] {
+					t.Fatalf("key %q twice in merged OUT", fl.Key)
+				}
+				keys[fl.Key] = true
+			}
+			checkValueDepth(t, fields)
+		}
+	})
+}
+
+func checkValueDepth(t *testing.T, fields []Field) {
+	var depth func(v Value) int
+	depth = func(v Value) int {
+		if v.Kind != ValueList {
+			return 0
+		}
+		d := 0
+		for _, it := range v.List {
+			d = max(d, depth(it))
+		}
+		return d + 1
+	}
+	for _, f := range fields {
+		// A group adds one level around a list of at most MaxDepth.
+		if d := depth(f.Value); d > MaxDepth+1 {
+			t.Fatalf("field %q nested %d deep", f.Key, d)
+		}
+	}
+}
+
+// naivePosition recounts the reference's line and column of a byte offset.
+func naivePosition(text string, off int) (line, col int) {
+	line, col = 1, 1
+	for _, r := range text[:off] {
+		if r == '\n' {
+			line++
+			col = 0
+			continue
+		}
+		col++
+	}
+	return line, col
+}
