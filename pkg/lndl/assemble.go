@@ -52,7 +52,7 @@ func Assemble(p *Program, target *Target, known, notes map[string]any) (any, err
 		return nil, nil
 	}
 	a := newAssembler(p, target, known, mergeNotes(notes, p))
-	obj, err := a.assemble(mergeOut(p.Out, newBinder(p, target).bind))
+	obj, err := a.assemble(p.Out.Fields(newBinder(p, target).bind))
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +94,7 @@ type assembler struct {
 	known  map[string]any
 	notes  map[string]any
 	calls  map[string]*Placeholder // parsed lact calls by alias
+	texts  map[string]string       // JSON text of object/array results by name
 }
 
 func newAssembler(p *Program, target *Target, known, notes map[string]any) *assembler {
@@ -120,6 +121,8 @@ type part struct {
 	// literal is set for OUT literals; result for action results.
 	literal bool
 	result  bool
+	// name is the alias of an action result (for its JSON text cache).
+	name string
 	// For items from declared aliases: the alias, its head's model and
 	// whether it is an lvar (for the model check).
 	alias string
@@ -261,7 +264,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 		if la, ok := a.lacts[name]; ok {
 			p := part{field: la.Field, alias: name, model: la.Model}
 			if r, ok := a.known[name]; ok {
-				p.value, p.result = r, true
+				p.value, p.result, p.name = normalizeResult(r), true, name
 			} else {
 				ph, err := a.placeholder(la)
 				if err != nil {
@@ -277,7 +280,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			continue
 		}
 		if r, ok := a.known[name]; ok {
-			parts = append(parts, part{value: r, result: true})
+			parts = append(parts, part{value: normalizeResult(r), result: true, name: name})
 			continue
 		}
 		return nil, &MissingLvarError{Alias: name}
@@ -340,7 +343,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 			}
 		}
 		if ft.Elem.Kind == KindModel {
-			return shapeModelList(parts, ft.Elem.Model)
+			return a.shapeModelList(parts, ft.Elem.Model)
 		}
 		if len(parts) == 1 && !parts[0].literal {
 			if s, ok := parts[0].value.(string); ok {
@@ -357,7 +360,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 		}
 		return obj
 	case KindModel:
-		fill := newModelFill(ft.Model)
+		fill := a.newModelFill(ft.Model)
 		for _, p := range parts {
 			if p.field != "" {
 				fill.set(p.field, p)
@@ -368,7 +371,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 		return fill.object()
 	}
 	if len(parts) == 1 {
-		return coerce(parts[0], ft)
+		return a.coerce(parts[0], ft)
 	}
 	return values(parts)
 }
@@ -384,15 +387,15 @@ func values(parts []part) []any {
 // shapeModelList fills list-of-model items: a new item starts when a
 // part's field is already set in the current one, or a fieldless part
 // finds no unset field.
-func shapeModelList(parts []part, m *Model) []any {
+func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 	var items []any
-	cur := newModelFill(m)
+	cur := a.newModelFill(m)
 	for _, p := range parts {
 		if p.field == "" {
 			f := cur.nextUnset()
 			if f == "" {
 				items = append(items, cur.object())
-				cur = newModelFill(m)
+				cur = a.newModelFill(m)
 				f = cur.nextUnset()
 			}
 			if f != "" {
@@ -402,7 +405,7 @@ func shapeModelList(parts []part, m *Model) []any {
 		}
 		if cur.has(p.field) {
 			items = append(items, cur.object())
-			cur = newModelFill(m)
+			cur = a.newModelFill(m)
 		}
 		cur.set(p.field, p)
 	}
@@ -417,12 +420,13 @@ func shapeModelList(parts []part, m *Model) []any {
 
 // modelFill collects the parts of one model object in insertion order.
 type modelFill struct {
+	a     *assembler
 	m     *Model
 	keys  []string
 	parts []part
 }
 
-func newModelFill(m *Model) *modelFill { return &modelFill{m: m} }
+func (a *assembler) newModelFill(m *Model) *modelFill { return &modelFill{a: a, m: m} }
 
 func (f *modelFill) has(key string) bool {
 	for _, k := range f.keys {
@@ -461,7 +465,7 @@ func (f *modelFill) object() *Object {
 		if spec := f.m.Field(k); spec != nil {
 			ft = spec.Type
 		}
-		obj.Set(k, coerceField(f.parts[i], ft))
+		obj.Set(k, f.a.coerceField(f.parts[i], ft))
 	}
 	return obj
 }
@@ -469,24 +473,32 @@ func (f *modelFill) object() *Object {
 // coerceField coerces a value placed in a model's (or list item's) field:
 // a string that is not a literal is split for a list-of-scalars field,
 // and object or array results become JSON text for a str field.
-func coerceField(p part, ft *Type) any {
+func (a *assembler) coerceField(p part, ft *Type) any {
 	if ft != nil && ft.Kind == KindList && ft.Elem.Kind != KindModel && !p.literal {
 		if s, ok := p.value.(string); ok {
 			return splitList(s)
 		}
 	}
-	return coerce(p, ft)
+	return a.coerce(p, ft)
 }
 
 // coerce turns an object or array action result into compact JSON text
 // for a str field (LNDL-D7); other values are returned as they are.
-func coerce(p part, ft *Type) any {
+// The text is made once per result, however often the result is placed.
+func (a *assembler) coerce(p part, ft *Type) any {
 	if !p.result || ft == nil || ft.Kind != KindString {
 		return p.value
 	}
 	switch p.value.(type) {
 	case *Object, map[string]any, []any:
+		if s, ok := a.texts[p.name]; ok {
+			return s
+		}
 		if s, err := resultJSONText(p.value); err == nil {
+			if a.texts == nil {
+				a.texts = make(map[string]string)
+			}
+			a.texts[p.name] = s
 			return s
 		}
 	}
@@ -572,63 +584,22 @@ func parseAction(alias, body string) (Action, error) {
 	return Action{Name: alias, Function: c.Function, Arguments: c.Arguments}, nil
 }
 
-// mergeOut merges the OUT entries into fields in first-insertion order
-// (LNDL.md section 4): `key: value` sets the key; a shortcut appends its
-// name to the list under its spec, or is dropped if that holds a
-// non-list; a group is appended to the list under its spec or replaces a
-// non-list, and is dropped without a spec.
-func mergeOut(out *Out, bind func(name string) string) []Field {
-	var fields []Field
-	index := make(map[string]int, len(out.Entries))
-	set := func(key string, v Value) {
-		if i, ok := index[key]; ok {
-			fields[i].Value = v
-			return
-		}
-		index[key] = len(fields)
-		fields = append(fields, Field{Key: key, Value: v})
+// normalizeResult returns an action result in the JSON-compatible forms
+// assembly tells apart: typed slices and maps, structs and other values
+// encoding/json can write are converted through JSON (objects keep the
+// order json.Marshal writes); a value it cannot write is kept as it is.
+func normalizeResult(v any) any {
+	switch v.(type) {
+	case nil, bool, string, json.Number, float64, float32, int, int64, int32, uint, uint64, uint32,
+		[]any, map[string]any, *Object, *Placeholder:
+		return v
 	}
-	for _, e := range out.Entries {
-		switch e.Kind {
-		case EntryKeyed:
-			set(e.Key, e.Value)
-		case EntryShortcut:
-			spec := bind(e.Name)
-			ref := Value{Kind: ValueRef, Text: e.Name}
-			if i, ok := index[spec]; ok {
-				if fields[i].Value.Kind == ValueList {
-					l := fields[i].Value.List
-					fields[i].Value.List = append(l[:len(l):len(l)], ref)
-				}
-				continue
-			}
-			set(spec, Value{Kind: ValueList, List: []Value{ref}})
-		case EntryGroup:
-			name, ok := groupName(e.Value)
-			if !ok {
-				continue
-			}
-			spec := bind(name)
-			if i, ok := index[spec]; ok && fields[i].Value.Kind == ValueList {
-				l := fields[i].Value.List
-				fields[i].Value.List = append(l[:len(l):len(l)], e.Value)
-				continue
-			}
-			set(spec, Value{Kind: ValueList, List: []Value{e.Value}})
-		}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
 	}
-	return fields
-}
-
-// groupName returns the name a group binds by: its first item, or the
-// first item of its first nested group, when that is a name.
-func groupName(g Value) (string, bool) {
-	for depth := 0; g.Kind == ValueList && len(g.List) > 0 && depth <= 64; depth++ {
-		first := g.List[0]
-		if first.Kind == ValueRef {
-			return first.Text, true
-		}
-		g = first
+	if d, err := DecodeJSON(b); err == nil {
+		return d
 	}
-	return "", false
+	return v
 }

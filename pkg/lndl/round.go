@@ -1,0 +1,212 @@
+package lndl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Outcome classifies one model response of the multi-round adapter
+// (ADR-0024 D3, LNDL.md section 7).
+type Outcome int
+
+// Round outcomes.
+const (
+	// OutcomeContinue: no lndl block, or no OUT block. Every lact of the
+	// response is pending.
+	OutcomeContinue Outcome = iota
+	// OutcomeRetry: the response does not parse or assemble; Err says why
+	// and is the repair message for the next round.
+	OutcomeRetry
+	// OutcomeSuccess: a success candidate. The pending actions are the
+	// placeholders reachable from the assembled value; after they run,
+	// [RoundResult.Resolve] gives the value to validate.
+	OutcomeSuccess
+)
+
+// String returns "continue", "retry" or "success".
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeContinue:
+		return "continue"
+	case OutcomeRetry:
+		return "retry"
+	case OutcomeSuccess:
+		return "success"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// RoundInput is one model response and the state of earlier rounds.
+type RoundInput struct {
+	// Text is the raw model response.
+	Text string
+	// Target is the structured result to assemble; nil for none.
+	Target *Target
+	// ActionResults are the results of actions executed in earlier
+	// rounds, by alias. They are read, never modified.
+	ActionResults map[string]any
+	// Notes is the scratchpad left by earlier rounds (LNDL-D13). It is
+	// read, never modified.
+	Notes map[string]any
+}
+
+// RoundResult is the classification of one response.
+type RoundResult struct {
+	Outcome Outcome
+	// Pending are the actions to run before the next step: for a
+	// continue, every lact of the response in declaration order; for a
+	// success, the placeholders reachable from Assembled in depth-first
+	// order, each alias once (LNDL-D8).
+	Pending []Action
+	// Assembled is the assembled value of a success (an *Object), with a
+	// *Placeholder for every action that has not run; nil otherwise.
+	Assembled any
+	// Err is the LNDL error of a retry; nil otherwise.
+	Err error
+	// Notes is the scratchpad after this round: the input notes
+	// overwritten by this response's note lvars, or the input notes when
+	// the response has no lndl block or does not parse. Never nil.
+	Notes map[string]any
+
+	prog   *Program
+	target *Target
+	known  map[string]any
+}
+
+// ErrNotSuccess is returned by [RoundResult.Resolve] for a round whose
+// outcome is not OutcomeSuccess.
+var ErrNotSuccess = errors.New("lndl: round outcome is not success")
+
+// Round classifies one model response (LNDL.md section 7):
+//
+//  1. "\r\n" becomes "\n" and the lndl blocks are extracted; none gives
+//     a continue with nothing pending.
+//  2. The blocks are joined with a blank line, normalized without
+//     extracting again (LNDL-D10) and parsed; a ParseError is a retry.
+//  3. The notes are merged with the response's note lvars (LNDL-D13).
+//  4. Without OUT: a continue with every lact pending (an invalid call
+//     body is a retry).
+//  5. With OUT: assembly against the target; an LNDL error is a retry,
+//     else a success candidate whose pending actions are the placeholders
+//     reachable from the assembled value.
+//
+// Round is pure and safe for concurrent use with distinct inputs. Its
+// work is linear in the size of the response for all practical inputs;
+// see the package bounds ([MaxCallBodyLen], the OUT nesting limit of 32,
+// [MaxJSONDepth]).
+func Round(in RoundInput) *RoundResult {
+	res := &RoundResult{Notes: copyNotes(in.Notes), target: in.Target}
+	blocks := Extract(in.Text)
+	if len(blocks) == 0 {
+		res.Outcome = OutcomeContinue
+		return res
+	}
+	prog, err := Parse(NormalizeBlock(strings.Join(blocks, "\n\n")))
+	if err != nil {
+		return res.retry(err)
+	}
+	res.Notes = mergeNotes(in.Notes, prog)
+	if prog.Out == nil {
+		res.Outcome = OutcomeContinue
+		res.Pending = make([]Action, 0, len(prog.Lacts))
+		for i := range prog.Lacts {
+			act, err := parseAction(prog.Lacts[i].Alias, prog.Lacts[i].Call)
+			if err != nil {
+				res.Pending = nil
+				return res.retry(err)
+			}
+			res.Pending = append(res.Pending, act)
+		}
+		return res
+	}
+	res.prog, res.known = prog, in.ActionResults
+	a := newAssembler(prog, in.Target, in.ActionResults, res.Notes)
+	obj, err := a.assemble(prog.Out.Fields(newBinder(prog, in.Target).bind))
+	if err != nil {
+		res.prog, res.known = nil, nil
+		return res.retry(err)
+	}
+	res.Outcome = OutcomeSuccess
+	res.Assembled = obj
+	res.Pending = collectPending(obj)
+	return res
+}
+
+func (r *RoundResult) retry(err error) *RoundResult {
+	r.Outcome = OutcomeRetry
+	r.Err = err
+	return r
+}
+
+// Resolve assembles the response again with executed — the results of
+// this round's pending actions, by alias — added to the earlier results
+// (LNDL-D7, LNDL-D8): every result is placed and coerced like a result
+// known before the round, and fills every place its alias appears. A
+// placeholder remains only for an action without a result. The value is
+// the one to validate. Resolve does not modify r.
+func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
+	if r == nil || r.Outcome != OutcomeSuccess || r.prog == nil {
+		return nil, ErrNotSuccess
+	}
+	known := r.known
+	if len(executed) > 0 {
+		known = make(map[string]any, len(r.known)+len(executed))
+		for k, v := range r.known {
+			known[k] = v
+		}
+		for k, v := range executed {
+			known[k] = v
+		}
+	}
+	a := newAssembler(r.prog, r.target, known, r.Notes)
+	obj, err := a.assemble(r.prog.Out.Fields(newBinder(r.prog, r.target).bind))
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func copyNotes(notes map[string]any) map[string]any {
+	out := make(map[string]any, len(notes))
+	for k, v := range notes {
+		out[k] = v
+	}
+	return out
+}
+
+// maxPlaceholderDepth is how deep collectPending looks: placeholders sit
+// at most a few levels down (a field, a list item, a model field in a
+// list item, a group), so deeper action results are not walked.
+const maxPlaceholderDepth = 8
+
+// collectPending returns the actions of the placeholders in v, depth
+// first (arrays in order, objects in insertion order), each alias once.
+func collectPending(v any) []Action {
+	pending := []Action{}
+	seen := map[string]bool{}
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		if depth > maxPlaceholderDepth {
+			return
+		}
+		switch x := v.(type) {
+		case *Placeholder:
+			if !seen[x.Action.Name] {
+				seen[x.Action.Name] = true
+				pending = append(pending, x.Action)
+			}
+		case *Object:
+			x.Range(func(_ string, e any) bool {
+				walk(e, depth+1)
+				return true
+			})
+		case []any:
+			for _, e := range x {
+				walk(e, depth+1)
+			}
+		}
+	}
+	walk(v, 0)
+	return pending
+}
