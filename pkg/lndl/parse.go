@@ -198,15 +198,17 @@ func (p *parser) parseOut() (*Out, error) {
 	out := &Out{Pos: p.tok.pos}
 	p.advance()
 	p.skipNewlines()
+	var start token // the first token of the entry being parsed
 	add := func(e OutEntry) error {
 		if len(out.Entries) >= MaxOutEntries {
-			return p.errorAt(p.tok, "OUT block has too many entries - exceeded max of %d", MaxOutEntries)
+			return p.errorAt(start, "OUT block has too many entries - exceeded max of %d", MaxOutEntries)
 		}
 		out.Entries = append(out.Entries, e)
 		return nil
 	}
 	for p.tok.kind != tokOutClose && p.tok.kind != tokEOF {
 		p.skipNewlines()
+		start = p.tok
 		var key string
 		switch p.tok.kind {
 		case tokOutClose, tokEOF:

@@ -1,0 +1,312 @@
+package lndl
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseErrors(t *testing.T) {
+	manyDecls := strings.Repeat("<lvar a>x</lvar>", 0)
+	for i := 0; i <= MaxDeclarations; i++ {
+		manyDecls += fmt.Sprintf("<lvar a%d>x</lvar>", i)
+	}
+	tests := []struct {
+		name, src, reason string
+		line, col         int
+	}{
+		{"empty head", "<lvar >x</lvar>", "Expected ID, got GT", 1, 7},
+		{"open at end", "<lvar", "Expected ID, got EOF", 1, 6},
+		{"head at end", "<lact a", "Expected GT, got EOF", 1, 8},
+		{"head then junk", "<lvar a (b)>x</lvar>", "Expected GT, got LPAREN", 1, 9},
+		{"dot without field", "<lvar a.>x</lvar>", "Expected ID, got GT", 1, 9},
+		{"three names", "<lvar a b c>x</lvar>", "Expected GT, got ID", 1, 11},
+		{"dotted alias", "<lact M.f a.b>x</lact>", "Expected GT, got DOT", 1, 12},
+		{"newline in head", "<lvar a\nb>x</lvar>", "Expected GT, got NEWLINE", 1, 8},
+		{"number head", "<lvar 1a>x</lvar>", "Expected ID, got NUM", 1, 7},
+		{"OUT in head", "<lvar OUT{>x</lvar>", "Expected ID, got OUT_OPEN", 1, 7},
+		{"close tag in head", "<lvar a</lvar>", "Expected GT, got LVAR_CLOSE", 1, 8},
+		{"unclosed lvar", "<lvar a>x", "Unclosed lvar tag - missing </lvar>", 1, 9},
+		{"unclosed lact on line 3", "\n\n  <lact a>x</lvar>", "Unclosed lact tag - missing </lact>", 3, 10},
+		{"unclosed empty body at end", "<lvar a>", "Unclosed lvar tag - missing </lvar>", 1, 9},
+		{"duplicate lvar", "<lvar a>1</lvar><lvar a>2</lvar> OUT{}", "Duplicate alias 'a' - aliases must be unique across lvars and lacts", 1, 34},
+		{"duplicate at EOF", "<lvar a>1</lvar>\n<lact x a>f()</lact>", "Duplicate alias 'a' - aliases must be unique across lvars and lacts", 2, 20},
+		{"duplicate implicit alias", "<lvar M.f>1</lvar><lact f>g()</lact>", "Duplicate alias 'f'", 1, 37},
+		{"malformed number", "OUT{x: 1.2.3}", "Invalid number literal '1.2.3'", 1, 8},
+		{"malformed number in list", "OUT{x: [a,\n 1..2]}", "Invalid number literal '1..2'", 2, 1},
+		{"float overflow", "OUT{x: -1e400}", "Invalid number literal '-1e400'", 1, 8},
+		{"integer too long", "OUT{x: " + strings.Repeat("9", MaxIntDigits+1) + "}", "Invalid number literal '9999", 1, 8},
+		{"long literal shortened", "OUT{x: " + strings.Repeat("9", 5000) + "}", "' (5000 characters)", 1, 8},
+		{"nesting 33 deep", "OUT{k: " + strings.Repeat("[", 33) + strings.Repeat("]", 33) + "}", "OUT block nesting too deep - exceeded max depth of 32", 1, 40},
+		{"nesting in a group", "OUT{\n" + strings.Repeat("[", 40), "OUT block nesting too deep - exceeded max depth of 32", 2, 32},
+		{"too many declarations", manyDecls, fmt.Sprintf("Too many declarations - exceeded max of %d", MaxDeclarations), 1, 1 + len(manyDecls) - len(fmt.Sprintf("<lvar a%d>x</lvar>", MaxDeclarations))},
+		{"too many OUT entries", "OUT{" + strings.Repeat("a,", MaxOutEntries+1) + "}", fmt.Sprintf("OUT block has too many entries - exceeded max of %d", MaxOutEntries), 1, 5 + 2*MaxOutEntries},
+		{"input too large", strings.Repeat(" ", MaxInputBytes+1), "Input too large", 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.src)
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Parse error = %v, want a *ParseError", err)
+			}
+			if !errors.Is(err, ErrLNDL) {
+				t.Errorf("error is not an ErrLNDL")
+			}
+			if !strings.Contains(pe.Reason, tt.reason) {
+				t.Errorf("reason %q, want it to contain %q", pe.Reason, tt.reason)
+			}
+			if pe.Line != tt.line || pe.Column != tt.col {
+				t.Errorf("position %d:%d, want %d:%d (%v)", pe.Line, pe.Column, tt.line, tt.col, err)
+			}
+			if want := fmt.Sprintf("Parse error at line %d, column %d: ", pe.Line, pe.Column); !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("message %q does not start with %q", err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestParseBoundsAccepted(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"max declarations", strings.Repeat("x", 0) + func() string {
+			var b strings.Builder
+			for i := 0; i < MaxDeclarations; i++ {
+				fmt.Fprintf(&b, "<lvar a%d>x</lvar>", i)
+			}
+			return b.String()
+		}()},
+		{"max OUT entries", "OUT{" + strings.Repeat("a,", MaxOutEntries) + "}"},
+		{"32 deep", "OUT{k: " + strings.Repeat("[", 32) + "x" + strings.Repeat("]", 32) + "}"},
+		{"4300 digits", "OUT{x: " + strings.Repeat("7", MaxIntDigits) + "}"},
+		{"max input", strings.Repeat(" ", MaxInputBytes)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse(tt.src); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseNumbers(t *testing.T) {
+	tests := []struct {
+		lit  string
+		kind ValueKind
+		text string
+	}{
+		{"42", ValueInt, "42"},
+		{"007", ValueInt, "7"},
+		{"-0", ValueInt, "0"},
+		{"000", ValueInt, "0"},
+		{"-12", ValueInt, "-12"},
+		{"12345678901234567890123", ValueInt, "12345678901234567890123"},
+		{"٤٢", ValueInt, "42"},
+		{"1.", ValueFloat, "1.0"},
+		{"-0.0", ValueFloat, "-0.0"},
+		{"3.5", ValueFloat, "3.5"},
+		{"1e10", ValueFloat, "10000000000.0"},
+		{"1e16", ValueFloat, "1e+16"},
+		{"6E23", ValueFloat, "6e+23"},
+		{"1.5e-3", ValueFloat, "0.0015"},
+		{"0.000001", ValueFloat, "1e-06"},
+		{"1e-400", ValueFloat, "0.0"},
+		{"1.0e+0", ValueFloat, "1.0"},
+		{"123456789.125", ValueFloat, "123456789.125"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lit, func(t *testing.T) {
+			prog, err := Parse("OUT{x: " + tt.lit + "}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(prog.Out.Entries) != 1 {
+				t.Fatalf("entries = %+v", prog.Out.Entries)
+			}
+			v := prog.Out.Entries[0].Value
+			if v.Kind != tt.kind || v.Text != tt.text {
+				t.Errorf("value = kind %d %q, want kind %d %q", v.Kind, v.Text, tt.kind, tt.text)
+			}
+		})
+	}
+}
+
+func ref(name string) Value     { return Value{Kind: ValueRef, Text: name} }
+func lit(s string) Value        { return Value{Kind: ValueString, Text: s} }
+func list(items ...Value) Value { return Value{Kind: ValueList, List: items} }
+
+func TestParseProgram(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want Program
+	}{
+		{
+			name: "heads",
+			src:  "<lvar M.f a>1</lvar>\n<lact\n\nM.g>f()</lact> <lvar h b> 2 </lvar><lact c>g()</lact>",
+			want: Program{
+				Lvars: []Lvar{
+					{Head: Head{Model: "M", Field: "f", Alias: "a"}, Content: "1", Pos: Pos{0, 1, 1}},
+					{Head: Head{Hint: "h", Alias: "b"}, Content: "2", Pos: Pos{43, 4, 15}},
+				},
+				Lacts: []Lact{
+					{Head: Head{Model: "M", Field: "g", Alias: "g"}, Call: "f()", Pos: Pos{21, 2, 0}},
+					{Head: Head{Alias: "c"}, Call: "g()", Pos: Pos{63, 4, 35}},
+				},
+			},
+		},
+		{
+			name: "entries as written",
+			src:  "OUT{a: [x, 'y', 1, TRUE, Null, [z]], s.t, [u], 'k': v.w, n: null, b: False, c: \"q\", d: 2.5}",
+			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+				{Kind: EntryKeyed, Key: "a", Value: list(ref("x"), lit("y"), Value{Kind: ValueInt, Text: "1"},
+					Value{Kind: ValueBool, Bool: true}, Value{Kind: ValueNull}, list(ref("z")))},
+				{Kind: EntryShortcut, Name: "s.t"},
+				{Kind: EntryGroup, Value: list(ref("u"))},
+				{Kind: EntryKeyed, Key: "k", Value: list(ref("v.w"))},
+				{Kind: EntryKeyed, Key: "n", Value: Value{Kind: ValueNull}},
+				{Kind: EntryKeyed, Key: "b", Value: Value{Kind: ValueBool}},
+				{Kind: EntryKeyed, Key: "c", Value: lit("q")},
+				{Kind: EntryKeyed, Key: "d", Value: Value{Kind: ValueFloat, Text: "2.5"}},
+			}}},
+		},
+		{
+			name: "colon after newlines",
+			src:  "OUT{a\n:\n[x]}",
+			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+				{Kind: EntryKeyed, Key: "a", Value: list(ref("x"))},
+			}}},
+		},
+		{
+			name: "true before a dot is a boolean",
+			src:  "OUT{a: true.x}",
+			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+				{Kind: EntryKeyed, Key: "a", Value: Value{Kind: ValueBool, Bool: true}},
+				{Kind: EntryShortcut, Name: "x"},
+			}}},
+		},
+		{
+			name: "closing brace inside a list does not end it",
+			src:  "OUT{a: [x} y]",
+			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+				{Kind: EntryKeyed, Key: "a", Value: list(ref("x"), ref("y"))},
+			}}},
+		},
+		{
+			name: "text after OUT is not parsed",
+			src:  "OUT{} <lvar a>",
+			want: Program{Out: &Out{Pos: Pos{0, 1, 1}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse(tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Errorf("Parse(%q)\n got %+v\nwant %+v", tt.src, *got, tt.want)
+				if got.Out != nil && tt.want.Out != nil {
+					t.Errorf("entries\n got %+v\nwant %+v", got.Out.Entries, tt.want.Out.Entries)
+				}
+			}
+		})
+	}
+}
+
+func TestOutFields(t *testing.T) {
+	src := "<lvar Report.title t>x</lvar><lact hint s>f()</lact><lvar raw>y</lvar>\n" +
+		"OUT{t, s, raw, ghost.x, k: [a], k2: 'lit', raw, [t, s], [raw], [[s]], k: [b], t, k2}"
+	prog, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entriesBefore := fmt.Sprintf("%+v", prog.Out.Entries)
+	tests := []struct {
+		name string
+		bind func(string) string
+		want []Field
+	}{
+		{
+			name: "default binding",
+			bind: prog.DefaultBinding(),
+			want: []Field{
+				{Key: "title", Value: list(ref("t"), list(ref("t"), ref("s")), ref("t"))},
+				{Key: "hint", Value: list(ref("s"), list(list(ref("s"))))},
+				{Key: "raw", Value: list(ref("raw"), ref("raw"))},
+				{Key: "ghost", Value: list(ref("ghost.x"))},
+				{Key: "k", Value: list(ref("b"))},
+				{Key: "k2", Value: lit("lit")},
+			},
+		},
+		{
+			name: "target-aware binding",
+			bind: func(name string) string {
+				if name == "t" || name == "s" {
+					return "report"
+				}
+				return ""
+			},
+			want: []Field{
+				{Key: "report", Value: list(ref("t"), ref("s"), list(ref("t"), ref("s")), list(list(ref("s"))), ref("t"))},
+				{Key: "raw", Value: list(ref("raw"), ref("raw"))},
+				{Key: "ghost", Value: list(ref("ghost.x"))},
+				{Key: "k", Value: list(ref("b"))},
+				{Key: "k2", Value: lit("lit")},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := prog.Out.Fields(tt.bind)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Fields\n got %+v\nwant %+v", got, tt.want)
+			}
+			// The merge must not modify the entries.
+			if after := fmt.Sprintf("%+v", prog.Out.Entries); after != entriesBefore {
+				t.Errorf("entries modified:\n%s\n%s", entriesBefore, after)
+			}
+			got[0].Value.List[0] = lit("changed")
+			if again := prog.Out.Fields(tt.bind); !reflect.DeepEqual(again, tt.want) {
+				t.Errorf("Fields shares lists with a previous result")
+			}
+		})
+	}
+	var nilOut *Out
+	if f := nilOut.Fields(prog.DefaultBinding()); f != nil {
+		t.Errorf("nil Out Fields = %+v", f)
+	}
+}
+
+func TestOutFieldsGroupReplacesNonList(t *testing.T) {
+	prog, err := Parse("<lvar q a>1</lvar>OUT{q: 'x', z: 1, [a], a}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := prog.Out.Fields(prog.DefaultBinding())
+	want := []Field{
+		{Key: "q", Value: list(list(ref("a")), ref("a"))},
+		{Key: "z", Value: Value{Kind: ValueInt, Text: "1"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestHeadSpec(t *testing.T) {
+	tests := []struct {
+		h    Head
+		want string
+	}{
+		{Head{Model: "M", Field: "f", Alias: "a"}, "f"},
+		{Head{Hint: "h", Alias: "a"}, "h"},
+		{Head{Alias: "a"}, ""},
+	}
+	for _, tt := range tests {
+		if got := tt.h.Spec(); got != tt.want {
+			t.Errorf("%+v.Spec() = %q, want %q", tt.h, got, tt.want)
+		}
+	}
+}
