@@ -65,9 +65,10 @@ type StoreConfig struct {
 // [ops.Event] each; an event's Seq is its stream sequence. Appends carry the
 // expected last sequence of that subject, so two writers never overwrite
 // each other: the loser re-reads the events it missed and appends after
-// them. Each message also carries the Nats-Msg-Id
+// them. Each appended message also carries the Nats-Msg-Id
 // "<branch>/<request id>/<event type>", so a re-sent append inside the
-// stream's duplicate window is stored once.
+// stream's duplicate window is stored once (a creation needs none: it
+// expects the subject to be empty).
 //
 // The branches bucket holds, under the branch id, a msgpack snapshot of the
 // folded branch and the sequence it reflects. Load replays the history
@@ -336,15 +337,15 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 	if ev.BranchID == "" {
 		ev.BranchID = branchID
 	}
-	ack, err := s.publish(ctx, branchID, ev, 0)
+	// No message id: the expected last sequence 0 already admits exactly
+	// one creation, and a branch that was deleted may be created again by
+	// the same request inside the duplicate window.
+	ack, err := s.publish(ctx, branchID, ev, 0, "")
 	if isWrongLastSequence(err) {
 		return s.existing(ctx, branchID, ev)
 	}
 	if err != nil {
 		return nil, err
-	}
-	if ack.Duplicate {
-		return s.existing(ctx, branchID, ev)
 	}
 	ev.Seq = ack.Sequence
 	b := &ops.Branch{}
@@ -401,6 +402,7 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 	if err != nil {
 		return nil, err
 	}
+	msgID := branchID + "/" + ev.RequestID + "/" + string(ev.Type)
 	committed := func(e ops.Event) bool {
 		return ev.RequestID != "" && e.RequestID == ev.RequestID && e.Type == ev.Type
 	}
@@ -409,7 +411,7 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 			s.writeSnapshot(ctx, branchID, l)
 			return l.b, ops.ErrAlreadyCommitted
 		}
-		ack, err := s.publish(ctx, branchID, ev, l.b.Seq)
+		ack, err := s.publish(ctx, branchID, ev, l.b.Seq, msgID)
 		if isWrongLastSequence(err) {
 			// Another operation committed first: fold what it wrote and
 			// append after it.
@@ -439,11 +441,18 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 			return nil, err
 		}
 		if ack.Duplicate {
-			b, err := s.Load(ctx, branchID)
-			if err != nil {
-				return nil, err
+			if s.holds(ctx, branchID, ack.Sequence, ev) {
+				b, err := s.Load(ctx, branchID)
+				if err != nil {
+					return nil, err
+				}
+				return b, ops.ErrAlreadyCommitted
 			}
-			return b, ops.ErrAlreadyCommitted
+			// The event the server remembers was purged with a deleted
+			// branch of the same id: append under a message id of this
+			// branch's own.
+			msgID = fmt.Sprintf("%s/%s/%s/%d", branchID, ev.RequestID, ev.Type, l.b.Seq)
+			continue
 		}
 		ev.Seq = ack.Sequence
 		if err := l.b.Apply(ev); err != nil {
@@ -460,9 +469,21 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 	}
 }
 
+// holds reports whether the history message at seq is ev's request's event
+// of ev's type on the branch.
+func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev ops.Event) bool {
+	msg, err := s.stream.GetMsg(ctx, seq)
+	if err != nil || msg.Subject != s.subj.History(branchID) {
+		return false
+	}
+	got, err := decodeEvent(msg.Data, seq)
+	return err == nil && got.RequestID == ev.RequestID && got.Type == ev.Type
+}
+
 // publish appends ev to the branch's history subject, expecting last to be
-// the subject's last sequence (0: no message yet).
-func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last uint64) (*jetstream.PubAck, error) {
+// the subject's last sequence (0: no message yet), with message id msgID
+// ("" for none).
+func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last uint64, msgID string) (*jetstream.PubAck, error) {
 	data, err := encodeEvent(ev)
 	if err != nil {
 		return nil, fmt.Errorf("bus: encode %s event of branch %s: %w", ev.Type, branchID, err)
@@ -470,11 +491,14 @@ func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last
 	msg := nats.NewMsg(s.subj.History(branchID))
 	msg.Data = data
 	msg.Header.Set(HeaderEventType, string(ev.Type))
-	ack, err := s.js.PublishMsg(ctx, msg,
+	opts := []jetstream.PublishOpt{
 		jetstream.WithExpectStream(s.subj.HistoryStream()),
 		jetstream.WithExpectLastSequencePerSubject(last),
-		jetstream.WithMsgID(branchID+"/"+ev.RequestID+"/"+string(ev.Type)),
-	)
+	}
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	ack, err := s.js.PublishMsg(ctx, msg, opts...)
 	if err != nil && !isWrongLastSequence(err) {
 		return nil, fmt.Errorf("bus: append %s event to branch %s: %w", ev.Type, branchID, err)
 	}

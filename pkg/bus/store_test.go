@@ -15,6 +15,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 type storeBundle struct {
@@ -474,6 +475,34 @@ func TestStore_history_limit_is_bounded(t *testing.T) {
 			if i > 0 && ev.Seq <= got[i-1].Seq {
 				t.Fatalf("History(limit %d) out of order", tt.limit)
 			}
+		}
+	}
+}
+
+func TestStore_conformance(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	opstest.TestStore(t, func(t *testing.T) ops.Store { return b.store })
+}
+
+func TestStore_request_ids_reused_after_delete(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := testCtx(t)
+	st := b.store
+	for round := range 2 {
+		if _, err := st.Create(ctx, "r", createdEvent("c", "")); err != nil {
+			t.Fatalf("round %d: Create: %v", round, err)
+		}
+		got, err := st.Append(ctx, "r", messagesEvent("m", "again"))
+		if err != nil {
+			t.Fatalf("round %d: Append: %v", round, err)
+		}
+		if n := len(instructions(got)); n != 1 {
+			t.Fatalf("round %d: %d instructions, want 1", round, n)
+		}
+		if err := st.Delete(ctx, "r"); err != nil {
+			t.Fatalf("round %d: Delete: %v", round, err)
 		}
 	}
 }
