@@ -615,6 +615,7 @@ func readBinary(h nats.Header, body []byte) (attrs, *EventError) {
 	slices.Sort(keys)
 	var firstErr *EventError
 	var fallbackCT string
+	var dups []string
 	for _, k := range keys {
 		vs := h[k]
 		if len(vs) == 0 {
@@ -637,14 +638,22 @@ func readBinary(h nats.Header, body []byte) (attrs, *EventError) {
 		}
 		_, dupCtx := a.context[name]
 		_, dupExt := a.ext[name]
-		if (dupCtx || dupExt) && firstErr == nil {
-			firstErr = eventErrorf(CodeMalformedEvent, "attribute %s is given by two headers", clip(name))
+		if dupCtx || dupExt {
+			if firstErr == nil {
+				firstErr = eventErrorf(CodeMalformedEvent, "attribute %s is given by two headers", clip(name))
+			}
+			dups = append(dups, name)
 		}
 		if slices.Contains(contextAttrs, name) {
 			a.context[name] = v
 		} else {
 			a.ext[name] = v
 		}
+	}
+	// An ambiguous attribute is not used, not even to answer.
+	for _, name := range dups {
+		delete(a.context, name)
+		delete(a.ext, name)
 	}
 	// sdk-go senders may put the data content type in Content-Type only.
 	if _, ok := a.context["datacontenttype"]; !ok && fallbackCT != "" {
