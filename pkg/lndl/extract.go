@@ -22,7 +22,12 @@ import (
 //
 // Extract runs in time linear in len(text).
 func Extract(text string) []string {
-	text = crlfToLF(text)
+	return extractLF(crlfToLF(text))
+}
+
+// extractLF is Extract on text whose "\r\n" pairs are already converted;
+// converting once only matters for "\r\r\n", which stays "\r\n".
+func extractLF(text string) []string {
 	var blocks []string
 	scanFences(text, func(lang, body string) {
 		if isLNDLLang(lang) {

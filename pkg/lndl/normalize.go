@@ -8,9 +8,10 @@ import (
 // Normalize applies the conservative repairs of LNDL.md section 2 to a raw
 // model response and returns the text to lex:
 //
-//  1. every "\r\n" becomes "\n" (LNDL-D11);
-//  2. if the text has lndl fenced blocks ([Extract]), only those are kept,
-//     joined with "\n\n";
+//  1. every "\r\n" becomes "\n" (LNDL-D11), once: "\r\r\n" becomes
+//     "\r\n";
+//  2. if the text has lndl fenced blocks (see [Extract], without converting
+//     again), only those are kept, joined with "\n\n";
 //  3. then the repairs of [NormalizeBlock].
 //
 // Normalize runs in time linear in len(text).
@@ -19,7 +20,7 @@ func Normalize(text string) string {
 		return text
 	}
 	text = crlfToLF(text)
-	if blocks := Extract(text); len(blocks) > 0 {
+	if blocks := extractLF(text); len(blocks) > 0 {
 		text = strings.Join(blocks, "\n\n")
 	}
 	return repairTags(text)
@@ -27,7 +28,8 @@ func Normalize(text string) string {
 
 // NormalizeBlock applies the repairs of [Normalize] without extracting
 // fenced blocks: a round has already extracted and joined its blocks, and a
-// fence inside a block is content (LNDL-D10). After "\r\n" → "\n":
+// fence inside a block is content (LNDL-D10). It does not convert "\r\n"
+// either: its input comes from [Extract], which already did. The repairs:
 //
 //   - a <lact tag missing its '>' is repaired: `<lact`, white space, one or
 //     two names (an ASCII letter or '_', then word characters or '.'),
@@ -47,7 +49,7 @@ func NormalizeBlock(text string) string {
 	if text == "" {
 		return text
 	}
-	return repairTags(crlfToLF(text))
+	return repairTags(text)
 }
 
 func repairTags(text string) string {
