@@ -43,7 +43,7 @@ func (d *chatData) check() error {
 		return Errorf(CodeInvalidRequest, "data.instruction is required (or data.plain_content)")
 	}
 	switch d.Instruction.(type) {
-	case nil, string, map[string]any, []any:
+	case nil, string, map[string]any:
 	default:
 		return Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", d.Instruction)
 	}
@@ -230,6 +230,10 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*exchange, error) {
 	}
 	if err := d.check(); err != nil {
 		return nil, err
+	}
+	if d.NumParseRetries != nil && *d.NumParseRetries > MaxParseRetries {
+		e.log.Warn().Str("request_id", req.ID).Int("num_parse_retries", *d.NumParseRetries).
+			Int("clamped_to", MaxParseRetries).Msg("num_parse_retries above the maximum")
 	}
 	b, err := e.load(ctx, req.BranchID)
 	if err != nil {

@@ -232,6 +232,7 @@ func TestEngine_bad_data_types(t *testing.T) {
 		{"branch.history", "main", `{"limit":"ten"}`, `"limit" must be a number`},
 		{"communicate", "main", `{"instruction":"q","skip_validation":"yes"}`, `"skip_validation" must be a boolean`},
 		{"communicate", "main", `{"instruction":5}`, "instruction must be a string or an object"},
+		{"communicate", "main", `{"instruction":["a"]}`, "instruction must be a string or an object"},
 		{"communicate", "main", `{"instruction":"q","request_fields":5}`, "request_fields"},
 		{"communicate", "main", `{not json`, "not valid JSON"},
 	}

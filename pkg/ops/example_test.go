@@ -55,3 +55,43 @@ func ExampleEngine_Do() {
 	// instruction map[instruction:Hello, lionbus!]
 	// assistant_response map[assistant_response:Hello, lionbus!]
 }
+
+// With response_format, communicate returns the JSON value of the answer
+// that satisfies the schema. Here the scripted model first answers in prose,
+// and a reformat round (the second scripted reply) fixes it.
+func ExampleNewEngine() {
+	providers := ops.NewProviders(map[string]ops.Provider{scripted.Name: scripted.New()})
+	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	model := `{"provider":"scripted","replies":["It is four.","{\"answer\": 4}"]}`
+	if _, err := eng.Do(ctx, ops.Request{
+		ID: "create-1", Verb: "branch.create",
+		Data: json.RawMessage(`{"branch_id":"math","chat_model":` + model + `}`),
+	}); err != nil {
+		panic(err)
+	}
+	res, err := eng.Do(ctx, ops.Request{
+		ID: "ask-1", Verb: "communicate", BranchID: "math",
+		Data: json.RawMessage(`{"instruction":"What is 2+2?","response_format":{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}}`),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(res.Value))
+
+	// The same request delivered again is answered from history.
+	again, err := eng.Do(ctx, ops.Request{
+		ID: "ask-1", Verb: "communicate", BranchID: "math",
+		Data: json.RawMessage(`{"instruction":"What is 2+2?"}`),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(again.Value), again.Replayed)
+	// Output:
+	// {"answer":4}
+	// {"answer":4} true
+}

@@ -407,10 +407,15 @@ func testReplayMatchesLoad(t *testing.T, s ops.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rj, _ := json.Marshal(r)
-	lj, _ := json.Marshal(l)
-	if string(rj) != string(lj) {
-		t.Fatalf("replayed branch differs from loaded branch:\nreplay %s\nload   %s", rj, lj)
+	if r.ID != l.ID || r.Seq != l.Seq || r.ModelCalls != l.ModelCalls || !r.CreatedAt.Equal(l.CreatedAt) ||
+		!r.UpdatedAt.Equal(l.UpdatedAt) || r.Settings.ProviderSession != l.Settings.ProviderSession ||
+		!equalStrings(texts(r), texts(l)) || fmt.Sprint(r.Commits) != fmt.Sprint(l.Commits) {
+		t.Fatalf("replayed branch differs from loaded branch:\nreplay %+v\nload   %+v", r, l)
+	}
+	for i := range r.Messages {
+		if r.Messages[i].ID != l.Messages[i].ID || r.Messages[i].Kind != l.Messages[i].Kind {
+			t.Fatalf("message %d: replay %+v, load %+v", i, r.Messages[i], l.Messages[i])
+		}
 	}
 	if l.Settings.ProviderSession != "sess-1" {
 		t.Fatalf("update not applied: %+v", l.Settings)
