@@ -18,4 +18,41 @@
 // rebuilt by replaying the log. Everything one operation records is carried by
 // one event, which makes an operation's effect on history atomic: it is either
 // entirely present or entirely absent.
+//
+// # Verbs
+//
+// [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
+// branch.delete, branch.history, chat, chat_and_record and communicate. The
+// request data of each verb is described by schemas/lionbus.<verb>.request.json
+// and its result by schemas/lionbus.<verb>.result.json; field names are the
+// ADR parameter names (instruction, guidance, context, response_format,
+// chat_model, parse_model, skip_validation, clear_messages, request_fields,
+// num_parse_retries, sender, recipient, plain_content).
+//
+// # Idempotency
+//
+// The request id is the idempotency key. communicate and chat_and_record
+// record their messages and their result in one EventMessages; a request
+// whose id is in Branch.Commits (the last MaxRememberedCommits commits) is
+// answered from that event without calling a model, and so is a concurrent
+// duplicate that loses the append race (ErrAlreadyCommitted). branch.create,
+// branch.clone and branch.clear recognise their own redelivery the same way.
+//
+// # Model-call position
+//
+// Every EventMessages carries the number of model calls its operation made;
+// Branch.ModelCalls is their sum. A model call's [Call.Index] is that sum
+// plus the calls the operation already made, so it depends on persisted
+// state only: stateless workers in several processes, and a redelivered
+// request, compute the same index. The scripted provider uses it to pick its
+// reply.
+//
+// # Prompts
+//
+// The outgoing messages are the branch's system message (sent as a system
+// message), the history turns and the current instruction, rendered as
+// readable sections (Guidance, Instruction, Context, Tools, ResponseSchema,
+// ResponseFormat with a JSON example derived from the schema). Historical
+// instructions are rendered without tools and schema, and action responses
+// are folded into the next instruction's Context.
 package ops
