@@ -99,6 +99,7 @@ func newCallError(src string, off int, limit bool, format string, args ...any) e
 // lexCall tokenizes src, which must be valid UTF-8 with '\n' line breaks.
 func lexCall(src string) ([]callTok, error) {
 	lx := &callLexer{src: src, digits: MaxCallIntDigits}
+	lx.toks = make([]callTok, 0, min(len(src)/4+1, 512))
 	if err := lx.run(); err != nil {
 		return nil, err
 	}
@@ -258,7 +259,7 @@ func (lx *callLexer) op() error {
 			return lx.errAt(start, "unmatched '%c'", c)
 		}
 		open := lx.src[lx.opens[len(lx.opens)-1]]
-		if want := map[byte]byte{'(': ')', '[': ']', '{': '}'}[open]; want != c {
+		if closerOf(open) != c {
 			return lx.errAt(start, "closing '%c' does not match '%c'", c, open)
 		}
 		lx.depth--
@@ -290,6 +291,43 @@ func (lx *callLexer) op() error {
 	lx.emit(callTok{kind: ctOp, pos: start, text: text})
 	return nil
 }
+
+// closerOf returns the closing bracket for an opening one.
+func closerOf(open byte) byte {
+	switch open {
+	case '(':
+		return ')'
+	case '[':
+		return ']'
+	}
+	return '}'
+}
+
+// simpleEscape decodes the one-character escapes of a Python string.
+func simpleEscape(e byte) (rune, bool) {
+	switch e {
+	case '\\', '\'', '"':
+		return rune(e), true
+	case 'a':
+		return 7, true
+	case 'b':
+		return 8, true
+	case 'f':
+		return 12, true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	case 'v':
+		return 11, true
+	}
+	return 0, false
+}
+
+func isOctal(c byte) bool  { return c >= '0' && c <= '7' }
+func isBinary(c byte) bool { return c == '0' || c == '1' }
 
 // digitsRun consumes digit ('_'? digit)* for the given digit test. It
 // requires at least one digit when need is set.
@@ -327,12 +365,13 @@ func (lx *callLexer) number() error {
 	var lit numLit
 	src := lx.src
 	if src[lx.pos] == '0' && lx.pos+1 < len(src) && strings.IndexByte("xXoObB", src[lx.pos+1]) >= 0 {
-		base := map[byte]int{'x': 16, 'o': 8, 'b': 2}[src[lx.pos+1]|0x20]
-		ok := map[int]func(byte) bool{
-			16: isHex,
-			8:  func(c byte) bool { return c >= '0' && c <= '7' },
-			2:  func(c byte) bool { return c == '0' || c == '1' },
-		}[base]
+		base, bitsPerDigit, ok := 16, 4, isHex
+		switch src[lx.pos+1] | 0x20 {
+		case 'o':
+			base, bitsPerDigit, ok = 8, 3, isOctal
+		case 'b':
+			base, bitsPerDigit, ok = 2, 1, isBinary
+		}
 		lx.pos += 2
 		if lx.pos < len(src) && src[lx.pos] == '_' {
 			lx.pos++
@@ -343,7 +382,6 @@ func (lx *callLexer) number() error {
 		digits := strings.ReplaceAll(src[start+2:lx.pos], "_", "")
 		// Bound the work before converting: the value must fit in
 		// MaxCallIntDigits decimal digits.
-		bitsPerDigit := map[int]int{16: 4, 8: 3, 2: 1}[base]
 		if (len(strings.TrimLeft(digits, "0"))-1)*bitsPerDigit > int(float64(lx.digits)*math.Log2(10)) {
 			return newCallError(src, start, true, "integer literal exceeds %d digits", lx.digits)
 		}
@@ -494,8 +532,7 @@ func (lx *callLexer) escape(put func(rune), isBytes bool) error {
 	at := lx.pos
 	e := src[lx.pos+1]
 	lx.pos += 2
-	simple := map[byte]rune{'\\': '\\', '\'': '\'', '"': '"', 'a': 7, 'b': 8, 'f': 12, 'n': '\n', 'r': '\r', 't': '\t', 'v': 11}
-	if r, ok := simple[e]; ok {
+	if r, ok := simpleEscape(e); ok {
 		put(r)
 		return nil
 	}
