@@ -667,3 +667,65 @@ func TestEngine_canceled_context(t *testing.T) {
 		t.Fatalf("err = %v, want a temporary timeout", err)
 	}
 }
+
+type failingSignals struct{}
+
+func (failingSignals) Emit(context.Context, ops.Signal) error { return errors.New("observer down") }
+
+type providerFunc func(ctx context.Context, call ops.Call) (*ops.Completion, error)
+
+func (f providerFunc) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	return f(ctx, call)
+}
+
+func TestEngine_provider_failures_and_observers(t *testing.T) {
+	tests := []struct {
+		name      string
+		prov      providerFunc
+		wantCode  ops.Code
+		temporary bool
+	}{
+		{"plain error is a final provider error", func(context.Context, ops.Call) (*ops.Completion, error) {
+			return nil, errors.New("socket closed")
+		}, ops.CodeProvider, false},
+		{"wrapped temporary provider error", func(context.Context, ops.Call) (*ops.Completion, error) {
+			return nil, fmt.Errorf("call: %w", &ops.ProviderError{Provider: "p", Message: "429", Temporary: true})
+		}, ops.CodeProvider, true},
+		{"nil completion", func(context.Context, ops.Call) (*ops.Completion, error) {
+			return nil, nil
+		}, ops.CodeProvider, false},
+		{"deadline from the provider", func(context.Context, ops.Call) (*ops.Completion, error) {
+			return nil, context.DeadlineExceeded
+		}, ops.CodeTimeout, true},
+		{"success despite a failing observer", func(context.Context, ops.Call) (*ops.Completion, error) {
+			return &ops.Completion{Text: "ok"}, nil
+		}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng, err := ops.NewEngine(ops.Config{
+				Store:     ops.NewMemoryStore(),
+				Providers: ops.NewProviders(map[string]ops.Provider{"p": tt.prov}),
+				Signals:   failingSignals{},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := eng.Do(ctx, ops.Request{ID: "c", Verb: "branch.create", Data: json.RawMessage(`{"branch_id":"b","chat_model":"p:m"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := eng.Do(ctx, ops.Request{ID: "r", Verb: "communicate", BranchID: "b", Data: json.RawMessage(`{"instruction":"q"}`)})
+			if tt.wantCode == "" {
+				if err != nil || string(res.Value) != `"ok"` {
+					t.Fatalf("result = %v, %v; want \"ok\"", res, err)
+				}
+				return
+			}
+			var oe *ops.Error
+			if !errors.As(err, &oe) || oe.Code != tt.wantCode || oe.Temporary != tt.temporary {
+				t.Fatalf("err = %#v, want code %s temporary %v", err, tt.wantCode, tt.temporary)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"fmt"
 	"regexp"
 
 	"github.com/google/uuid"
@@ -34,12 +33,3 @@ func checkID(field, id string) error {
 
 // NewID returns a new random id (a UUID v4), valid as a branch id.
 func NewID() string { return uuid.NewString() }
-
-// describe is a short, bounded rendering of v for error messages.
-func describe(v any) string {
-	s := fmt.Sprint(v)
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
-}
