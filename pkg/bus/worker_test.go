@@ -1,0 +1,367 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// echoHandler answers every request with its data as the value.
+func echoHandler() bus.HandlerFunc {
+	return func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		return &ops.Result{Value: req.Data, BranchID: req.BranchID}, nil
+	}
+}
+
+func remoteCode(t *testing.T, r *bus.Reply) string {
+	t.Helper()
+	var re *bus.RemoteError
+	if err := r.Err(); !errors.As(err, &re) {
+		t.Fatalf("answer %s is not an error: %s", r.Type, r.Data)
+	}
+	return re.Code
+}
+
+func TestWorker_answers_and_acks(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	b.startWorker(t, nil, echoHandler(), nil, bus.WorkerConfig{})
+	r := b.do(t, "op.echo", "", map[string]any{"x": 1})
+	var got map[string]any
+	mustResult(t, r, &got)
+	if got["x"] != float64(1) || r.Type != "lionbus.op.echo.result" {
+		t.Fatalf("answer %s %v", r.Type, got)
+	}
+	if rid, _ := r.Event.Extensions()[bus.ExtRequestID].(string); rid == "" {
+		t.Fatal("answer has no requestid")
+	}
+	// Acked: the work queue is empty and nothing is pending.
+	waitFor(t, 5*time.Second, "request acked", func() bool {
+		info, err := b.res.Workers.Info(bg(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+func TestWorker_retries_temporary_failures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		failures   int // attempts that fail temporarily
+		maxDeliver int
+		wantCode   string // "" for success
+		wantCalls  int
+	}{
+		{"succeeds on third attempt", 2, 5, "", 3},
+		{"gives up after max deliver", 10, 3, string(ops.CodeProvider), 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupBus(t, bus.Config{MaxDeliver: tt.maxDeliver})
+			var calls atomic.Int32
+			attempts := make(chan int, 20)
+			h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+				n := calls.Add(1)
+				attempts <- req.Attempt
+				if int(n) <= tt.failures {
+					return nil, &ops.Error{Code: ops.CodeProvider, Message: "overloaded", Temporary: true}
+				}
+				return &ops.Result{Value: json.RawMessage(`"ok"`)}, nil
+			})
+			b.startWorker(t, nil, h, nil, bus.WorkerConfig{Backoff: bus.Backoff{10 * time.Millisecond}})
+			r := b.do(t, "op.flaky", "", nil)
+			if tt.wantCode == "" {
+				mustResult(t, r, nil)
+			} else if code := remoteCode(t, r); code != tt.wantCode {
+				t.Fatalf("code %s, want %s", code, tt.wantCode)
+			}
+			if got := int(calls.Load()); got != tt.wantCalls {
+				t.Fatalf("handler ran %d times, want %d", got, tt.wantCalls)
+			}
+			for i := 1; i <= tt.wantCalls; i++ {
+				if a := <-attempts; a != i {
+					t.Fatalf("call %d saw attempt %d", i, a)
+				}
+			}
+		})
+	}
+}
+
+func TestWorker_final_errors_and_panics_are_answered(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	var calls atomic.Int32
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		calls.Add(1)
+		switch req.Verb {
+		case "op.panic":
+			panic("boom")
+		case "op.final":
+			return nil, ops.Errorf(ops.CodeInvalidRequest, "no good")
+		case "op.plain":
+			return nil, errors.New("disk on fire")
+		case "op.missing":
+			return nil, fmt.Errorf("load: %w", ops.ErrBranchNotFound)
+		}
+		return &ops.Result{Value: json.RawMessage(`true`)}, nil
+	})
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+	tests := []struct{ verb, code string }{
+		{"op.panic", string(ops.CodeInternal)},
+		{"op.final", string(ops.CodeInvalidRequest)},
+		{"op.plain", string(ops.CodeInternal)},
+		{"op.missing", string(ops.CodeBranchNotFound)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.verb, func(t *testing.T) {
+			before := calls.Load()
+			r := b.do(t, tt.verb, "", nil)
+			if code := remoteCode(t, r); code != tt.code {
+				t.Fatalf("code %s, want %s", code, tt.code)
+			}
+			if got := calls.Load() - before; got != 1 {
+				t.Fatalf("handler ran %d times, want 1 (final errors are not retried)", got)
+			}
+		})
+	}
+	// Still serving.
+	mustResult(t, b.do(t, "op.ok", "", nil), nil)
+}
+
+func TestWorker_bounds_in_flight(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	const maxInFlight, requests = 3, 24
+	var running, peak atomic.Int32
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return &ops.Result{Value: json.RawMessage(`1`)}, nil
+	})
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{MaxInFlight: maxInFlight})
+	ids := make([]string, requests)
+	for i := range ids {
+		id, err := b.client.Submit(bg(t), "op.slow", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	for _, id := range ids {
+		mustResult(t, b.await(t, id), nil)
+	}
+	if p := peak.Load(); p > maxInFlight || p < 1 {
+		t.Fatalf("peak concurrency %d, want 1..%d", p, maxInFlight)
+	}
+}
+
+func TestWorker_progress_keeps_long_requests_from_redelivery(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{AckWait: 500 * time.Millisecond})
+	var calls atomic.Int32
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		calls.Add(1)
+		select {
+		case <-time.After(1500 * time.Millisecond): // three ack waits
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &ops.Result{Value: json.RawMessage(`"done"`)}, nil
+	})
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{ProgressInterval: 100 * time.Millisecond})
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{ProgressInterval: 100 * time.Millisecond})
+	mustResult(t, b.do(t, "op.long", "", nil), nil)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want 1", n)
+	}
+}
+
+func TestWorker_client_cancel(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	started := make(chan string, 1)
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		started <- req.ID
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+	id, err := b.client.Submit(bg(t), "op.wait", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-started; got != id {
+		t.Fatalf("started %s, want %s", got, id)
+	}
+	if err := b.client.Cancel(bg(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if code := remoteCode(t, b.await(t, id)); code != string(ops.CodeCanceled) {
+		t.Fatalf("code %s, want canceled", code)
+	}
+}
+
+func TestWorker_stop_drains_in_flight_work(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		started <- struct{}{}
+		<-release
+		return &ops.Result{Value: json.RawMessage(`"finished"`)}, nil
+	})
+	w := b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+	id, err := b.client.Submit(bg(t), "op.drain", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- w.Stop(bg(t)) }()
+	select {
+	case <-w.Stopped():
+		t.Fatal("worker stopped before its in-flight request finished")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-stopErr; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	<-w.Stopped()
+	mustResult(t, b.await(t, id), nil)
+	if err := w.Stop(bg(t)); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+func TestWorker_stop_times_out_and_hands_work_back(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	var mu sync.Mutex
+	blocked := true
+	started := make(chan struct{}, 4)
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		mu.Lock()
+		block := blocked
+		blocked = false
+		mu.Unlock()
+		if block {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return &ops.Result{Value: json.RawMessage(`"second worker"`)}, nil
+	})
+	w := b.startWorker(t, nil, h, nil, bus.WorkerConfig{DrainTimeout: 100 * time.Millisecond})
+	id, err := b.client.Submit(bg(t), "op.stuck", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := w.Stop(bg(t)); !errors.Is(err, bus.ErrDrainTimeout) {
+		t.Fatalf("Stop = %v, want ErrDrainTimeout", err)
+	}
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+	var v string
+	mustResult(t, b.await(t, id), &v)
+	if v != "second worker" {
+		t.Fatalf("value %q", v)
+	}
+}
+
+func TestWorker_reply_to_custom_subject(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	b.startWorker(t, nil, echoHandler(), nil, bus.WorkerConfig{})
+	sub, err := b.nc.SubscribeSync("app.inbox.42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := b.client.Submit(bg(t), "op.echo", "", map[string]int{"n": 42}, bus.WithReplyTo("app.inbox.42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no answer on the replyto subject: %v", err)
+	}
+	ev, err := b.codec.Decode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type() != "lionbus.op.echo.result" || ev.Extensions()[bus.ExtRequestID] != id {
+		t.Fatalf("answer %s for %v", ev.Type(), ev.Extensions()[bus.ExtRequestID])
+	}
+	// And it is stored under the request id.
+	mustResult(t, b.await(t, id), nil)
+}
+
+func TestWorker_config_errors(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	tests := []struct {
+		name string
+		cfg  bus.WorkerConfig
+		h    bus.Handler
+	}{
+		{"nil handler", bus.WorkerConfig{}, nil},
+		{"negative in flight", bus.WorkerConfig{MaxInFlight: -1}, echoHandler()},
+		{"negative backoff", bus.WorkerConfig{Backoff: bus.Backoff{-time.Second}}, echoHandler()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := bus.NewWorker(b.nc, b.res, b.codec, tt.h, tt.cfg); !errors.Is(err, bus.ErrInvalidConfig) {
+				t.Fatalf("err = %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	w, err := bus.NewWorker(b.nc, b.res, b.codec, echoHandler(), bus.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(bg(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(bg(t)); !errors.Is(err, bus.ErrWorkerStarted) {
+		t.Fatalf("second Start = %v", err)
+	}
+	if err := w.Stop(bg(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBackoff_Delay(t *testing.T) {
+	t.Parallel()
+	b := bus.Backoff{time.Second, 2 * time.Second, 5 * time.Second}
+	tests := []struct {
+		attempt int
+		want    time.Duration
+	}{{0, time.Second}, {1, time.Second}, {2, 2 * time.Second}, {3, 5 * time.Second}, {9, 5 * time.Second}}
+	for _, tt := range tests {
+		if got := b.Delay(tt.attempt); got != tt.want {
+			t.Errorf("Delay(%d) = %s, want %s", tt.attempt, got, tt.want)
+		}
+	}
+	if got := (bus.Backoff{}).Delay(3); got != 0 {
+		t.Errorf("empty schedule Delay = %s", got)
+	}
+}
