@@ -152,11 +152,12 @@ func (l *lexer) next() token {
 	s := l.src
 	for l.off < len(s) {
 		c := s[l.off]
-		p := l.pos()
-		switch c {
-		case ' ', '\t', '\r':
+		if c == ' ' || c == '\t' || c == '\r' {
 			l.skipASCII(1)
 			continue
+		}
+		p := l.pos()
+		switch c {
 		case '\n':
 			l.advanceTo(l.off + 1)
 			return l.tok(tokNewline, "\n", p)
@@ -243,12 +244,8 @@ func (l *lexer) next() token {
 			return l.lexNumber(p)
 		}
 		// Any other character starts no token and is skipped.
-		if c == '\n' {
-			l.advanceTo(l.off + size)
-		} else {
-			l.off += size
-			l.col++
-		}
+		l.off += size
+		l.col++
 	}
 	return l.tok(tokEOF, "", l.pos())
 }

@@ -300,6 +300,10 @@ func cleanTagHeads(text string) string {
 			break
 		}
 		gt += headStart
+		if headIsClean(text[after:gt]) {
+			pos = gt + 1
+			continue
+		}
 		head := cleanHead(text[headStart:gt])
 		if b.Len() == 0 {
 			b.Grow(len(text))
@@ -320,6 +324,30 @@ func cleanTagHeads(text string) string {
 	}
 	b.WriteString(text[copied:])
 	return b.String()
+}
+
+// headIsClean reports whether raw, the text between a tag name and its
+// '>', is already what cleaning makes of it: one space, then words
+// separated by single spaces, no attribute. It is a fast path: it answers
+// false for any non-ASCII byte.
+func headIsClean(raw string) bool {
+	if len(raw) < 2 || raw[0] != ' ' || raw[len(raw)-1] == ' ' {
+		return false
+	}
+	for i := 1; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '=' || c >= utf8.RuneSelf:
+			return false
+		case c == ' ':
+			if raw[i-1] == ' ' {
+				return false
+			}
+		case isLNDLSpace(rune(c)):
+			return false
+		}
+	}
+	return true
 }
 
 // cleanHead drops `word="value"` attributes from a tag head, re-joins the

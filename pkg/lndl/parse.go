@@ -81,7 +81,8 @@ func (p *parser) skipNewlines() {
 
 func (p *parser) parseProgram() (*Program, error) {
 	prog := &Program{}
-	aliases := make(map[string]struct{})
+	// Presize for the declarations the text seems to hold.
+	aliases := make(map[string]struct{}, min(strings.Count(p.lx.src, "</l"), MaxDeclarations))
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
@@ -169,27 +170,42 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 // whether the name has dots.
 func (p *parser) readName() (string, bool) {
 	name := p.tok.text
+	start := p.tok.pos.Offset
+	end := start + len(name)
 	p.advance()
 	if p.tok.kind != tokDot {
 		return name, false
 	}
+	// While the parts are adjacent in the source the name is a slice of
+	// it; b collects the parts once they are not.
 	var b []byte
+	contiguous := true
 	dotted := false
 	for p.tok.kind == tokDot {
+		dotOff := p.tok.pos.Offset
 		p.advance()
 		if p.tok.kind != tokID {
 			break
 		}
-		if b == nil {
-			b = append(make([]byte, 0, len(name)+1+len(p.tok.text)), name...)
+		id := p.tok
+		if contiguous && (dotOff != end || id.pos.Offset != dotOff+1) {
+			contiguous = false
+			b = append(make([]byte, 0, end-start+1+len(id.text)), p.lx.src[start:end]...)
 		}
-		b = append(b, '.')
-		b = append(b, p.tok.text...)
+		if contiguous {
+			end = id.pos.Offset + len(id.text)
+		} else {
+			b = append(b, '.')
+			b = append(b, id.text...)
+		}
 		dotted = true
 		p.advance()
 	}
-	if !dotted {
+	switch {
+	case !dotted:
 		return name, false
+	case contiguous:
+		return p.lx.src[start:end], true
 	}
 	return string(b), true
 }
