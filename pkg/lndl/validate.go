@@ -1,0 +1,369 @@
+package lndl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// ErrValidation is matched (errors.Is) by the *[ValidationError] that
+// [Target.Validate] returns.
+var ErrValidation = errors.New("lndl: value does not validate against the target")
+
+// ValidationIssue is one failure found by [Target.Validate].
+type ValidationIssue struct {
+	// Loc is the path of the failing value from the root object: field
+	// names and dict keys (string) and list indexes (int).
+	Loc []any `json:"loc"`
+	// Type is an error code named like pydantic's: string_type,
+	// int_parsing, int_from_float, float_parsing, bool_parsing, missing,
+	// enum, greater_than_equal, string_too_short, ...
+	Type string `json:"type"`
+	// Msg says what is wrong, for people.
+	Msg string `json:"msg"`
+}
+
+// ValidationError lists the failures of [Target.Validate], in the order
+// they were found (fields in declaration order, then schema constraints).
+// errors.Is matches both [ErrValidation] and [ErrLNDL].
+type ValidationError struct {
+	Issues []ValidationIssue
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d validation error(s) against the target", len(e.Issues))
+	for _, is := range e.Issues {
+		b.WriteString("; ")
+		b.WriteString(formatLoc(is.Loc))
+		fmt.Fprintf(&b, ": %s [%s]", is.Msg, is.Type)
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrValidation or ErrLNDL.
+func (e *ValidationError) Is(target error) bool {
+	return target == ErrValidation || target == ErrLNDL
+}
+
+func formatLoc(loc []any) string {
+	if len(loc) == 0 {
+		return "(root)"
+	}
+	var b strings.Builder
+	for i, p := range loc {
+		switch x := p.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", x)
+		default:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, x)
+		}
+	}
+	return b.String()
+}
+
+// Validate checks v, an assembled value (see [RoundResult.Resolve]),
+// against the target the way pydantic validates a model in lax mode, and
+// returns the validated value: an *[Object] holding the target's fields
+// in declaration order, with defaults filled in for omitted fields and
+// keys that are not fields dropped (a model whose schema sets
+// "additionalProperties": false rejects them instead).
+//
+// Coercion is lax as the conformance vectors' README describes: numeric
+// strings become numbers for integer and number fields (`"42"`, `" 42 "`,
+// `"4.0"` and `"1_000"` for an integer; not `"1e3"`), the strings
+// true/false/yes/no/on/off/t/f/y/n/1/0 in any case (without surrounding
+// white space) and the numbers 0 and 1 become booleans, an integral float
+// is accepted for an integer and an integer or boolean for a number; a
+// number is never accepted for a string, and JSON text is never parsed
+// into an object or array. Nullable fields accept null; for unions of
+// several types a variant that matches without coercion wins, else the
+// first that matches with it. An action placeholder matches only an Any
+// field. Integers stay exact (up to [MaxCallIntDigits] digits); numbers
+// must be finite.
+//
+// After coercion the value is checked against the target's JSON Schema
+// with github.com/santhosh-tekuri/jsonschema/v6 for the constraints
+// (minimum, minLength, pattern, enum, ...). The schema is compiled once
+// per Target, on first use, and cached while the Target is alive. Values
+// nested deeper than [MaxJSONDepth] are rejected.
+//
+// A failure is a *[ValidationError] listing every issue; a schema the
+// validator cannot compile is an error wrapping [ErrInvalidTarget].
+func (t *Target) Validate(v any) (any, error) {
+	if t == nil || t.Type == nil {
+		return nil, fmt.Errorf("%w: no target to validate against", ErrInvalidTarget)
+	}
+	in, err := normalizeInput(v, 0)
+	if err != nil {
+		return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
+	}
+	lv := &laxValidator{}
+	out, _ := lv.value(t.Type, in, []any{}, false)
+	sch, err := t.compiledSchema()
+	if err != nil {
+		return nil, err
+	}
+	if sch != nil {
+		plain, err := plainJSON(out, 0)
+		if err != nil {
+			return nil, err
+		}
+		if verr := sch.Validate(plain); verr != nil {
+			var ve *jsonschema.ValidationError
+			if !errors.As(verr, &ve) {
+				return nil, fmt.Errorf("lndl: schema validation: %w", verr)
+			}
+			lv.schemaIssues(ve, plain)
+		}
+	}
+	if len(lv.issues) > 0 {
+		return nil, &ValidationError{Issues: lv.issues}
+	}
+	return out, nil
+}
+
+// compiledTarget is the lazily compiled JSON Schema of one Target.
+type compiledTarget struct {
+	once   sync.Once
+	schema *jsonschema.Schema
+	err    error
+}
+
+// compiledTargets caches compiled schemas by Target. Keys are weak
+// pointers, and an entry is removed once its Target is collected, so the
+// cache holds at most the live Targets.
+var compiledTargets sync.Map // weak.Pointer[Target] -> *compiledTarget
+
+// compiledSchema returns t's compiled schema, compiling it on first use.
+// It returns nil (no constraint check) when t carries no schema.
+func (t *Target) compiledSchema() (*jsonschema.Schema, error) {
+	if len(t.Schema) == 0 && t.Root == nil {
+		return nil, nil
+	}
+	key := weak.Make(t)
+	c, loaded := compiledTargets.LoadOrStore(key, &compiledTarget{})
+	ct := c.(*compiledTarget)
+	if !loaded {
+		runtime.AddCleanup(t, func(k weak.Pointer[Target]) { compiledTargets.Delete(k) }, key)
+	}
+	ct.once.Do(func() { ct.schema, ct.err = compileTarget(t) })
+	return ct.schema, ct.err
+}
+
+// targetSchemaURL is the name the target schema is registered under; it
+// is never fetched.
+const targetSchemaURL = "https://lionbus.invalid/lndl/target.json"
+
+func compileTarget(t *Target) (*jsonschema.Schema, error) {
+	raw := t.Schema
+	if len(raw) == 0 {
+		var err error
+		if raw, err = json.Marshal(t.Root); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
+		}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(targetSchemaURL, doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
+	}
+	sch, err := c.Compile(targetSchemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
+	}
+	return sch, nil
+}
+
+// plainJSON converts a validated value to the types the schema validator
+// takes: nil, bool, string, json.Number, []any and map[string]any.
+func plainJSON(v any, depth int) (any, error) {
+	if depth > MaxJSONDepth {
+		return nil, ErrJSONTooDeep
+	}
+	switch x := v.(type) {
+	case *Object:
+		m := make(map[string]any, x.Len())
+		var err error
+		x.Range(func(k string, e any) bool {
+			m[k], err = plainJSON(e, depth+1)
+			return err == nil
+		})
+		return m, err
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			var err error
+			if out[i], err = plainJSON(e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case *Placeholder:
+		raw, err := json.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	}
+	return v, nil
+}
+
+// schemaIssues adds the leaf failures of a schema validation error,
+// skipping those at or under a location already reported by coercion or
+// filled from a default (pydantic does not validate defaults).
+func (lv *laxValidator) schemaIssues(ve *jsonschema.ValidationError, plain any) {
+	printer := message.NewPrinter(language.English)
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		causes := e.Causes
+		switch e.ErrorKind.(type) {
+		case *kind.AnyOf, *kind.OneOf:
+			// Prefer the branches that failed on something other than
+			// their type: for `anyOf [X, null]` that is X's constraint.
+			var specific []*jsonschema.ValidationError
+			for _, c := range causes {
+				if _, isType := c.ErrorKind.(*kind.Type); !isType || len(c.Causes) > 0 {
+					specific = append(specific, c)
+				}
+			}
+			if len(specific) > 0 {
+				causes = specific
+			}
+		}
+		if len(causes) > 0 {
+			for _, c := range causes {
+				walk(c)
+			}
+			return
+		}
+		loc := instanceLoc(e.InstanceLocation, plain)
+		typ := schemaErrorType(e.ErrorKind)
+		msg := e.ErrorKind.LocalizedString(printer)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, name := range k.Missing {
+				lv.addSchemaIssue(append(loc[:len(loc):len(loc)], name), "missing", "field required")
+			}
+			return
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				lv.addSchemaIssue(append(loc[:len(loc):len(loc)], name), "extra_forbidden", "extra field not permitted")
+			}
+			return
+		}
+		lv.addSchemaIssue(loc, typ, msg)
+	}
+	walk(ve)
+}
+
+func (lv *laxValidator) addSchemaIssue(loc []any, typ, msg string) {
+	for _, is := range lv.issues {
+		if locHasPrefix(loc, is.Loc) {
+			return
+		}
+	}
+	for _, d := range lv.defaults {
+		if locHasPrefix(loc, d) {
+			return
+		}
+	}
+	lv.issues = append(lv.issues, ValidationIssue{Loc: loc, Type: typ, Msg: msg})
+}
+
+func locHasPrefix(loc, prefix []any) bool {
+	if len(prefix) > len(loc) {
+		return false
+	}
+	for i := range prefix {
+		if loc[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// instanceLoc turns a schema instance location into a loc, with list
+// indexes as ints.
+func instanceLoc(path []string, plain any) []any {
+	loc := make([]any, 0, len(path))
+	cur := plain
+	for _, seg := range path {
+		switch x := cur.(type) {
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err == nil && i >= 0 && i < len(x) {
+				loc = append(loc, i)
+				cur = x[i]
+				continue
+			}
+		case map[string]any:
+			cur = x[seg]
+			loc = append(loc, seg)
+			continue
+		}
+		loc = append(loc, seg)
+		cur = nil
+	}
+	return loc
+}
+
+// schemaErrorType names a schema failure with pydantic's error code.
+func schemaErrorType(k jsonschema.ErrorKind) string {
+	switch x := k.(type) {
+	case *kind.Minimum:
+		return "greater_than_equal"
+	case *kind.Maximum:
+		return "less_than_equal"
+	case *kind.ExclusiveMinimum:
+		return "greater_than"
+	case *kind.ExclusiveMaximum:
+		return "less_than"
+	case *kind.MultipleOf:
+		return "multiple_of"
+	case *kind.MinLength:
+		return "string_too_short"
+	case *kind.MaxLength:
+		return "string_too_long"
+	case *kind.Pattern:
+		return "string_pattern_mismatch"
+	case *kind.MinItems, *kind.MinProperties:
+		return "too_short"
+	case *kind.MaxItems, *kind.MaxProperties:
+		return "too_long"
+	case *kind.Enum:
+		return "enum"
+	case *kind.Const:
+		return "literal_error"
+	case *kind.UniqueItems:
+		return "set_type"
+	case *kind.Type:
+		if len(x.Want) > 0 {
+			return map[string]string{
+				"string": "string_type", "integer": "int_type", "number": "float_type",
+				"boolean": "bool_type", "array": "list_type", "object": "dict_type", "null": "none_required",
+			}[x.Want[0]]
+		}
+	case *kind.FalseSchema:
+		return "extra_forbidden"
+	}
+	return "value_error"
+}

@@ -1,0 +1,582 @@
+package lndl
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// laxValidator coerces a value to a target type, collecting issues.
+type laxValidator struct {
+	issues []ValidationIssue
+	// defaults are the locations filled from a default.
+	defaults [][]any
+}
+
+func (lv *laxValidator) add(loc []any, typ, format string, args ...any) {
+	lv.issues = append(lv.issues, ValidationIssue{Loc: loc, Type: typ, Msg: fmt.Sprintf(format, args...)})
+}
+
+func childLoc(loc []any, p any) []any {
+	return append(loc[:len(loc):len(loc)], p)
+}
+
+// normalizeInput turns any JSON-compatible Go value into the shapes the
+// validator walks: nil, bool, string, json.Number, []any, *Object and
+// *Placeholder. Go numbers become json.Number, maps become objects with
+// sorted keys, and other values go through encoding/json.
+func normalizeInput(v any, depth int) (any, error) {
+	if depth > MaxJSONDepth {
+		return nil, ErrJSONTooDeep
+	}
+	switch x := v.(type) {
+	case nil, bool, string, *Placeholder:
+		return v, nil
+	case json.Number:
+		return x, nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, fmt.Errorf("lndl: non-finite number %v", x)
+		}
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
+	case float32:
+		return normalizeInput(float64(x), depth)
+	case int:
+		return json.Number(strconv.Itoa(x)), nil
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10)), nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			n, err := normalizeInput(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case *Object:
+		out := NewObject(x.Len())
+		var err error
+		x.Range(func(k string, e any) bool {
+			var n any
+			if n, err = normalizeInput(e, depth+1); err == nil {
+				out.Set(k, n)
+			}
+			return err == nil
+		})
+		return out, err
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := NewObject(len(keys))
+		for _, k := range keys {
+			n, err := normalizeInput(x[k], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out.Set(k, n)
+		}
+		return out, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	d, err := DecodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	return normalizeInput(d, depth)
+}
+
+// value coerces v to t. It returns the coerced value and true, or v and
+// false after recording the issues. strict disables every conversion (the
+// first pass over a union's variants).
+func (lv *laxValidator) value(t *Type, v any, loc []any, strict bool) (any, bool) {
+	if v == nil && (t.Nullable || t.Kind == KindNull || t.Kind == KindAny) {
+		return nil, true
+	}
+	if len(loc) > MaxJSONDepth {
+		lv.add(loc, "too_deep", "value nested deeper than %d", MaxJSONDepth)
+		return v, false
+	}
+	switch t.Kind {
+	case KindAny:
+		return v, true
+	case KindNull:
+		lv.add(loc, "none_required", "input should be null")
+		return v, false
+	case KindString:
+		if s, ok := v.(string); ok {
+			return s, true
+		}
+		lv.add(loc, "string_type", "input should be a valid string")
+		return v, false
+	case KindInt:
+		return lv.intValue(v, loc, strict)
+	case KindFloat:
+		return lv.floatValue(v, loc, strict)
+	case KindBool:
+		return lv.boolValue(v, loc, strict)
+	case KindEnum:
+		return lv.enumValue(t, v, loc, strict)
+	case KindList:
+		arr, ok := v.([]any)
+		if !ok {
+			lv.add(loc, "list_type", "input should be a valid list")
+			return v, false
+		}
+		out := make([]any, len(arr))
+		good := true
+		for i, e := range arr {
+			c, ok := lv.value(t.Elem, e, childLoc(loc, i), strict)
+			out[i] = c
+			good = good && ok
+		}
+		return out, good
+	case KindDict:
+		obj, ok := v.(*Object)
+		if !ok {
+			lv.add(loc, "dict_type", "input should be a valid dictionary")
+			return v, false
+		}
+		out := NewObject(obj.Len())
+		good := true
+		obj.Range(func(k string, e any) bool {
+			c, ok := lv.value(t.Elem, e, childLoc(loc, k), strict)
+			out.Set(k, c)
+			good = good && ok
+			return true
+		})
+		return out, good
+	case KindModel:
+		return lv.modelValue(t, v, loc, strict)
+	case KindUnion:
+		return lv.unionValue(t, v, loc, strict)
+	}
+	lv.add(loc, "value_error", "unsupported target type %s", t.Kind)
+	return v, false
+}
+
+func (lv *laxValidator) modelValue(t *Type, v any, loc []any, strict bool) (any, bool) {
+	obj, ok := v.(*Object)
+	if !ok {
+		lv.add(loc, "model_type", "input should be an object for model %s", t.Name)
+		return v, false
+	}
+	out := NewObject(len(t.Model.Fields))
+	good := true
+	for _, f := range t.Model.Fields {
+		floc := childLoc(loc, f.Name)
+		fv, present := obj.Get(f.Name)
+		if !present {
+			switch {
+			case f.HasDefault:
+				out.Set(f.Name, copyJSON(f.Default))
+				lv.defaults = append(lv.defaults, floc)
+			case f.Required:
+				lv.add(floc, "missing", "field required")
+				good = false
+			}
+			continue
+		}
+		c, ok := lv.value(f.Type, fv, floc, strict)
+		out.Set(f.Name, c)
+		good = good && ok
+	}
+	if t.Schema != nil {
+		if ap, ok := t.Schema.Get("additionalProperties"); ok && ap == false {
+			obj.Range(func(k string, _ any) bool {
+				if t.Model.Field(k) == nil {
+					lv.add(childLoc(loc, k), "extra_forbidden", "extra field not permitted")
+					good = false
+				}
+				return true
+			})
+		}
+	}
+	return out, good
+}
+
+// unionValue tries the variants without coercion, then with it, in
+// order (pydantic's smart mode, simplified).
+func (lv *laxValidator) unionValue(t *Type, v any, loc []any, strict bool) (any, bool) {
+	passes := []bool{true}
+	if !strict {
+		passes = append(passes, false)
+	}
+	var failed [][]ValidationIssue
+	for _, s := range passes {
+		for _, variant := range t.Variants {
+			trial := &laxValidator{}
+			if c, ok := trial.value(variant, v, loc, s); ok {
+				lv.defaults = append(lv.defaults, trial.defaults...)
+				return c, true
+			}
+			if !s {
+				failed = append(failed, trial.issues)
+			}
+		}
+	}
+	if strict {
+		lv.add(loc, "union_type", "input matches no variant of the union")
+		return v, false
+	}
+	for _, issues := range failed {
+		lv.issues = append(lv.issues, issues...)
+	}
+	return v, false
+}
+
+func (lv *laxValidator) enumValue(t *Type, v any, loc []any, strict bool) (any, bool) {
+	cand := v
+	if !strict {
+		switch t.Base {
+		case KindInt, KindFloat, KindBool:
+			trial := &laxValidator{}
+			if c, ok := trial.value(&Type{Kind: t.Base}, v, loc, false); ok {
+				cand = c
+			}
+		}
+	}
+	for _, m := range t.Enum {
+		if sameJSON(cand, m) {
+			return copyJSON(m), true
+		}
+	}
+	typ := "enum"
+	if t.Schema != nil && t.Schema.Has("const") {
+		typ = "literal_error"
+	}
+	lv.add(loc, typ, "input should be one of the allowed values")
+	return v, false
+}
+
+// sameJSON reports whether two normalized JSON values are equal, numbers
+// by value.
+func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		fx, err1 := strconv.ParseFloat(string(x), 64)
+		fy, err2 := strconv.ParseFloat(string(y), 64)
+		if err1 != nil || err2 != nil || fx != fy {
+			return false
+		}
+		// Equal as floats: compare exactly when both are integers.
+		if isIntegerText(string(x)) && isIntegerText(string(y)) {
+			return strings.TrimPrefix(string(x), "+") == strings.TrimPrefix(string(y), "+")
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case *Object:
+		y, ok := b.(*Object)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		same := true
+		x.Range(func(k string, e any) bool {
+			f, ok := y.Get(k)
+			same = ok && sameJSON(e, f)
+			return same
+		})
+		return same
+	}
+	return false
+}
+
+func isIntegerText(s string) bool {
+	return !strings.ContainsAny(s, ".eE")
+}
+
+// copyJSON deep-copies a decoded JSON value (defaults must not be shared
+// between results).
+func copyJSON(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyJSON(e)
+		}
+		return out
+	case *Object:
+		out := NewObject(x.Len())
+		x.Range(func(k string, e any) bool {
+			out.Set(k, copyJSON(e))
+			return true
+		})
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = copyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+func (lv *laxValidator) intValue(v any, loc []any, strict bool) (any, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		s := string(x)
+		if isIntegerText(s) {
+			if len(strings.TrimLeft(s, "+-0")) > MaxCallIntDigits {
+				lv.add(loc, "int_parsing_size", "integer longer than %d digits", MaxCallIntDigits)
+				return v, false
+			}
+			return x, true
+		}
+		if strict {
+			break
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) {
+			lv.add(loc, "finite_number", "input should be a finite number")
+			return v, false
+		}
+		if f != math.Trunc(f) {
+			lv.add(loc, "int_from_float", "input should be a valid integer, got a number with a fractional part")
+			return v, false
+		}
+		i, _ := new(big.Float).SetFloat64(f).Int(nil)
+		return json.Number(i.String()), true
+	case bool:
+		if strict {
+			break
+		}
+		if x {
+			return json.Number("1"), true
+		}
+		return json.Number("0"), true
+	case string:
+		if strict {
+			break
+		}
+		if n, ok := intFromString(x); ok {
+			return json.Number(n), true
+		}
+		lv.add(loc, "int_parsing", "input should be a valid integer, unable to parse string as an integer")
+		return v, false
+	}
+	lv.add(loc, "int_type", "input should be a valid integer")
+	return v, false
+}
+
+// intFromString parses an integer the way pydantic's lax mode does:
+// surrounding white space, a sign, underscores between digits and a
+// fractional part of zeros ("4.0") are allowed; exponents are not.
+func intFromString(s string) (string, bool) {
+	s = strings.TrimFunc(s, unicode.IsSpace)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	intPart, frac, hasDot := strings.Cut(s, ".")
+	digits, ok := stripDigitUnderscores(intPart)
+	if !ok {
+		return "", false
+	}
+	if hasDot {
+		if frac != "" {
+			f, ok := stripDigitUnderscores(frac)
+			if !ok || strings.Trim(f, "0") != "" {
+				return "", false
+			}
+		}
+	}
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" {
+		return "0", true
+	}
+	if len(digits) > MaxCallIntDigits {
+		return "", false
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	return digits, true
+}
+
+// stripDigitUnderscores removes underscores that sit between ASCII
+// digits; it fails on an empty string, another character or a misplaced
+// underscore.
+func stripDigitUnderscores(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			b.WriteByte(c)
+		case c == '_' && i > 0 && i+1 < len(s) && isDigit(s[i-1]) && isDigit(s[i+1]):
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func (lv *laxValidator) floatValue(v any, loc []any, strict bool) (any, bool) {
+	var f float64
+	switch x := v.(type) {
+	case json.Number:
+		var err error
+		if f, err = strconv.ParseFloat(string(x), 64); err != nil && !math.IsInf(f, 0) {
+			lv.add(loc, "float_parsing", "input should be a valid number")
+			return v, false
+		}
+	case bool:
+		if strict {
+			lv.add(loc, "float_type", "input should be a valid number")
+			return v, false
+		}
+		if x {
+			f = 1
+		}
+	case string:
+		var ok bool
+		if strict {
+			lv.add(loc, "float_type", "input should be a valid number")
+			return v, false
+		}
+		if f, ok = floatFromString(x); !ok {
+			lv.add(loc, "float_parsing", "input should be a valid number, unable to parse string as a number")
+			return v, false
+		}
+	default:
+		lv.add(loc, "float_type", "input should be a valid number")
+		return v, false
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		lv.add(loc, "finite_number", "input should be a finite number")
+		return v, false
+	}
+	return json.Number(pythonFloatRepr(f)), true
+}
+
+// floatFromString parses a decimal number with optional sign, fraction
+// and exponent, surrounded by optional white space, with underscores
+// between digits.
+func floatFromString(s string) (float64, bool) {
+	s = strings.TrimFunc(s, unicode.IsSpace)
+	body := s
+	if body != "" && (body[0] == '+' || body[0] == '-') {
+		body = body[1:]
+	}
+	mant, exp, hasExp := strings.Cut(strings.ToLower(body), "e")
+	intPart, frac, hasDot := strings.Cut(mant, ".")
+	var clean strings.Builder
+	if s != body {
+		clean.WriteByte(s[0])
+	}
+	if intPart != "" {
+		d, ok := stripDigitUnderscores(intPart)
+		if !ok {
+			return 0, false
+		}
+		clean.WriteString(d)
+	}
+	if hasDot {
+		clean.WriteByte('.')
+		if frac != "" {
+			d, ok := stripDigitUnderscores(frac)
+			if !ok {
+				return 0, false
+			}
+			clean.WriteString(d)
+		}
+	}
+	if intPart == "" && frac == "" {
+		return 0, false
+	}
+	if hasExp {
+		clean.WriteByte('e')
+		e := exp
+		if e != "" && (e[0] == '+' || e[0] == '-') {
+			clean.WriteByte(e[0])
+			e = e[1:]
+		}
+		d, ok := stripDigitUnderscores(e)
+		if !ok {
+			return 0, false
+		}
+		clean.WriteString(d)
+	}
+	f, err := strconv.ParseFloat(clean.String(), 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// boolWords are the strings lax validation reads as booleans (compared
+// ignoring case).
+var boolWords = map[string]bool{
+	"0": false, "off": false, "f": false, "false": false, "n": false, "no": false,
+	"1": true, "on": true, "t": true, "true": true, "y": true, "yes": true,
+}
+
+func (lv *laxValidator) boolValue(v any, loc []any, strict bool) (any, bool) {
+	switch x := v.(type) {
+	case bool:
+		return x, true
+	case string:
+		if strict {
+			break
+		}
+		if b, ok := boolWords[strings.ToLower(x)]; ok {
+			return b, true
+		}
+		lv.add(loc, "bool_parsing", "input should be a valid boolean, unable to interpret input")
+		return v, false
+	case json.Number:
+		if strict {
+			break
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err == nil && (f == 0 || f == 1) {
+			return f == 1, true
+		}
+		lv.add(loc, "bool_parsing", "input should be a valid boolean, unable to interpret input")
+		return v, false
+	}
+	lv.add(loc, "bool_type", "input should be a valid boolean")
+	return v, false
+}
