@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+)
+
+// Defaults of the worker's flags.
+const (
+	defaultConcurrency  = 8
+	defaultDrainTimeout = 30 * time.Second
+	defaultPort         = 4222
+	// maxConcurrency bounds --concurrency: each slot is one request in
+	// flight, holding a model call and a branch in memory.
+	maxConcurrency = 1024
+)
+
+// errHelp is returned by parseConfig when -h/--help was asked for.
+var errHelp = flag.ErrHelp
+
+// config is everything the worker's flags say.
+type config struct {
+	// Embedded server (used when NATSURL is empty).
+	Host       string
+	Port       int
+	StoreDir   string
+	MaxPayload int
+
+	// Connection to a real deployment.
+	NATSURL     string
+	User        string
+	Password    string
+	Token       string
+	NKeySeed    string
+	Creds       string
+	TLSCert     string
+	TLSKey      string
+	TLSCA       string
+	ConnTimeout time.Duration
+
+	// Worker.
+	Prefix       string
+	Name         string
+	Concurrency  int
+	DrainTimeout time.Duration
+	Replicas     int
+
+	// Logs.
+	LogLevel  string
+	LogFormat string
+
+	// Demo runs the scripted demo conversation after start-up.
+	Demo bool
+}
+
+const usageHeader = `Usage: worker [flags]
+
+Runs a lionbus worker: it consumes operation requests (CloudEvents on
+<prefix>.ops.<verb>) from JetStream, runs them and publishes each result or
+error on the request's reply subject.
+
+Without --nats it starts an embedded NATS server with JetStream (loopback,
+--port, --store-dir) and serves it; with --nats it joins an existing
+deployment. SIGINT/SIGTERM stop fetching new requests, let in-flight ones
+finish (at most --drain-timeout) and exit.
+
+Every flag can also be set in the environment as LIONBUS_<FLAG>, upper case
+with dashes as underscores (LIONBUS_NATS, LIONBUS_PASSWORD, LIONBUS_CONCURRENCY,
+...); a flag on the command line wins.
+
+  worker --demo                       embedded NATS + a scripted demo conversation
+  worker --store-dir ./data/nats      embedded NATS, state kept across restarts
+  worker --nats nats://nats:4222 --creds worker.creds --concurrency 32
+
+Flags:
+`
+
+// parseConfig parses the worker's command line. It returns errHelp when
+// help was printed, and a usage error for bad flags or values.
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := newFlagSet(&c, stderr)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := flagsFromEnv(fs, os.LookupEnv); err != nil {
+		return c, err
+	}
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "worker"
+		}
+		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return c, c.validate()
+}
+
+// newFlagSet declares the worker's flags, bound to the fields of c.
+func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHeader)
+		fs.PrintDefaults()
+	}
+
+	fs.StringVar(&c.Host, "host", "127.0.0.1", "embedded server: interface to listen on")
+	fs.IntVar(&c.Port, "port", defaultPort, "embedded server: client port (-1 picks a free port)")
+	fs.StringVar(&c.StoreDir, "store-dir", "", "embedded server: JetStream store directory (default: a temporary directory removed on exit)")
+	fs.IntVar(&c.MaxPayload, "max-payload", 0, fmt.Sprintf("largest request accepted, in bytes; larger ones get a payload_too_large error (default %d, at most %d)", bus.DefaultMaxPayload, maxRequestPayload))
+
+	fs.StringVar(&c.NATSURL, "nats", "", "join the NATS deployment at this URL (comma-separated list allowed) instead of starting an embedded server")
+	fs.StringVar(&c.User, "user", "", "NATS user name")
+	fs.StringVar(&c.Password, "password", "", "NATS password")
+	fs.StringVar(&c.Token, "token", "", "NATS authentication token")
+	fs.StringVar(&c.NKeySeed, "nkey", "", "NATS nkey seed file")
+	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file (JWT + nkey seed)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS client certificate file")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS client private key file")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "TLS certificate authority file to verify the server")
+	fs.DurationVar(&c.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for the NATS connection")
+
+	fs.StringVar(&c.Prefix, "prefix", "lion", "subject prefix of every subject, stream and bucket")
+	fs.StringVar(&c.Name, "name", "", "worker name, shown in logs and NATS connection names (default: host name and pid)")
+	fs.IntVar(&c.Concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("requests run at the same time (1..%d)", maxConcurrency))
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", defaultDrainTimeout, "on shutdown, how long in-flight requests may take to finish")
+	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket when they are created (3 in a 3-node cluster; 1..5)")
+
+	fs.StringVar(&c.LogLevel, "log-level", "info", "trace, debug, info, warn, error or disabled")
+	fs.StringVar(&c.LogFormat, "log-format", logFormatAuto, "auto (console on a terminal, else JSON), json or console")
+
+	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving")
+	return fs
+}
+
+// validate checks values that flag parsing alone cannot.
+func (c config) validate() error {
+	var errs []error
+	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
+		errs = append(errs, fmt.Errorf("--concurrency must be between 1 and %d, got %d", maxConcurrency, c.Concurrency))
+	}
+	if c.DrainTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--drain-timeout must be positive, got %s", c.DrainTimeout))
+	}
+	if c.ConnTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", c.ConnTimeout))
+	}
+	if c.MaxPayload < 0 || c.MaxPayload > maxRequestPayload {
+		errs = append(errs, fmt.Errorf("--max-payload must be between 0 (default) and %d, got %d", maxRequestPayload, c.MaxPayload))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("--replicas must be between 1 and 5, got %d", c.Replicas))
+	}
+	if _, err := bus.NewSubjects(c.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", c.Prefix, bus.MaxTokenLength))
+	}
+	if c.NATSURL != "" && c.StoreDir != "" {
+		errs = append(errs, errors.New("--store-dir is for the embedded server and cannot be used with --nats"))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// demoBranch is the branch of the demo conversation. examples/communicate.json
+// sends its request to the same branch.
+const demoBranch = "demo"
+
+// demoTimeout bounds each request of the demo.
+const demoTimeout = 30 * time.Second
+
+// demoSystem is the demo branch's system message.
+const demoSystem = "You are a concise assistant in the lionbus demo."
+
+// demoReplies is the script of the demo's chat model, one reply per model
+// call on the branch. The second is JSON, so that a communicate with a
+// response_format returns validated structured output.
+var demoReplies = []string{
+	"Hello! I am a scripted model, answering over NATS JetStream.",
+	"Here you go:\n```json\n{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}\n```",
+	"You're welcome. Goodbye!",
+}
+
+// demoCityFormat is the response_format of the demo's structured request.
+var demoCityFormat = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"city":                map[string]any{"type": "string"},
+		"country":             map[string]any{"type": "string"},
+		"population_millions": map[string]any{"type": "number"},
+	},
+	"required":             []string{"city", "country", "population_millions"},
+	"additionalProperties": false,
+}
+
+// demoStep is one communicate request of the demo.
+type demoStep struct {
+	instruction    string
+	responseFormat map[string]any
+}
+
+var demoSteps = []demoStep{
+	{instruction: "Introduce yourself in one sentence."},
+	{instruction: "Which city is the capital of France, and how many people live there?", responseFormat: demoCityFormat},
+	{instruction: "Thanks, that is all."},
+}
+
+// runDemo runs the scripted demo conversation through the Go client, as any
+// other client would: it creates the demo branch, sends the communicate
+// requests, prints each result and then the branch history. With reuse
+// (a persistent store), a demo branch left by an earlier run is deleted
+// first.
+func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, out io.Writer) error {
+	client, err := bus.NewClient(nc, bus.ClientConfig{Prefix: subj.Prefix, Source: "/lionbus/demo"})
+	if err != nil {
+		return err
+	}
+	do := func(verb, branch string, data any) (*ops.Result, error) {
+		ctx, cancel := context.WithTimeout(ctx, demoTimeout)
+		defer cancel()
+		reply, err := client.Do(ctx, verb, branch, data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", verb, err)
+		}
+		res, err := reply.Result()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", verb, err)
+		}
+		return res, nil
+	}
+
+	fmt.Fprintf(out, "\n── demo: a scripted conversation, sent over %s.ops.* ──\n\n", subj.Prefix)
+
+	if reuse {
+		if _, err := do("branch.delete", demoBranch, nil); err != nil && !isCode(err, ops.CodeBranchNotFound) {
+			return err
+		}
+	}
+	res, err := do("branch.create", "", map[string]any{
+		"branch_id":  demoBranch,
+		"system":     demoSystem,
+		"chat_model": map[string]any{"provider": "scripted", "replies": demoReplies},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "branch.create   branch %q, system message, scripted chat model (%d replies)\n", res.BranchID, len(demoReplies))
+
+	for _, step := range demoSteps {
+		data := map[string]any{"instruction": step.instruction}
+		fmt.Fprintf(out, "\ncommunicate     %s\n", step.instruction)
+		if step.responseFormat != nil {
+			data["response_format"] = step.responseFormat
+			fmt.Fprintf(out, "                response_format: %s\n", schemaSummary(step.responseFormat))
+		}
+		res, err := do("communicate", demoBranch, data)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  → %s\n", valueText(res.Value))
+		if step.responseFormat != nil {
+			fmt.Fprintf(out, "    (structured output: JSON extracted from the reply and valid against response_format)\n")
+		}
+	}
+
+	res, err = do("branch.history", demoBranch, map[string]any{"limit": 100})
+	if err != nil {
+		return err
+	}
+	var page struct {
+		Events []ops.Event `json:"events"`
+	}
+	if err := json.Unmarshal(res.Value, &page); err != nil {
+		return fmt.Errorf("branch.history: decode: %w", err)
+	}
+	fmt.Fprintf(out, "\nbranch.history  %d events on %s\n", len(page.Events), subj.History(demoBranch))
+	for _, ev := range page.Events {
+		fmt.Fprintf(out, "  #%-3d %s\n", ev.Seq, ev.Type)
+		for _, m := range ev.Messages {
+			fmt.Fprintf(out, "        %-10s %s\n", m.Role, clip(messageText(m), 80))
+		}
+	}
+	return nil
+}
+
+// printTryIt tells how to talk to the running worker from another terminal.
+func printTryIt(out io.Writer, url string, subj bus.Subjects) {
+	fmt.Fprintf(out, `
+── the worker keeps serving on %[1]s ──
+
+From another terminal, with the NATS CLI (go install github.com/nats-io/natscli/nats@v0.5.0):
+
+  nats --server %[1]s sub '%[2]s'
+  nats --server %[1]s pub %[3]s "$(cat examples/communicate.json)"
+
+or with the publisher:
+
+  go run ./cmd/publisher --nats %[1]s communicate --branch %[4]s --instruction "Hi" --chat-model scripted:echo
+
+Ctrl-C to stop.
+`, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch)
+}
+
+// isCode reports whether err is a lionbus.error answer with code.
+func isCode(err error, code ops.Code) bool {
+	var re *bus.RemoteError
+	return errors.As(err, &re) && re.Code == string(code)
+}
+
+// valueText renders a result value: a JSON string as its text, anything
+// else as compact JSON.
+func valueText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// messageText is the one-line gist of a recorded message.
+func messageText(m ops.Message) string {
+	for _, k := range []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.KeySystemMessage, ops.KeyPlainContent, ops.KeyFunction} {
+		if v, ok := m.Content[k]; ok {
+			if s, ok := v.(string); ok {
+				return s
+			}
+			b, _ := json.Marshal(v)
+			return string(b)
+		}
+	}
+	b, _ := json.Marshal(m.Content)
+	return string(b)
+}
+
+// schemaSummary renders an object schema's properties as {name: type, ...}.
+func schemaSummary(schema map[string]any) string {
+	props, _ := schema["properties"].(map[string]any)
+	names := slices.Sorted(maps.Keys(props))
+	for i, name := range names {
+		p, _ := props[name].(map[string]any)
+		names[i] = fmt.Sprintf("%s: %v", name, p["type"])
+	}
+	return "{" + strings.Join(names, ", ") + "}"
+}
+
+// clip shortens s to at most n runes, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runWorker runs the worker's run function in the background and returns
+// its output buffers and a function that stops it (as SIGTERM would) and
+// returns its exit code.
+func runWorker(t *testing.T, args ...string) (stdout, stderr *syncBuffer, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, stdout, stderr) }()
+	var once sync.Once
+	code := -1
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(60 * time.Second):
+				t.Errorf("worker did not stop within 60s after cancel")
+			}
+		})
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return stdout, stderr, stop
+}
+
+// waitFor polls until cond holds, failing the test after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
+	stdout, stderr, stop := runWorker(t, "--demo", "--port", "-1", "--log-level", "disabled", "--store-dir", t.TempDir())
+	waitFor(t, 90*time.Second, "the demo to finish", func() bool {
+		return strings.Contains(stdout.String(), "Ctrl-C to stop.") || strings.Contains(stderr.String(), "worker:")
+	})
+	out := stdout.String()
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, stderr.String())
+	}
+	want := []string{
+		`branch.create   branch "demo"`,
+		"→ Hello! I am a scripted model, answering over NATS JetStream.",
+		`→ {"city":"Paris","country":"France","population_millions":2.1}`,
+		"→ You're welcome. Goodbye!",
+		"branch.history  4 events on lion.history.demo",
+		"system     You are a concise assistant in the lionbus demo.",
+		"user       Which city is the capital of France, and how many people live there?",
+		"assistant  You're welcome. Goodbye!",
+		"pub lion.ops.communicate",
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("demo output lacks %q\nstdout:\n%s\nstderr:\n%s", w, out, stderr.String())
+		}
+	}
+	// The history lists the events in order: created, then three exchanges.
+	if i, j := strings.Index(out, "#1   branch.created"), strings.Index(out, "#4   branch.messages"); i < 0 || j < i {
+		t.Errorf("history events missing or out of order:\n%s", out)
+	}
+}
+
+func TestRun_demo_twice_on_one_store_starts_a_fresh_branch(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2 {
+		stdout, stderr, stop := runWorker(t, "--demo", "--port", "-1", "--log-level", "disabled", "--store-dir", dir)
+		waitFor(t, 90*time.Second, "the demo to finish", func() bool {
+			return strings.Contains(stdout.String(), "Ctrl-C to stop.") || strings.Contains(stderr.String(), "worker:")
+		})
+		if code := stop(); code != exitOK {
+			t.Fatalf("run %d: exit code = %d\nstdout:\n%s\nstderr:\n%s", i+1, code, stdout, stderr)
+		}
+		if !strings.Contains(stdout.String(), "branch.history  4 events") {
+			t.Fatalf("run %d: want a fresh 4-event history:\n%s", i+1, stdout)
+		}
+	}
+}
+
+func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
+	srv := bustest.NewServer(t)
+	stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "joined", "--concurrency", "2",
+		"--log-format", "json", "--log-level", "info", "--name", "w1")
+	waitFor(t, 30*time.Second, "the worker to start", func() bool {
+		return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
+	})
+	if got := stdout.String(); !strings.Contains(got, `lionbus worker "w1" serving prefix "joined" on NATS at `+srv.ClientURL()) {
+		t.Fatalf("start line = %q", got)
+	}
+
+	nc, _ := bustest.Connect(t, srv)
+	client, err := bus.NewClient(nc, bus.ClientConfig{Prefix: "joined"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tests := []struct {
+		verb, branch string
+		data         any
+		wantValue    string
+		wantCode     string
+	}{
+		{verb: "branch.create", data: map[string]any{"branch_id": "b1", "chat_model": "scripted:echo"}},
+		{verb: "communicate", branch: "b1", data: map[string]any{"instruction": "ping"}, wantValue: `"ping"`},
+		{verb: "communicate", branch: "nope", data: map[string]any{"instruction": "x"}, wantCode: "branch_not_found"},
+		{verb: "communicate", branch: "b1", data: map[string]any{"guidance": "no instruction"}, wantCode: bus.CodeInvalidData},
+	}
+	for _, tc := range tests {
+		reply, err := client.Do(ctx, tc.verb, tc.branch, tc.data)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.verb, err)
+		}
+		res, err := reply.Result()
+		if tc.wantCode != "" {
+			var re *bus.RemoteError
+			if !errors.As(err, &re) || re.Code != tc.wantCode {
+				t.Errorf("%s on %q: error = %v, want code %s", tc.verb, tc.branch, err, tc.wantCode)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.verb, err)
+		}
+		if tc.wantValue != "" && string(res.Value) != tc.wantValue {
+			t.Errorf("%s: value = %s, want %s", tc.verb, res.Value, tc.wantValue)
+		}
+	}
+
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)
+	}
+	// JSON logs: every line of stderr is a JSON object.
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Errorf("log line is not JSON: %q", line)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"message":"worker drained"`) {
+		t.Errorf("no drain log line in:\n%s", stderr)
+	}
+}
+
+func TestRun_exit_codes(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"help", []string{"--help"}, exitOK, "Usage: worker"},
+		{"unknown flag", []string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"stray argument", []string{"serve"}, exitUsage, `unexpected argument "serve"`},
+		{"zero concurrency", []string{"--concurrency", "0"}, exitUsage, "--concurrency must be between 1 and 1024"},
+		{"bad prefix", []string{"--prefix", "a.b"}, exitUsage, `--prefix "a.b"`},
+		{"store dir with nats", []string{"--nats", "nats://127.0.0.1:1", "--store-dir", "x"}, exitUsage, "--store-dir is for the embedded server"},
+		{"half TLS", []string{"--tls-cert", "c.pem"}, exitUsage, "--tls-cert and --tls-key go together"},
+		{"bad log level", []string{"--log-level", "loud"}, exitUsage, `invalid --log-level "loud"`},
+		{"bad log format", []string{"--log-format", "xml"}, exitUsage, `invalid --log-format "xml"`},
+		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: bus: connect to nats://127.0.0.1:1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", code, tc.wantCode, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestFlagsFromEnv(t *testing.T) {
+	env := map[string]string{
+		"LIONBUS_CONCURRENCY": "3",
+		"LIONBUS_PREFIX":      "fromenv",
+		"LIONBUS_NATS":        "nats://example:4222",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		args            []string
+		wantConcurrency int
+		wantPrefix      string
+	}{
+		{nil, 3, "fromenv"},
+		{[]string{"--concurrency", "5"}, 5, "fromenv"},
+		{[]string{"--prefix", "flag"}, 3, "flag"},
+	}
+	for _, tc := range tests {
+		var c config
+		fs := newFlagSet(&c, &bytes.Buffer{})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := flagsFromEnv(fs, lookup); err != nil {
+			t.Fatal(err)
+		}
+		if c.Concurrency != tc.wantConcurrency || c.Prefix != tc.wantPrefix || c.NATSURL != "nats://example:4222" {
+			t.Errorf("args %v: concurrency %d prefix %q nats %q", tc.args, c.Concurrency, c.Prefix, c.NATSURL)
+		}
+	}
+
+	var c config
+	fs := newFlagSet(&c, &bytes.Buffer{})
+	_ = fs.Parse(nil)
+	err := flagsFromEnv(fs, func(k string) (string, bool) { return "many", k == "LIONBUS_CONCURRENCY" })
+	if err == nil || !strings.Contains(err.Error(), "LIONBUS_CONCURRENCY") {
+		t.Errorf("bad env value: err = %v, want one naming LIONBUS_CONCURRENCY", err)
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	tests := []struct {
+		format, level string
+		wantJSON      bool
+		wantErr       bool
+	}{
+		{"json", "info", true, false},
+		{"auto", "info", true, false}, // a buffer is not a terminal
+		{"console", "debug", false, false},
+		{"json", "", false, true},
+		{"yaml", "info", false, true},
+	}
+	for _, tc := range tests {
+		var buf bytes.Buffer
+		log, err := newLogger(&buf, tc.format, tc.level)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s/%s: err = %v", tc.format, tc.level, err)
+			continue
+		}
+		if tc.wantErr {
+			continue
+		}
+		log.Info().Str("k", "v").Msg("hello")
+		var m map[string]any
+		isJSON := json.Unmarshal(buf.Bytes(), &m) == nil
+		if isJSON != tc.wantJSON || !strings.Contains(buf.String(), "hello") {
+			t.Errorf("%s: output %q, want JSON=%v", tc.format, buf.String(), tc.wantJSON)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+)
+
+// Bounds of the embedded server's max_payload. Answers (a long branch.get,
+// say) can be larger than requests, and a request over the worker's limit
+// must still reach a worker to be answered with payload_too_large, so the
+// server allows more than the worker accepts.
+const (
+	embeddedMinMaxPayload = 8 << 20  // 8 MiB, the largest NATS recommends
+	embeddedMaxMaxPayload = 64 << 20 // 64 MiB, the largest NATS allows
+	maxRequestPayload     = 32 << 20 // bound of --max-payload
+	shutdownGrace         = 5 * time.Second
+)
+
+// service is a running worker and what it runs on.
+type service struct {
+	url    string
+	srv    *bus.Server // nil when joining a deployment
+	nc     *nats.Conn
+	res    *bus.Resources
+	worker *bus.Worker
+	log    zerolog.Logger
+}
+
+// serve runs the worker until ctx ends, then drains it.
+func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer) error {
+	svc, err := start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+
+	where := "embedded NATS"
+	if svc.srv == nil {
+		where = "NATS"
+	}
+	fmt.Fprintf(stdout, "lionbus worker %q serving prefix %q on %s at %s\n", cfg.Name, cfg.Prefix, where, svc.url)
+
+	if cfg.Demo {
+		if err := runDemo(ctx, svc.nc, svc.res.Subjects, cfg.StoreDir != "" || cfg.NATSURL != "", stdout); err != nil {
+			if ctx.Err() == nil {
+				_ = svc.stop(cfg.DrainTimeout)
+				return fmt.Errorf("demo: %w", err)
+			}
+		}
+		if ctx.Err() == nil {
+			printTryIt(stdout, svc.url, svc.res.Subjects)
+		}
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down: draining in-flight requests")
+	case <-svc.worker.Stopped():
+		return errors.New("worker stopped unexpectedly")
+	}
+	return svc.stop(cfg.DrainTimeout)
+}
+
+// start brings up (or joins) NATS, provisions the streams and buckets, and
+// starts a worker over a store, an engine and the model providers.
+func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err error) {
+	svc := &service{log: log}
+	defer func() {
+		if err != nil {
+			svc.close()
+		}
+	}()
+
+	requestLimit := cfg.MaxPayload
+	if requestLimit == 0 {
+		requestLimit = bus.DefaultMaxPayload
+	}
+	svc.url = cfg.NATSURL
+	if svc.url == "" {
+		serverPayload := max(embeddedMinMaxPayload, min(2*requestLimit, embeddedMaxMaxPayload))
+		srvLog := log.With().Str("component", "nats-server").Logger()
+		if log.GetLevel() > zerolog.DebugLevel {
+			srvLog = srvLog.Level(max(log.GetLevel(), zerolog.WarnLevel))
+		}
+		svc.srv, err = bus.StartServer(ctx, bus.ServerConfig{
+			Host:       cfg.Host,
+			Port:       cfg.Port,
+			StoreDir:   cfg.StoreDir,
+			MaxPayload: int32(serverPayload),
+			Logger:     srvLog,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded NATS on %s:%d: %w", cfg.Host, cfg.Port, err)
+		}
+		svc.url = svc.srv.ClientURL()
+	}
+
+	svc.nc, err = bus.Connect(ctx, bus.ConnectConfig{
+		URL:          svc.url,
+		User:         cfg.User,
+		Password:     cfg.Password,
+		Token:        cfg.Token,
+		NKeySeedFile: cfg.NKeySeed,
+		CredsFile:    cfg.Creds,
+		TLSCertFile:  cfg.TLSCert,
+		TLSKeyFile:   cfg.TLSKey,
+		TLSCAFile:    cfg.TLSCA,
+		Name:         "lionbus-worker " + cfg.Name,
+		Timeout:      cfg.ConnTimeout,
+		Logger:       log.With().Str("component", "nats").Logger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(svc.nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	svc.res, err = bus.Provision(ctx, js, bus.Config{
+		Prefix:     cfg.Prefix,
+		Replicas:   cfg.Replicas,
+		MaxPayload: requestLimit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provision streams and buckets: %w", err)
+	}
+	for _, d := range svc.res.Drift {
+		log.Warn().Str("drift", d).Msg("existing resource differs in a tunable setting; left unchanged")
+	}
+
+	store, err := bus.NewStore(js, svc.res, bus.StoreConfig{Logger: log.With().Str("component", "store").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	providers := ops.NewProviders(nil)
+	if err := scripted.Register(providers); err != nil {
+		return nil, err
+	}
+	engineLog := log.With().Str("component", "ops").Logger()
+	engine, err := ops.NewEngine(ops.Config{Store: store, Providers: providers, Logger: &engineLog})
+	if err != nil {
+		return nil, err
+	}
+	codec, err := bus.NewCodec(svc.res.Config)
+	if err != nil {
+		return nil, err
+	}
+	svc.worker, err = bus.NewWorker(svc.nc, svc.res, codec, engine, bus.WorkerConfig{
+		Name:         cfg.Name,
+		MaxInFlight:  cfg.Concurrency,
+		DrainTimeout: cfg.DrainTimeout,
+		Logger:       log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The worker outlives ctx: a signal stops it gracefully through stop,
+	// not by cancelling its requests.
+	if err := svc.worker.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// stop drains the worker: no new requests, in-flight ones finish within
+// drainTimeout (then they are cancelled and left for redelivery).
+func (s *service) stop(drainTimeout time.Duration) error {
+	if s.worker == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout+shutdownGrace)
+	defer cancel()
+	err := s.worker.Stop(ctx)
+	if errors.Is(err, bus.ErrDrainTimeout) {
+		s.log.Warn().Err(err).Msg("drain timed out")
+		return nil
+	}
+	if err == nil {
+		s.log.Info().Msg("worker drained")
+	}
+	return err
+}
+
+// close releases the connection and the embedded server.
+func (s *service) close() {
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.srv != nil {
+		s.srv.Shutdown()
+	}
+}
