@@ -113,22 +113,12 @@ func (l *lexer) pos() Pos { return Pos{Offset: l.off, Line: l.line, Column: l.co
 // advanceTo moves the lexer to offset end (end >= l.off), keeping the line
 // and column current.
 func (l *lexer) advanceTo(end int) {
-	s := l.src
-	for i := l.off; i < end; {
-		c := s[i]
-		switch {
-		case c == '\n':
-			l.line++
-			l.col = 0
-			i++
-		case c < utf8.RuneSelf:
-			l.col++
-			i++
-		default:
-			_, size := utf8.DecodeRuneInString(s[i:end])
-			l.col++
-			i += size
-		}
+	seg := l.src[l.off:end]
+	if last := strings.LastIndexByte(seg, '\n'); last >= 0 {
+		l.line += strings.Count(seg, "\n")
+		l.col = utf8.RuneCountInString(seg[last+1:])
+	} else {
+		l.col += utf8.RuneCountInString(seg)
 	}
 	l.off = end
 }
@@ -283,6 +273,14 @@ func (l *lexer) lexIdent(p Pos) token {
 	i := l.off
 	n := 0
 	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if !asciiIdentPart[c] {
+				break
+			}
+			i++
+			n++
+			continue
+		}
 		r, size := decodeAt(s, i)
 		if !isIdentPart(r) {
 			break
@@ -294,6 +292,14 @@ func (l *lexer) lexIdent(p Pos) token {
 	l.col += n
 	return l.tok(tokID, s[p.Offset:i], p)
 }
+
+// asciiIdentPart marks the ASCII characters that continue an identifier.
+var asciiIdentPart = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = isIdentPart(rune(c))
+	}
+	return t
+}()
 
 // digitsRun returns the end of the run of decimal digits at i and how many
 // characters it holds.
