@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,7 +131,9 @@ func (t *Target) Validate(v any) (any, error) {
 			if !errors.As(verr, &ve) {
 				return nil, fmt.Errorf("lndl: schema validation: %w", verr)
 			}
+			before := len(lv.issues)
 			lv.schemaIssues(ve, plain)
+			sortIssues(lv.issues[before:], out)
 		}
 	}
 	if len(lv.issues) > 0 {
@@ -287,6 +292,57 @@ func (lv *laxValidator) addSchemaIssue(loc []any, typ, msg string) {
 		}
 	}
 	lv.issues = append(lv.issues, ValidationIssue{Loc: loc, Type: typ, Msg: msg})
+}
+
+// sortIssues orders schema issues as the values they refer to appear in
+// v (fields in declaration order, list items by index): the validator
+// reports them in no fixed order.
+func sortIssues(issues []ValidationIssue, v any) {
+	keys := make([][]int, len(issues))
+	for i, is := range issues {
+		keys[i] = locOrder(v, is.Loc)
+	}
+	idx := make([]int, len(issues))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return slices.Compare(keys[idx[a]], keys[idx[b]]) < 0 })
+	sorted := make([]ValidationIssue, len(issues))
+	for i, j := range idx {
+		sorted[i] = issues[j]
+	}
+	copy(issues, sorted)
+}
+
+// locOrder returns the positions of loc's steps in v; a step that is not
+// found sorts last.
+func locOrder(v any, loc []any) []int {
+	order := make([]int, 0, len(loc))
+	cur := v
+	for _, p := range loc {
+		pos := math.MaxInt
+		switch x := cur.(type) {
+		case *Object:
+			if k, ok := p.(string); ok {
+				for i, key := range x.Keys() {
+					if key == k {
+						pos = i
+						break
+					}
+				}
+				cur, _ = x.Get(k)
+			}
+		case []any:
+			if i, ok := p.(int); ok && i >= 0 && i < len(x) {
+				pos = i
+				cur = x[i]
+			}
+		default:
+			cur = nil
+		}
+		order = append(order, pos)
+	}
+	return order
 }
 
 func locHasPrefix(loc, prefix []any) bool {
