@@ -51,8 +51,9 @@ func Assemble(p *Program, target *Target, known, notes map[string]any) (any, err
 	if p == nil || p.Out == nil {
 		return nil, nil
 	}
-	a := newAssembler(p, target, known, mergeNotes(notes, p))
-	obj, err := a.assemble(p.Out.Fields(newBinder(p, target).bind))
+	d := newDecls(p)
+	a := newAssembler(d, target, known, mergeNotes(notes, p))
+	obj, err := a.assemble(p.Out.Fields((&binder{d: d, target: target}).bind))
 	if err != nil {
 		return nil, err
 	}
@@ -89,46 +90,42 @@ func noteKey(ref string) (string, bool) {
 
 type assembler struct {
 	target *Target
-	lvars  map[string]*Lvar
-	lacts  map[string]*Lact
+	d      *decls
 	known  map[string]any
 	notes  map[string]any
 	calls  map[string]*Placeholder // parsed lact calls by alias
 	texts  map[string]string       // JSON text of object/array results by name
+	// Scratch space reused across fields and groups: parts are consumed
+	// (copied into the value being built) before the next resolve.
+	partBuf []part
+	fill    modelFill
 }
 
-func newAssembler(p *Program, target *Target, known, notes map[string]any) *assembler {
-	a := &assembler{
-		target: target,
-		lvars:  make(map[string]*Lvar, len(p.Lvars)),
-		lacts:  make(map[string]*Lact, len(p.Lacts)),
-		known:  known,
-		notes:  notes,
-	}
-	for i := range p.Lvars {
-		a.lvars[p.Lvars[i].Alias] = &p.Lvars[i]
-	}
-	for i := range p.Lacts {
-		a.lacts[p.Lacts[i].Alias] = &p.Lacts[i]
-	}
-	return a
+func newAssembler(d *decls, target *Target, known, notes map[string]any) *assembler {
+	return &assembler{target: target, d: d, known: known, notes: notes}
 }
 
 // part is one resolved list item: its value and the field it names.
 type part struct {
 	value any
 	field string // "" when the item names no field
-	// literal is set for OUT literals; result for action results.
-	literal bool
-	result  bool
-	// name is the alias of an action result (for its JSON text cache).
-	name string
-	// For items from declared aliases: the alias, its head's model and
-	// whether it is an lvar (for the model check).
-	alias string
-	model string
-	lvar  bool
+	// ref is the name of an item that is a reference (an alias or the
+	// name of a known result); "" for literals and notes.
+	ref   string
+	flags partFlags
 }
+
+type partFlags uint8
+
+const (
+	partLiteral  partFlags = 1 << iota // an OUT literal
+	partResult                         // an action result
+	partDeclared                       // from a declared alias (ref is it)
+	partLvar                           // from an lvar
+)
+
+func (p *part) literal() bool { return p.flags&partLiteral != 0 }
+func (p *part) result() bool  { return p.flags&partResult != 0 }
 
 func (a *assembler) assemble(fields []Field) (*Object, error) {
 	out := NewObject(len(fields))
@@ -243,7 +240,8 @@ func (a *assembler) assembleGroup(key string, group []Value, elem *Type) (any, e
 // resolve turns list items into parts (LNDL.md section 5, steps 1-6).
 // Nested lists are skipped; the first undeclared name is an error.
 func (a *assembler) resolve(items []Value) ([]part, error) {
-	parts := make([]part, 0, len(items))
+	parts := a.partBuf[:0]
+	defer func() { a.partBuf = parts[:0] }()
 	for i := range items {
 		it := &items[i]
 		switch it.Kind {
@@ -251,7 +249,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			continue
 		case ValueRef:
 		default:
-			parts = append(parts, part{value: literalValue(*it), literal: true})
+			parts = append(parts, part{value: literalValue(*it), flags: partLiteral})
 			continue
 		}
 		name := it.Text
@@ -261,10 +259,12 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			}
 			continue
 		}
-		if la, ok := a.lacts[name]; ok {
-			p := part{field: la.Field, alias: name, model: la.Model}
+		lv, la, content := a.d.lookup(name)
+		if la != nil {
+			p := part{field: la.Field, ref: name, flags: partDeclared}
 			if r, ok := a.known[name]; ok {
-				p.value, p.result, p.name = normalizeResult(r), true, name
+				p.value = normalizeResult(r)
+				p.flags |= partResult
 			} else {
 				ph, err := a.placeholder(la)
 				if err != nil {
@@ -275,12 +275,12 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			parts = append(parts, p)
 			continue
 		}
-		if lv, ok := a.lvars[name]; ok {
-			parts = append(parts, part{value: lv.Content, field: lv.Field, alias: name, model: lv.Model, lvar: true})
+		if lv != nil {
+			parts = append(parts, part{value: content, field: lv.Field, ref: name, flags: partDeclared | partLvar})
 			continue
 		}
 		if r, ok := a.known[name]; ok {
-			parts = append(parts, part{value: normalizeResult(r), result: true, name: name})
+			parts = append(parts, part{value: normalizeResult(r), ref: name, flags: partResult})
 			continue
 		}
 		return nil, &MissingLvarError{Alias: name}
@@ -313,14 +313,19 @@ func (a *assembler) checkModels(key string, parts []part, ft *Type) error {
 	if want == "" {
 		return nil
 	}
-	for _, p := range parts {
-		if p.model == "" || strings.EqualFold(p.model, want) || p.model == key {
+	for i := range parts {
+		p := &parts[i]
+		if p.flags&partDeclared == 0 {
 			continue
 		}
-		if p.lvar && strings.EqualFold(p.model, noteNamespace) {
+		h, _ := a.d.head(p.ref)
+		if h.Model == "" || strings.EqualFold(h.Model, want) || h.Model == key {
 			continue
 		}
-		return &TypeMismatchError{Alias: p.alias, Declared: p.model, Expected: want}
+		if p.flags&partLvar != 0 && strings.EqualFold(h.Model, noteNamespace) {
+			continue
+		}
+		return &TypeMismatchError{Alias: p.ref, Declared: h.Model, Expected: want}
 	}
 	return nil
 }
@@ -337,7 +342,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 	}
 	switch kind {
 	case KindList:
-		if len(parts) == 1 && parts[0].result {
+		if len(parts) == 1 && parts[0].result() {
 			if l, ok := parts[0].value.([]any); ok {
 				return l
 			}
@@ -345,7 +350,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 		if ft.Elem.Kind == KindModel {
 			return a.shapeModelList(parts, ft.Elem.Model)
 		}
-		if len(parts) == 1 && !parts[0].literal {
+		if len(parts) == 1 && !parts[0].literal() {
 			if s, ok := parts[0].value.(string); ok {
 				return splitList(s)
 			}
@@ -360,18 +365,19 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 		}
 		return obj
 	case KindModel:
-		fill := a.newModelFill(ft.Model)
-		for _, p := range parts {
-			if p.field != "" {
-				fill.set(p.field, p)
+		fill := a.newModelFill(ft.Model, parts)
+		defer fill.release()
+		for i := range parts {
+			if parts[i].field != "" {
+				fill.set(parts[i].field, i)
 			} else if f := fill.nextUnset(); f != "" {
-				fill.set(f, p)
+				fill.set(f, i)
 			}
 		}
 		return fill.object()
 	}
 	if len(parts) == 1 {
-		return a.coerce(parts[0], ft)
+		return a.coerce(&parts[0], ft)
 	}
 	return values(parts)
 }
@@ -389,25 +395,27 @@ func values(parts []part) []any {
 // finds no unset field.
 func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 	var items []any
-	cur := a.newModelFill(m)
-	for _, p := range parts {
-		if p.field == "" {
+	cur := a.newModelFill(m, parts)
+	defer cur.release()
+	for i := range parts {
+		field := parts[i].field
+		if field == "" {
 			f := cur.nextUnset()
 			if f == "" {
 				items = append(items, cur.object())
-				cur = a.newModelFill(m)
+				cur.reset()
 				f = cur.nextUnset()
 			}
 			if f != "" {
-				cur.set(f, p)
+				cur.set(f, i)
 			}
 			continue
 		}
-		if cur.has(p.field) {
+		if cur.has(field) {
 			items = append(items, cur.object())
-			cur = a.newModelFill(m)
+			cur.reset()
 		}
-		cur.set(p.field, p)
+		cur.set(field, i)
 	}
 	if len(cur.keys) > 0 {
 		items = append(items, cur.object())
@@ -420,13 +428,28 @@ func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 
 // modelFill collects the parts of one model object in insertion order.
 type modelFill struct {
-	a     *assembler
-	m     *Model
-	keys  []string
-	parts []part
+	a    *assembler
+	m    *Model
+	src  []part   // the parts being shaped
+	keys []string // the keys set, in order
+	idx  []int    // idx[i] is the index in src of the part for keys[i]
 }
 
-func (a *assembler) newModelFill(m *Model) *modelFill { return &modelFill{a: a, m: m} }
+// newModelFill returns the assembler's fill, emptied, for model m and the
+// parts src. Only one fill is in use at a time.
+func (a *assembler) newModelFill(m *Model, src []part) *modelFill {
+	f := &a.fill
+	f.a, f.m, f.src = a, m, src
+	f.reset()
+	return f
+}
+
+func (f *modelFill) reset() { f.keys, f.idx = f.keys[:0], f.idx[:0] }
+
+func (f *modelFill) release() {
+	f.reset()
+	f.src = nil
+}
 
 func (f *modelFill) has(key string) bool {
 	for _, k := range f.keys {
@@ -437,15 +460,16 @@ func (f *modelFill) has(key string) bool {
 	return false
 }
 
-func (f *modelFill) set(key string, p part) {
-	for i, k := range f.keys {
+// set sets key to the part src[i].
+func (f *modelFill) set(key string, i int) {
+	for j, k := range f.keys {
 		if k == key {
-			f.parts[i] = p
+			f.idx[j] = i
 			return
 		}
 	}
 	f.keys = append(f.keys, key)
-	f.parts = append(f.parts, p)
+	f.idx = append(f.idx, i)
 }
 
 func (f *modelFill) nextUnset() string {
@@ -465,7 +489,7 @@ func (f *modelFill) object() *Object {
 		if spec := f.m.Field(k); spec != nil {
 			ft = spec.Type
 		}
-		obj.Set(k, f.a.coerceField(f.parts[i], ft))
+		obj.Set(k, f.a.coerceField(&f.src[f.idx[i]], ft))
 	}
 	return obj
 }
@@ -473,8 +497,8 @@ func (f *modelFill) object() *Object {
 // coerceField coerces a value placed in a model's (or list item's) field:
 // a string that is not a literal is split for a list-of-scalars field,
 // and object or array results become JSON text for a str field.
-func (a *assembler) coerceField(p part, ft *Type) any {
-	if ft != nil && ft.Kind == KindList && ft.Elem.Kind != KindModel && !p.literal {
+func (a *assembler) coerceField(p *part, ft *Type) any {
+	if ft != nil && ft.Kind == KindList && ft.Elem.Kind != KindModel && !p.literal() {
 		if s, ok := p.value.(string); ok {
 			return splitList(s)
 		}
@@ -485,20 +509,20 @@ func (a *assembler) coerceField(p part, ft *Type) any {
 // coerce turns an object or array action result into compact JSON text
 // for a str field (LNDL-D7); other values are returned as they are.
 // The text is made once per result, however often the result is placed.
-func (a *assembler) coerce(p part, ft *Type) any {
-	if !p.result || ft == nil || ft.Kind != KindString {
+func (a *assembler) coerce(p *part, ft *Type) any {
+	if !p.result() || ft == nil || ft.Kind != KindString {
 		return p.value
 	}
 	switch p.value.(type) {
 	case *Object, map[string]any, []any:
-		if s, ok := a.texts[p.name]; ok {
+		if s, ok := a.texts[p.ref]; ok {
 			return s
 		}
 		if s, err := resultJSONText(p.value); err == nil {
 			if a.texts == nil {
 				a.texts = make(map[string]string)
 			}
-			a.texts[p.name] = s
+			a.texts[p.ref] = s
 			return s
 		}
 	}
@@ -513,11 +537,55 @@ func literalValue(v Value) any {
 	case ValueString, ValueRef:
 		return v.Text
 	case ValueInt:
+		if isJSONNumber(v.Text) {
+			return json.Number(v.Text)
+		}
 		return json.Number(intText(v.Text))
 	case ValueFloat:
+		if isJSONNumber(v.Text) {
+			return json.Number(v.Text)
+		}
 		return json.Number(floatText(v.Text))
 	}
 	return nil
+}
+
+// isJSONNumber reports whether s is a number as JSON writes it. The
+// parser gives integers and floats in that form already (the canonical
+// integer and Python's float repr); other text is converted.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // intText returns an integer literal in JSON form (no leading zeros, no
@@ -550,28 +618,7 @@ func floatText(s string) string {
 	if err != nil {
 		return "0.0"
 	}
-	return pyFloat(f)
-}
-
-// pyFloat formats f like Python's repr: positional for decimal exponents
-// from -4 to 15, else exponent form, always with a '.' or an exponent.
-func pyFloat(f float64) string {
-	if f == 0 {
-		if strconv.FormatFloat(f, 'g', -1, 64) == "-0" {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
+	return pyFloatRepr(f)
 }
 
 // parseAction parses a lact body into an action; every failure is an

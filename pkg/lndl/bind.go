@@ -2,26 +2,66 @@ package lndl
 
 import "strings"
 
-// binder binds the names of OUT shortcuts and anonymous groups to target
-// fields (LNDL.md section 4, LNDL-D4).
-type binder struct {
-	heads  map[string]Head // declared aliases, lvars and lacts
-	target *Target
+// decls indexes a program's declarations by alias.
+type decls struct {
+	prog *Program
+	// index maps an alias to i >= 0 for Lvars[i], or to -i-1 for
+	// Lacts[i]. The first declaration of an alias wins (the parser
+	// rejects duplicates anyway).
+	index map[string]int
+	// contents holds the lvar bodies as interface values, so a body is
+	// boxed once however often it is referenced and assembled. decls is
+	// read-only once built.
+	contents []any
 }
 
-func newBinder(p *Program, t *Target) *binder {
-	b := &binder{heads: make(map[string]Head, len(p.Lvars)+len(p.Lacts)), target: t}
+func newDecls(p *Program) *decls {
+	d := &decls{prog: p, index: make(map[string]int, len(p.Lvars)+len(p.Lacts))}
+	d.contents = make([]any, len(p.Lvars))
 	for i := range p.Lvars {
-		if _, dup := b.heads[p.Lvars[i].Alias]; !dup {
-			b.heads[p.Lvars[i].Alias] = p.Lvars[i].Head
+		d.contents[i] = p.Lvars[i].Content
+		if _, dup := d.index[p.Lvars[i].Alias]; !dup {
+			d.index[p.Lvars[i].Alias] = i
 		}
 	}
 	for i := range p.Lacts {
-		if _, dup := b.heads[p.Lacts[i].Alias]; !dup {
-			b.heads[p.Lacts[i].Alias] = p.Lacts[i].Head
+		if _, dup := d.index[p.Lacts[i].Alias]; !dup {
+			d.index[p.Lacts[i].Alias] = -i - 1
 		}
 	}
-	return b
+	return d
+}
+
+// lookup returns the lvar or the lact declared as name (one of them), or
+// neither, and for an lvar its body as an interface value.
+func (d *decls) lookup(name string) (*Lvar, *Lact, any) {
+	i, ok := d.index[name]
+	switch {
+	case !ok:
+		return nil, nil, nil
+	case i >= 0:
+		return &d.prog.Lvars[i], nil, d.contents[i]
+	}
+	return nil, &d.prog.Lacts[-i-1], nil
+}
+
+// head returns the head of the declaration of name.
+func (d *decls) head(name string) (Head, bool) {
+	lv, la, _ := d.lookup(name)
+	switch {
+	case lv != nil:
+		return lv.Head, true
+	case la != nil:
+		return la.Head, true
+	}
+	return Head{}, false
+}
+
+// binder binds the names of OUT shortcuts and anonymous groups to target
+// fields (LNDL.md section 4, LNDL-D4).
+type binder struct {
+	d      *decls
+	target *Target
 }
 
 // bind returns the spec (OUT key) a shortcut or group named name fills.
@@ -32,7 +72,7 @@ func newBinder(p *Program, t *Target) *binder {
 // field, else to the only target field whose model (or list element
 // model) is named M ignoring case, else to f; `hint alias` binds to hint.
 func (b *binder) bind(name string) string {
-	h, ok := b.heads[name]
+	h, ok := b.d.head(name)
 	if !ok {
 		if i := strings.IndexByte(name, '.'); i >= 0 {
 			return name[:i]

@@ -70,6 +70,8 @@ type RoundResult struct {
 	Notes map[string]any
 
 	prog   *Program
+	d      *decls
+	fields []Field
 	target *Target
 	known  map[string]any
 }
@@ -120,13 +122,13 @@ func Round(in RoundInput) *RoundResult {
 		}
 		return res
 	}
-	res.prog, res.known = prog, in.ActionResults
-	a := newAssembler(prog, in.Target, in.ActionResults, res.Notes)
-	obj, err := a.assemble(prog.Out.Fields(newBinder(prog, in.Target).bind))
+	d := newDecls(prog)
+	fields := prog.Out.Fields((&binder{d: d, target: in.Target}).bind)
+	obj, err := newAssembler(d, in.Target, in.ActionResults, res.Notes).assemble(fields)
 	if err != nil {
-		res.prog, res.known = nil, nil
 		return res.retry(err)
 	}
+	res.prog, res.d, res.fields, res.known = prog, d, fields, in.ActionResults
 	res.Outcome = OutcomeSuccess
 	res.Assembled = obj
 	res.Pending = collectPending(obj)
@@ -159,8 +161,7 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 			known[k] = v
 		}
 	}
-	a := newAssembler(r.prog, r.target, known, r.Notes)
-	obj, err := a.assemble(r.prog.Out.Fields(newBinder(r.prog, r.target).bind))
+	obj, err := newAssembler(r.d, r.target, known, r.Notes).assemble(r.fields)
 	if err != nil {
 		return nil, err
 	}

@@ -143,3 +143,129 @@ func TestRoundHostile(t *testing.T) {
 		})
 	}
 }
+
+// benchSchema is the target of the round benchmarks: scalars, a list of
+// strings, a dict and a list of nested models.
+const benchSchema = `{
+ "$defs": {"Finding": {"properties": {
+    "name": {"title": "Name", "type": "string"},
+    "severity": {"enum": ["low", "medium", "high"], "title": "Severity", "type": "string"},
+    "detail": {"title": "Detail", "type": "string"},
+    "score": {"title": "Score", "type": "number"}},
+   "required": ["name", "severity", "detail", "score"], "title": "Finding", "type": "object"}},
+ "properties": {
+  "title": {"title": "Title", "type": "string"},
+  "summary": {"title": "Summary", "type": "string"},
+  "confidence": {"title": "Confidence", "type": "number"},
+  "approved": {"title": "Approved", "type": "boolean"},
+  "tags": {"items": {"type": "string"}, "title": "Tags", "type": "array"},
+  "sources": {"items": {"type": "string"}, "title": "Sources", "type": "array"},
+  "metrics": {"additionalProperties": {"type": "number"}, "title": "Metrics", "type": "object"},
+  "findings": {"items": {"$ref": "#/$defs/Finding"}, "title": "Findings", "type": "array"},
+  "notes": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Notes"}},
+ "required": ["title", "summary", "confidence", "approved", "tags", "sources", "metrics", "findings"],
+ "title": "Review", "type": "object"}`
+
+var benchSeverities = []string{"low", "medium", "high"}
+
+// benchResponse writes a realistic model response of about size bytes:
+// paragraphs of reasoning, then one lndl block declaring a handful of
+// scalar lvars, two lacts (one unreferenced), a multi-line tags lvar, dict
+// entries, and four lvars per finding, committed by an OUT block that
+// groups the findings. It returns the text and the results of the actions
+// the round will leave pending.
+func benchResponse(size int) (string, map[string]any) {
+	var prose, decl, groups strings.Builder
+	decl.WriteString("<lvar title t>Review of the ingestion service</lvar>\n")
+	decl.WriteString("<lvar summary s>The service is sound; the retry path and the batch sizing need work.</lvar>\n")
+	decl.WriteString("<lvar tags g>\n- reliability\n- performance\n- observability\n</lvar>\n")
+	decl.WriteString("<lvar metrics.latency_p99 m1>182.5</lvar>\n<lvar metrics.error_rate m2>0.004</lvar>\n")
+	decl.WriteString("<lact src>search.docs(query=\"ingestion service design\", limit=5)</lact>\n")
+	decl.WriteString("<lact scratch>search.web(query=\"unrelated\", limit=50)</lact>\n")
+	decl.WriteString("<lvar note.plan p>Check the retry path first, then batch sizing.</lvar>\n")
+	const tail = "OUT{title: [t], summary: [s], confidence: 0.82, approved: false, tags: [g], sources: [src], metrics: [m1, m2], findings: [%s]}\n"
+	n := 0
+	for {
+		i := n
+		fmt.Fprintf(&prose, "Step %d: I looked at component %d. Its error handling is %s, and the "+
+			"measurements point to a %s risk; the detail is recorded below.\n\n",
+			i+1, i+1, []string{"adequate", "thin", "missing"}[i%3], benchSeverities[i%3])
+		fmt.Fprintf(&decl, "<lvar Finding.name n%d>component-%d</lvar>\n", i, i)
+		fmt.Fprintf(&decl, "<lvar Finding.severity v%d>%s</lvar>\n", i, benchSeverities[i%3])
+		fmt.Fprintf(&decl, "<lvar Finding.detail d%d>Retries in component %d are unbounded and can amplify load during an outage.</lvar>\n", i, i)
+		fmt.Fprintf(&decl, "<lvar Finding.score c%d>0.%d</lvar>\n", i, 1+i%9)
+		if n > 0 {
+			groups.WriteString(", ")
+		}
+		fmt.Fprintf(&groups, "[n%d, v%d, d%d, c%d]", i, i, i, i)
+		n++
+		if prose.Len()+decl.Len()+groups.Len()+len(tail)+20 >= size {
+			break
+		}
+	}
+	text := prose.String() + "```lndl\n" + decl.String() + fmt.Sprintf(tail, groups.String()) + "```\n"
+	return text, map[string]any{"src": "https://docs.example/ingestion\nhttps://docs.example/retries"}
+}
+
+func TestBenchResponseAssembles(t *testing.T) {
+	tg := mustTarget(t, benchSchema)
+	for _, size := range []int{1 << 10, 10 << 10, 100 << 10} {
+		text, executed := benchResponse(size)
+		res := Round(RoundInput{Text: text, Target: tg})
+		if res.Outcome != OutcomeSuccess || len(res.Pending) != 1 || res.Pending[0].Name != "src" {
+			t.Fatalf("size %d: %s %v pending %v", size, res.Outcome, res.Err, res.Pending)
+		}
+		v, err := res.Resolve(executed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := v.(*Object)
+		findings, _ := obj.Get("findings")
+		sources, _ := obj.Get("sources")
+		if len(findings.([]any)) < size/1000 || len(sources.([]any)) != 2 {
+			t.Fatalf("size %d: %d findings, sources %v", size, len(findings.([]any)), sources)
+		}
+		if val, ok := any(tg).(validator); ok {
+			if _, err := val.Validate(v); err != nil {
+				t.Fatalf("size %d: validate: %v", size, err)
+			}
+		}
+	}
+}
+
+// BenchmarkRound measures a whole round on responses of about 1 KB, 10 KB
+// and 100 KB: extraction, normalization, parsing, assembly, resolving with
+// the executed action's result and, once Target.Validate exists,
+// validation.
+func BenchmarkRound(b *testing.B) {
+	tg, err := ParseTarget([]byte(benchSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	val, canValidate := any(tg).(validator)
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"1KB", 1 << 10}, {"10KB", 10 << 10}, {"100KB", 100 << 10}} {
+		text, executed := benchResponse(c.size)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				res := Round(RoundInput{Text: text, Target: tg})
+				if res.Outcome != OutcomeSuccess {
+					b.Fatal(res.Err)
+				}
+				v, err := res.Resolve(executed)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if canValidate {
+					if _, err := val.Validate(v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -79,7 +79,16 @@ func splitList(s string) []any {
 // splitLines returns the non-blank lines of s, right-trimmed, splitting at
 // every line break (isSplitBreak; \r\n counts once).
 func splitLines(s string) []any {
-	var out []any
+	n := 1
+	for i := 0; i < len(s); i++ {
+		// Every line break starts with one of these bytes (U+0085,
+		// U+2028 and U+2029 with 0xC2 or 0xE2), so n bounds the lines.
+		switch s[i] {
+		case '\n', '\r', '\v', '\f', 0x1c, 0x1d, 0x1e, 0xc2, 0xe2:
+			n++
+		}
+	}
+	out := make([]any, 0, n)
 	start := 0
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])

@@ -21,18 +21,39 @@ import (
 // json.Marshal writes the keys in that order. The zero value is an empty
 // object ready to use.
 type Object struct {
-	keys  []string
-	vals  []any
+	pairs []objectPair
 	index map[string]int // built once the object grows past objectIndexMin keys
 }
 
-// objectIndexMin is the number of keys from which an Object keeps a map
-// index instead of scanning its keys.
-const objectIndexMin = 12
+type objectPair struct {
+	key string
+	val any
+}
+
+// smallObject holds an Object and room for its first few keys in one
+// allocation.
+type smallObject struct {
+	obj Object
+	buf [smallObjectKeys]objectPair
+}
+
+const (
+	// smallObjectKeys is how many keys NewObject stores without a
+	// separate allocation.
+	smallObjectKeys = 4
+	// objectIndexMin is the number of keys from which an Object keeps a
+	// map index instead of scanning its keys.
+	objectIndexMin = 12
+)
 
 // NewObject returns an empty object with room for n keys.
 func NewObject(n int) *Object {
-	return &Object{keys: make([]string, 0, n), vals: make([]any, 0, n)}
+	if n <= smallObjectKeys {
+		s := &smallObject{}
+		s.obj.pairs = s.buf[:0]
+		return &s.obj
+	}
+	return &Object{pairs: make([]objectPair, 0, n)}
 }
 
 func (o *Object) find(key string) int {
@@ -42,8 +63,8 @@ func (o *Object) find(key string) int {
 		}
 		return -1
 	}
-	for i, k := range o.keys {
-		if k == key {
+	for i := range o.pairs {
+		if o.pairs[i].key == key {
 			return i
 		}
 	}
@@ -53,17 +74,16 @@ func (o *Object) find(key string) int {
 // Set sets key to v. A new key goes last; an existing one keeps its place.
 func (o *Object) Set(key string, v any) {
 	if i := o.find(key); i >= 0 {
-		o.vals[i] = v
+		o.pairs[i].val = v
 		return
 	}
-	o.keys = append(o.keys, key)
-	o.vals = append(o.vals, v)
+	o.pairs = append(o.pairs, objectPair{key, v})
 	if o.index != nil {
-		o.index[key] = len(o.keys) - 1
-	} else if len(o.keys) > objectIndexMin {
-		o.index = make(map[string]int, len(o.keys)*2)
-		for i, k := range o.keys {
-			o.index[k] = i
+		o.index[key] = len(o.pairs) - 1
+	} else if len(o.pairs) > objectIndexMin {
+		o.index = make(map[string]int, len(o.pairs)*2)
+		for i := range o.pairs {
+			o.index[o.pairs[i].key] = i
 		}
 	}
 }
@@ -74,7 +94,7 @@ func (o *Object) Get(key string) (any, bool) {
 		return nil, false
 	}
 	if i := o.find(key); i >= 0 {
-		return o.vals[i], true
+		return o.pairs[i].val, true
 	}
 	return nil, false
 }
@@ -90,15 +110,19 @@ func (o *Object) Len() int {
 	if o == nil {
 		return 0
 	}
-	return len(o.keys)
+	return len(o.pairs)
 }
 
-// Keys returns the keys in order. The slice must not be modified.
+// Keys returns a new slice of the keys in order.
 func (o *Object) Keys() []string {
 	if o == nil {
 		return nil
 	}
-	return o.keys
+	keys := make([]string, len(o.pairs))
+	for i := range o.pairs {
+		keys[i] = o.pairs[i].key
+	}
+	return keys
 }
 
 // Range calls f for every key in order until f returns false.
@@ -106,8 +130,8 @@ func (o *Object) Range(f func(key string, v any) bool) {
 	if o == nil {
 		return
 	}
-	for i, k := range o.keys {
-		if !f(k, o.vals[i]) {
+	for i := range o.pairs {
+		if !f(o.pairs[i].key, o.pairs[i].val) {
 			return
 		}
 	}
@@ -127,17 +151,17 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.WriteByte('{')
-	for i, k := range o.keys {
+	for i := range o.pairs {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		kb, err := json.Marshal(k)
+		kb, err := json.Marshal(o.pairs[i].key)
 		if err != nil {
 			return nil, err
 		}
 		buf.Write(kb)
 		buf.WriteByte(':')
-		vb, err := json.Marshal(o.vals[i])
+		vb, err := json.Marshal(o.pairs[i].val)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +307,7 @@ func writeCompact(buf *bytes.Buffer, v any, depth int) error {
 		}
 		buf.WriteByte(']')
 	case *Object:
-		keys := append([]string(nil), x.Keys()...)
+		keys := x.Keys()
 		sort.Strings(keys)
 		buf.WriteByte('{')
 		for i, k := range keys {
