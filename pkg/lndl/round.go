@@ -93,12 +93,24 @@ var ErrNotSuccess = errors.New("lndl: round outcome is not success")
 //     else a success candidate whose pending actions are the placeholders
 //     reachable from the assembled value.
 //
-// Round is pure and safe for concurrent use with distinct inputs. Its
-// work is linear in the size of the response for all practical inputs;
-// see the package bounds ([MaxCallBodyLen], the OUT nesting limit of 32,
-// [MaxJSONDepth]).
+// Bounds: a response longer than [MaxInputBytes] is a retry with a
+// ParseError ("Input too large") before anything else; the parser's
+// bounds ([MaxDeclarations], [MaxOutEntries], [MaxDepth]) and the call
+// parser's ([MaxCallBodyLen], [MaxCallDepth]) apply. Each lact is parsed
+// at most once per assembly however often it is referenced, each object
+// result is turned into JSON text at most once, and splitting a string
+// yields at most one item per byte, so the assembled value is linear in
+// the response plus the results it references. Round's time is linear in
+// the size of the response.
+//
+// Round is pure: it reads its input and modifies nothing, so rounds may
+// run concurrently.
 func Round(in RoundInput) *RoundResult {
 	res := &RoundResult{Notes: copyNotes(in.Notes), target: in.Target}
+	if len(in.Text) > MaxInputBytes {
+		return res.retry(&ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
+			"Input too large - %d bytes exceeds the limit of %d", len(in.Text), MaxInputBytes)})
+	}
 	blocks := Extract(in.Text)
 	if len(blocks) == 0 {
 		res.Outcome = OutcomeContinue

@@ -85,14 +85,15 @@ func TestRoundRetryClasses(t *testing.T) {
 		{"```lndl\nOUT{quality: 1}\n```", "MissingFieldError"},
 		{"```lndl\n<lvar Other.title t>T</lvar>\nOUT{report: [t], quality: 1}\n```", "TypeMismatchError"},
 		{"```lndl\n<lact a>1 + 2</lact>\n```", "InvalidConstructorError"},
+		{strings.Repeat(" ", MaxInputBytes+1), "ParseError"},
 	}
 	for _, c := range cases {
 		res := Round(RoundInput{Text: c.text, Target: tg})
 		if res.Outcome != OutcomeRetry || errorClass(res.Err) != c.class {
-			t.Errorf("%q: %s %v, want retry %s", c.text, res.Outcome, res.Err, c.class)
+			t.Errorf("%.40q: %s %v, want retry %s", c.text, res.Outcome, res.Err, c.class)
 		}
 		if res.Assembled != nil || len(res.Pending) != 0 {
-			t.Errorf("%q: retry with assembled %v pending %v", c.text, res.Assembled, res.Pending)
+			t.Errorf("%.40q: retry with assembled %v pending %v", c.text, res.Assembled, res.Pending)
 		}
 	}
 }
@@ -127,6 +128,7 @@ func TestRoundHostile(t *testing.T) {
 		{"deep groups", "```lndl\n<lvar a>x</lvar>\nOUT{tags: " + strings.Repeat("[", 40) + "a" + strings.Repeat("]", 40) + "}\n```", OutcomeRetry, 0},
 		{"huge split", "```lndl\n<lvar a>" + strings.Repeat("line\n", 200000) + "</lvar>\nOUT{tags: [a]}\n```", OutcomeSuccess, 0},
 		{"unclosed everything", strings.Repeat("```lndl\n<lvar a>OUT{'\n", 1000), OutcomeContinue, 0},
+		{"too large", "```lndl\n<lvar a>" + strings.Repeat("x", MaxInputBytes) + "</lvar>\nOUT{tags: [a]}\n```", OutcomeRetry, 0},
 		{"group salvage", "```lndl\nOUT{items: [" + strings.Repeat("[x, y], ", 5000) + "]}\n```", OutcomeSuccess, 0},
 	}
 	for _, c := range cases {
