@@ -310,3 +310,48 @@ func TestHeadSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileInputs runs the front end over inputs built to defeat naive
+// scanning or recursion. Each must finish with the stated outcome; the
+// benchmarks (BenchmarkParseHostile) show the cost stays linear.
+func TestHostileInputs(t *testing.T) {
+	big := 200_000
+	tests := []struct {
+		name    string
+		text    string
+		wantErr string // "" for success
+	}{
+		{"deep brackets", "OUT{k: " + strings.Repeat("[", big), "OUT block nesting too deep"},
+		{"deep group brackets", "OUT{" + strings.Repeat("[", big), "OUT block nesting too deep"},
+		{"many unclosed fences", strings.Repeat("```lndl\nx\n", big/10), ""},
+		{"many curly heads without brace", strings.Repeat("{lvar a ", big/8), ""},
+		{"many lact heads without closer", strings.Repeat("<lact a f(x) ", big/13), "Expected GT, got LPAREN"},
+		{"many lvar heads without gt", strings.Repeat("<lvar a ", big/8), "Expected GT, got LVAR_OPEN"},
+		{"long dotted name", "OUT{k: [" + strings.Repeat("a.", big/2) + "]}", ""},
+		{"long spaced dotted name", "OUT{k: [" + strings.Repeat("a . ", big/4) + "]}", ""},
+		{"long unterminated string", "OUT{k: '" + strings.Repeat("\\'x", big/3), ""},
+		{"long float literal", "OUT{k: 0." + strings.Repeat("1", big) + "}", ""},
+		{"long float literal overflows", "OUT{k: " + strings.Repeat("1", big) + ".5}", "Invalid number literal"},
+		{"long malformed number", "OUT{k: " + strings.Repeat("1.", big/2) + "}", "Invalid number literal"},
+		{"unclosed body", "<lvar a>" + strings.Repeat("x</lact>", big/8), "Unclosed lvar tag"},
+		{"many shortcuts", "OUT{" + strings.Repeat("a.b, ", MaxOutEntries) + "}", ""},
+		{"many nested groups", "OUT{k: [" + strings.Repeat("[a], ", big/5) + "]}", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := Parse(NormalizeBlock(tt.text))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if prog.Out != nil {
+				_ = prog.Out.Fields(prog.DefaultBinding())
+			}
+		})
+	}
+}
