@@ -81,5 +81,10 @@ func FuzzRound(f *testing.F) {
 		if _, err := json.Marshal(v); err != nil {
 			t.Fatalf("marshal resolved: %v", err)
 		}
+		if tg != nil {
+			if _, err := tg.Validate(v); err != nil && !errors.Is(err, ErrValidation) {
+				t.Fatalf("validate: %v", err)
+			}
+		}
 	})
 }

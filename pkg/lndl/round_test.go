@@ -227,24 +227,20 @@ func TestBenchResponseAssembles(t *testing.T) {
 		if len(findings.([]any)) < size/1000 || len(sources.([]any)) != 2 {
 			t.Fatalf("size %d: %d findings, sources %v", size, len(findings.([]any)), sources)
 		}
-		if val, ok := any(tg).(validator); ok {
-			if _, err := val.Validate(v); err != nil {
-				t.Fatalf("size %d: validate: %v", size, err)
-			}
+		if _, err := tg.Validate(v); err != nil {
+			t.Fatalf("size %d: validate: %v", size, err)
 		}
 	}
 }
 
 // BenchmarkRound measures a whole round on responses of about 1 KB, 10 KB
 // and 100 KB: extraction, normalization, parsing, assembly, resolving with
-// the executed action's result and, once Target.Validate exists,
-// validation.
+// the executed action's result and validation.
 func BenchmarkRound(b *testing.B) {
 	tg, err := ParseTarget([]byte(benchSchema))
 	if err != nil {
 		b.Fatal(err)
 	}
-	val, canValidate := any(tg).(validator)
 	for _, c := range []struct {
 		name string
 		size int
@@ -262,10 +258,8 @@ func BenchmarkRound(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if canValidate {
-					if _, err := val.Validate(v); err != nil {
-						b.Fatal(err)
-					}
+				if _, err := tg.Validate(v); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
