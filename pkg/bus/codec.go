@@ -97,6 +97,8 @@ type Request struct {
 	// extension, else the plain traceparent header, else a new one (see
 	// NewTraceParent). It is never empty.
 	TraceParent string
+	// TraceState is the W3C tracestate that came with TraceParent, if any.
+	TraceState string
 	// Data is the request data, valid against its schema. An event without
 	// data has the data {}.
 	Data json.RawMessage
@@ -285,8 +287,10 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	switch {
 	case ValidTraceParent(p.traceParent):
 		r.TraceParent = p.traceParent
+		r.TraceState, _ = ev.Extensions()[ExtTraceState].(string)
 	case ValidTraceParent(h.Get(TraceParentHeader)):
 		r.TraceParent = h.Get(TraceParentHeader)
+		r.TraceState = h.Get(TraceStateHeader)
 	default:
 		r.TraceParent = NewTraceParent()
 	}

@@ -234,13 +234,13 @@ func TestCodec_trace_from_plain_header(t *testing.T) {
 	t.Parallel()
 	codec := newCodec(t, bus.Config{})
 	msg := &nats.Msg{Subject: "lion.ops.op.echo", Data: structured(t, nil),
-		Header: nats.Header{"traceparent": {testTrace}}}
+		Header: nats.Header{"traceparent": {testTrace}, "tracestate": {"rojo=00f067aa0ba902b7"}}}
 	req, err := codec.DecodeRequest(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.TraceParent != testTrace {
-		t.Errorf("TraceParent = %q, want the header's", req.TraceParent)
+	if req.TraceParent != testTrace || req.TraceState != "rojo=00f067aa0ba902b7" {
+		t.Errorf("TraceParent, TraceState = %q, %q; want the headers'", req.TraceParent, req.TraceState)
 	}
 }
 
@@ -368,6 +368,21 @@ func TestCodec_branch_scoped_verbs(t *testing.T) {
 	}
 	if req.BranchID != "b-1" || req.Verb != "branch.get" {
 		t.Errorf("request = %+v", req)
+	}
+}
+
+func TestCodec_invalid_data_names_pointer(t *testing.T) {
+	t.Parallel()
+	if !schemas.Has("lionbus.communicate.request") {
+		t.Skip("no lionbus.communicate.request schema yet")
+	}
+	codec := newCodec(t, bus.Config{})
+	body := structured(t, map[string]any{"type": "lionbus.communicate.request", "branchid": "b1",
+		"data": map[string]any{"instruction": 5}})
+	_, err := codec.DecodeRequest(&nats.Msg{Subject: "lion.ops.communicate", Data: body})
+	var ee *bus.EventError
+	if !errors.As(err, &ee) || ee.Code != bus.CodeInvalidData || !strings.HasPrefix(ee.Message, "data at /instruction: ") {
+		t.Fatalf("DecodeRequest = %v, want invalid_data at /instruction", err)
 	}
 }
 

@@ -113,6 +113,7 @@ func (b EventBuilder) Result(req *Request, res *ops.Result) (*event.Event, error
 		ExtRequestID:   req.ID(),
 		ExtBranchID:    branch,
 		ExtTraceParent: traceOrNew(req.TraceParent),
+		ExtTraceState:  req.TraceState,
 	})
 }
 
@@ -122,6 +123,7 @@ func (b EventBuilder) Error(req *Request, code, message string) (*event.Event, e
 		ExtRequestID:   req.ID(),
 		ExtBranchID:    req.BranchID,
 		ExtTraceParent: traceOrNew(req.TraceParent),
+		ExtTraceState:  req.TraceState,
 	})
 }
 

@@ -30,7 +30,7 @@ func TestEventBuilder_Result(t *testing.T) {
 		res        ops.Result
 		wantBranch string
 	}{
-		{"request branch", map[string]any{"branchid": "b1", "traceparent": testTrace}, ops.Result{Value: json.RawMessage(`"hi"`), DurationMS: 3}, "b1"},
+		{"request branch", map[string]any{"branchid": "b1", "traceparent": testTrace, "tracestate": "congo=t61rcWkgMzE"}, ops.Result{Value: json.RawMessage(`"hi"`), DurationMS: 3}, "b1"},
 		{"result branch wins", map[string]any{"traceparent": testTrace}, ops.Result{Value: json.RawMessage(`{}`), BranchID: "new-b"}, "new-b"},
 	}
 	for _, tt := range tests {
@@ -48,6 +48,9 @@ func TestEventBuilder_Result(t *testing.T) {
 			}
 			ext := ev.Extensions()
 			if ext[bus.ExtBranchID] != tt.wantBranch || ext[bus.ExtTraceParent] != testTrace || ext[bus.ExtRequestID] != "req-1" {
+				t.Errorf("extensions = %v", ext)
+			}
+			if want, _ := tt.fields["tracestate"].(string); req.TraceState != want || (want != "" && ext[bus.ExtTraceState] != want) {
 				t.Errorf("extensions = %v", ext)
 			}
 			var got ops.Result

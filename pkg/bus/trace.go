@@ -11,6 +11,10 @@ import (
 // extension; on a single hop the two carry the same context.
 const TraceParentHeader = "traceparent"
 
+// TraceStateHeader is the plain NATS header carrying the W3C tracestate
+// that goes with TraceParentHeader.
+const TraceStateHeader = "tracestate"
+
 // ValidTraceParent reports whether s is a W3C Trace Context traceparent
 // that lionbus propagates: "00-" + 32 lowercase hex trace id + "-" + 16
 // lowercase hex parent id + "-" + 2 hex flags, with neither id all zeros.
