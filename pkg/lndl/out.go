@@ -15,11 +15,11 @@ import "strings"
 //
 // bind gives the spec of a name: of a shortcut's name, or of a group's
 // first item (or of the first item of its first nested group) when that
-// item is a reference. bind returns "" when the name has no spec of its
-// own; a shortcut then falls back to the name's first dot-separated segment
-// (the whole name when it has no dot), and a group is dropped. Pass
-// [Program.DefaultBinding] for the binding without a target; assembly
-// supplies a target-aware one (LNDL-D4).
+// item is a reference; a group whose first item is no reference has no
+// spec and is dropped. Pass [Program.DefaultBinding] for the binding
+// without a target; assembly supplies a target-aware one (LNDL-D4). A bind
+// that returns "" gives the name no spec: a shortcut then falls back to the
+// name's first dot-separated segment, and a group is dropped.
 //
 // The returned values share no list with the entries: the caller may
 // modify them. Fields of a nil *Out is nil.
@@ -59,7 +59,7 @@ func (o *Out) Fields(bind func(name string) string) []Field {
 		case EntryShortcut:
 			spec := bind(e.Name)
 			if spec == "" {
-				spec, _, _ = strings.Cut(e.Name, ".")
+				spec = firstSegment(e.Name)
 			}
 			ref := Value{Kind: ValueRef, Text: e.Name}
 			i, ok := index[spec]
@@ -121,17 +121,32 @@ func (h Head) Spec() string {
 }
 
 // DefaultBinding returns the binding of shortcuts and groups without a
-// target, for [Out.Fields]: an alias declared `Model.field` binds to field,
-// one declared `hint alias` to hint; any other name has no spec of its own
-// ("", so a shortcut falls back to the name's first dot-separated
-// segment). Lacts are looked up before lvars.
+// target, for [Out.Fields] (LNDL.md section 4, "Binding"): an alias
+// declared `Model.field` binds to field, one declared `hint alias` to hint,
+// any other name to its first dot-separated segment (`note.x` → note, `a`
+// → a).
 func (p *Program) DefaultBinding() func(name string) string {
 	specs := make(map[string]string, len(p.Lvars)+len(p.Lacts))
 	for _, lv := range p.Lvars {
-		specs[lv.Alias] = lv.Spec()
+		if s := lv.Spec(); s != "" {
+			specs[lv.Alias] = s
+		}
 	}
 	for _, la := range p.Lacts {
-		specs[la.Alias] = la.Spec()
+		if s := la.Spec(); s != "" {
+			specs[la.Alias] = s
+		}
 	}
-	return func(name string) string { return specs[name] }
+	return func(name string) string {
+		if s, ok := specs[name]; ok {
+			return s
+		}
+		return firstSegment(name)
+	}
+}
+
+// firstSegment returns name up to its first dot.
+func firstSegment(name string) string {
+	s, _, _ := strings.Cut(name, ".")
+	return s
 }

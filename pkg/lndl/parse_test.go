@@ -235,13 +235,15 @@ func TestOutFields(t *testing.T) {
 			want: []Field{
 				{Key: "title", Value: list(ref("t"), list(ref("t"), ref("s")), ref("t"))},
 				{Key: "hint", Value: list(ref("s"), list(list(ref("s"))))},
-				{Key: "raw", Value: list(ref("raw"), ref("raw"))},
+				{Key: "raw", Value: list(ref("raw"), ref("raw"), list(ref("raw")))},
 				{Key: "ghost", Value: list(ref("ghost.x"))},
 				{Key: "k", Value: list(ref("b"))},
 				{Key: "k2", Value: lit("lit")},
 			},
 		},
 		{
+			// A bind returning "" gives no spec: shortcuts fall back to the
+			// first segment, groups are dropped ([raw] here).
 			name: "target-aware binding",
 			bind: func(name string) string {
 				if name == "t" || name == "s" {
@@ -292,6 +294,21 @@ func TestOutFieldsGroupReplacesNonList(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestDefaultBinding(t *testing.T) {
+	prog, err := Parse("<lvar M.f a>1</lvar><lact h b>g()</lact><lvar c>2</lvar>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := prog.DefaultBinding()
+	for name, want := range map[string]string{
+		"a": "f", "b": "h", "c": "c", "ghost": "ghost", "note.x": "note", "x.y.z": "x", ".a": "",
+	} {
+		if got := bind(name); got != want {
+			t.Errorf("bind(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 
