@@ -100,6 +100,32 @@ func TestProvision_twice_is_a_noop(t *testing.T) {
 	}
 }
 
+func TestProvision_concurrent_workers(t *testing.T) {
+	t.Parallel()
+	_, js := bustest.Connect(t, bustest.NewServer(t))
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := bus.Provision(context.Background(), js, bus.Config{})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Provision: %v", err)
+		}
+	}
+	names := js.StreamNames(context.Background())
+	count := 0
+	for range names.Name() {
+		count++
+	}
+	if count != 6 { // four streams and two KV buckets
+		t.Errorf("%d streams after concurrent provisioning, want 6", count)
+	}
+}
+
 func TestProvision_conflicting_stream_is_reported_and_kept(t *testing.T) {
 	t.Parallel()
 	_, js := bustest.Connect(t, bustest.NewServer(t))
