@@ -132,7 +132,7 @@ func (a *assembler) assemble(fields []Field) (*Object, error) {
 	for _, f := range fields {
 		var ft *Type
 		if spec := a.target.Field(f.Key); spec != nil {
-			ft = spec.Type
+			ft = shapeType(spec.Type)
 		}
 		v, err := a.assembleValue(f.Key, f.Value, ft)
 		if err != nil {
@@ -185,7 +185,7 @@ func (a *assembler) assembleValue(key string, v Value, ft *Type) (any, error) {
 	}
 	elem := ft
 	if ft != nil && ft.Kind == KindList {
-		elem = ft.Elem
+		elem = shapeType(ft.Elem)
 	}
 	items := make([]any, 0, len(v.List))
 	for i := range v.List {
@@ -220,7 +220,7 @@ func (a *assembler) assembleGroup(key string, group []Value, elem *Type) (any, e
 	}
 	if value == nil && elem != nil && elem.Kind == KindModel {
 		for _, f := range elem.Model.Fields {
-			if f.Type.Kind != KindString {
+			if shapeType(f.Type).Kind != KindString {
 				continue
 			}
 			var words []string
@@ -347,8 +347,8 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 				return l
 			}
 		}
-		if ft.Elem.Kind == KindModel {
-			return a.shapeModelList(parts, ft.Elem.Model)
+		if elem := shapeType(ft.Elem); elem.Kind == KindModel {
+			return a.shapeModelList(parts, elem.Model)
 		}
 		if len(parts) == 1 && !parts[0].literal() {
 			if s, ok := parts[0].value.(string); ok {
@@ -487,7 +487,7 @@ func (f *modelFill) object() *Object {
 	for i, k := range f.keys {
 		var ft *Type
 		if spec := f.m.Field(k); spec != nil {
-			ft = spec.Type
+			ft = shapeType(spec.Type)
 		}
 		obj.Set(k, f.a.coerceField(&f.src[f.idx[i]], ft))
 	}
@@ -498,7 +498,7 @@ func (f *modelFill) object() *Object {
 // a string that is not a literal is split for a list-of-scalars field,
 // and object or array results become JSON text for a str field.
 func (a *assembler) coerceField(p *part, ft *Type) any {
-	if ft != nil && ft.Kind == KindList && ft.Elem.Kind != KindModel && !p.literal() {
+	if ft != nil && ft.Kind == KindList && shapeType(ft.Elem).Kind != KindModel && !p.literal() {
 		if s, ok := p.value.(string); ok {
 			return splitList(s)
 		}
@@ -649,4 +649,19 @@ func normalizeResult(v any) any {
 		return d
 	}
 	return v
+}
+
+// shapeType returns the type a value is shaped for: a union of several
+// types is shaped for its first model member, else for its first member
+// (nullable wrappers are already removed by ParseTarget).
+func shapeType(t *Type) *Type {
+	if t == nil || t.Kind != KindUnion || len(t.Variants) == 0 {
+		return t
+	}
+	for _, v := range t.Variants {
+		if v.Kind == KindModel {
+			return v
+		}
+	}
+	return t.Variants[0]
 }

@@ -154,6 +154,25 @@ func TestAssemble(t *testing.T) {
 			want: `{"x":7,"y":["1","2"],"f":"3"}`,
 		},
 		{
+			name:   "union shaped for its first model member",
+			schema: `{"$defs": {"M": {"properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "title": "M", "type": "object"}}, "properties": {"u": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/M"}, {"type": "null"}]}, "l": {"anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "string"}]}}, "title": "U", "type": "object"}`,
+			prog: Program{
+				Lvars: []Lvar{lvar("", "", "a", "", "1"), lvar("", "", "b", "", "p\nq")},
+				Out:   &Out{Entries: []OutEntry{keyed("u", vList(vRef("a"), vRef("a"))), keyed("l", vList(vRef("b")))}},
+			},
+			want: `{"u":{"x":"1","y":"1"},"l":["p","q"]}`,
+		},
+		{
+			name:   "typed results are read as JSON",
+			schema: itemsSchema,
+			prog: Program{
+				Lacts: []Lact{lact("", "", "r", "", "rows()")},
+				Out:   &Out{Entries: []OutEntry{keyed("tags", vList(vRef("r")))}},
+			},
+			known: map[string]any{"r": []string{"a", "b"}},
+			want:  `{"tags":["a","b"]}`,
+		},
+		{
 			name:   "invalid call",
 			schema: itemsSchema,
 			prog: Program{

@@ -117,11 +117,12 @@ func (b *binder) uniqueModelField(model string) string {
 // modelName returns the name of the model t is, or is a list of; "" for
 // other types.
 func modelName(t *Type) string {
+	t = shapeType(t)
 	if t == nil {
 		return ""
 	}
 	if t.Kind == KindList {
-		t = t.Elem
+		t = shapeType(t.Elem)
 	}
 	if t != nil && t.Kind == KindModel {
 		return t.Name
