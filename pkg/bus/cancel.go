@@ -21,8 +21,9 @@ const (
 	RememberCancelFor = 10 * time.Minute
 )
 
-// cancels maps running request ids to the cancel functions of their
-// contexts, and remembers cancels of requests not running yet.
+// cancels maps running request ids to the cancel function of their
+// context, and remembers cancels of requests not running yet. A worker runs
+// at most one delivery of a request id at a time.
 type cancels struct {
 	mu      sync.Mutex
 	running map[string]map[*context.CancelCauseFunc]struct{}
@@ -36,29 +37,37 @@ func newCancels() *cancels {
 	}
 }
 
-// add registers cancel for id and returns a function that removes it. It
-// reports false, registering nothing, when id was already cancelled.
-func (c *cancels) add(id string, cancel context.CancelCauseFunc) (remove func(), ok bool) {
+// addResult says why add registered nothing.
+type addResult int
+
+const (
+	added          addResult = iota
+	alreadyRunning           // a delivery of the same id runs in this worker
+	wasCancelled             // the client cancelled id before it started
+)
+
+// add registers cancel for id and returns a function that removes it.
+// Nothing is registered when id was cancelled already or is running.
+func (c *cancels) add(id string, cancel context.CancelCauseFunc) (remove func(), res addResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at, ok := c.early[id]; ok && time.Since(at) < RememberCancelFor {
-		return nil, false
+		return nil, wasCancelled
+	}
+	if len(c.running[id]) > 0 {
+		return nil, alreadyRunning
 	}
 	key := &cancel
-	set := c.running[id]
-	if set == nil {
-		set = map[*context.CancelCauseFunc]struct{}{}
-		c.running[id] = set
-	}
-	set[key] = struct{}{}
+	set := map[*context.CancelCauseFunc]struct{}{key: {}}
+	c.running[id] = set
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		delete(set, key)
-		if len(set) == 0 && c.running[id] != nil && len(c.running[id]) == 0 {
+		if len(set) == 0 {
 			delete(c.running, id)
 		}
-	}, true
+	}, added
 }
 
 // cancel cancels every running request id, or remembers the cancel for a

@@ -78,9 +78,9 @@ type WorkerConfig struct {
 	// for more than the free slots. Default MaxInFlight.
 	FetchBatch int
 
-	// FetchWait is how long one fetch waits for requests to arrive. It also
-	// bounds how long a graceful Stop waits for the current fetch.
-	// Default 1s.
+	// FetchWait is how long one fetch waits for requests to arrive. A stop
+	// (graceful or hard) lets the current fetch end, so it also bounds how
+	// long stopping waits for the fetch loop. Default 1s.
 	FetchWait time.Duration
 
 	// Logger receives the worker's logs. The zero value discards them.
@@ -341,11 +341,11 @@ func (w *Worker) loop() {
 // fetch fetches up to n requests and starts them; it returns how many
 // slots it handed to handler goroutines.
 func (w *Worker) fetch(n int) int {
-	// A graceful stop lets the current fetch finish (at most FetchWait);
-	// a hard stop cancels it.
-	fctx, cancel := context.WithTimeout(w.hardCtx, w.cfg.FetchWait)
-	defer cancel()
-	batch, err := w.res.Workers.Fetch(n, jetstream.FetchContext(fctx))
+	// The fetch is never cut short, not even by a hard stop: the server
+	// ends it after FetchWait, and a message it delivered just before that
+	// must not be dropped unseen (it would wait a whole ack wait for its
+	// redelivery). So a stop takes effect within FetchWait.
+	batch, err := w.res.Workers.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
 	if err != nil {
 		if w.hardCtx.Err() == nil {
 			w.log.Warn().Err(err).Msg("fetch requests")

@@ -40,21 +40,27 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	}
 	log := w.log.With().Str("request", req.ID()).Str("verb", req.Verb).Int("attempt", attempt).Logger()
 
-	if w.answerFromStore(msg, req, log) {
-		return
-	}
-
 	hctx, cancel := context.WithCancelCause(w.hardCtx)
 	defer cancel(nil)
-	remove, ok := w.cancels.add(req.ID(), cancel)
-	if !ok {
+	remove, added := w.cancels.add(req.ID(), cancel)
+	switch added {
+	case wasCancelled:
 		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log)
+		return
+	case alreadyRunning:
+		// Another delivery of the same request (published twice without
+		// a message id) runs here: come back when it has been answered.
+		log.Info().Msg("request already running in this worker; delivery postponed")
+		_ = msg.NakWithDelay(w.cfg.Backoff.Delay(1))
+		return
+	}
+	defer remove()
+	if w.answerFromStore(msg, req, log) {
 		return
 	}
 	op := req.Op()
 	op.Attempt = attempt
 	res, err := w.run(hctx, msg, op)
-	remove()
 
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		// The worker is stopping hard: leave the request unacknowledged
@@ -148,6 +154,14 @@ func (w *Worker) finish(msg jetstream.Msg, req *Request, res *ops.Result, err er
 
 // reject answers a request the codec refused, then terminates it.
 func (w *Worker) reject(msg jetstream.Msg, ee *EventError, attempt int) {
+	if ee.ID == "" && ee.ReplyTo == "" {
+		// The event id could not be read, but a publisher that used it as
+		// the JetStream message id (as the Client does) can still be
+		// answered under it.
+		if id := msg.Headers().Get(jetstream.MsgIDHeader); ValidToken(id) {
+			ee.ID, ee.ReplyTo = id, w.subj.Reply(id)
+		}
+	}
 	log := w.log.With().Str("request", ee.ID).Str("subject", msg.Subject()).Str("code", ee.Code).Logger()
 	if ee.ReplyTo == "" {
 		log.Warn().Str("error", ee.Message).Msg("bad request without a reply address; terminated")

@@ -1,0 +1,590 @@
+package bus_test
+
+// Acceptance tests of issue 2, against the embedded server, with the real
+// ops.Engine, the NATS store and the scripted provider.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/schemas"
+)
+
+// checkSchema validates an answer's data against the schema of its type.
+func checkSchema(t testing.TB, r *bus.Reply) {
+	t.Helper()
+	if err := schemas.Validate(r.Type, r.Data); err != nil {
+		t.Fatalf("%s answer does not match its schema: %v\n%s", r.Type, err, r.Data)
+	}
+}
+
+// branchEvents returns the history of branch, read through a fresh store.
+func (b *busBundle) branchEvents(t testing.TB, branch string) []ops.Event {
+	t.Helper()
+	st, err := bus.NewStore(b.js, b.res, bus.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.History(bg(t), branch, 0, 0)
+	if err != nil {
+		t.Fatalf("history of %s: %v", branch, err)
+	}
+	return evs
+}
+
+// commitsOf counts the EventMessages of each request id in evs.
+func commitsOf(evs []ops.Event) map[string]int {
+	out := map[string]int{}
+	for _, ev := range evs {
+		if ev.Type == ops.EventMessages {
+			out[ev.RequestID]++
+		}
+	}
+	return out
+}
+
+// communicateValue returns the value of a communicate result (the echo).
+func communicateValue(t testing.TB, r *bus.Reply) string {
+	t.Helper()
+	checkSchema(t, r)
+	var v string
+	mustResult(t, r, &v)
+	return v
+}
+
+func TestAcceptance_structured_and_binary_requests_get_results(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	b.startWorker(t, nil, nil, nil, bus.WorkerConfig{})
+	b.createBranch(t, "modes")
+
+	tests := []struct {
+		name    string
+		publish func(t *testing.T, id, instruction string)
+	}{
+		{"structured", func(t *testing.T, id, instruction string) {
+			if _, err := b.client.Submit(bg(t), "communicate", "modes", map[string]any{"instruction": instruction}, bus.WithID(id)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"binary", func(t *testing.T, id, instruction string) {
+			if _, err := b.client.Submit(bg(t), "communicate", "modes", map[string]any{"instruction": instruction}, bus.WithID(id), bus.WithBinary()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"plain JSON without content type", func(t *testing.T, id, instruction string) {
+			body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"/cli","type":"lionbus.communicate.request","branchid":"modes","data":{"instruction":%q}}`, id, instruction)
+			if err := b.nc.Publish(b.res.Subjects.Op("communicate"), []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := fmt.Sprintf("mode-%d", i)
+			instruction := "hello in " + tt.name
+			sub, err := b.nc.SubscribeSync(b.res.Subjects.Reply(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = sub.Unsubscribe() }()
+			if err := b.nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			tt.publish(t, id, instruction)
+
+			m, err := sub.NextMsg(10 * time.Second)
+			if err != nil {
+				t.Fatalf("no answer on %s: %v", b.res.Subjects.Reply(id), err)
+			}
+			ev, err := b.codec.Decode(m)
+			if err != nil {
+				t.Fatalf("answer is not a CloudEvent: %v", err)
+			}
+			onWire := &bus.Reply{Event: *ev, Type: ev.Type(), Data: ev.Data()}
+			if onWire.Type != "lionbus.communicate.result" {
+				t.Fatalf("answer type %s: %s", onWire.Type, onWire.Data)
+			}
+			if got := communicateValue(t, onWire); got != instruction {
+				t.Fatalf("value %q, want the echo %q", got, instruction)
+			}
+			if ev.Extensions()[bus.ExtRequestID] != id || ev.Extensions()[bus.ExtBranchID] != "modes" {
+				t.Fatalf("answer extensions %v", ev.Extensions())
+			}
+
+			// Read again later by id.
+			later, err := b.client.Result(bg(t), id)
+			if err != nil {
+				t.Fatalf("Result(%s): %v", id, err)
+			}
+			if later.Event.ID() != ev.ID() || communicateValue(t, later) != instruction {
+				t.Fatalf("stored answer %s differs from the one received %s", later.Event.ID(), ev.ID())
+			}
+		})
+	}
+	if _, err := b.client.Result(bg(t), "never-sent"); !errors.Is(err, bus.ErrNoResult) {
+		t.Fatalf("Result of an unknown id: %v, want ErrNoResult", err)
+	}
+}
+
+// countingHandler counts the requests h runs.
+type countingHandler struct {
+	h     bus.Handler
+	runs  atomic.Int64
+	mu    sync.Mutex
+	perID map[string]int
+}
+
+func countRuns(h bus.Handler) *countingHandler {
+	return &countingHandler{h: h, perID: map[string]int{}}
+}
+
+func (c *countingHandler) Do(ctx context.Context, req ops.Request) (*ops.Result, error) {
+	c.runs.Add(1)
+	c.mu.Lock()
+	c.perID[req.ID]++
+	c.mu.Unlock()
+	return c.h.Do(ctx, req)
+}
+
+func (c *countingHandler) ran(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.perID[id]
+}
+
+func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	const branches, requests = 10, 200
+	var handlers []*countingHandler
+	for range 2 {
+		_, js, res := b.conn(t)
+		h := countRuns(newEngine(t, js, res, nil))
+		handlers = append(handlers, h)
+		b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+	}
+	for i := range branches {
+		b.createBranch(t, fmt.Sprintf("burst-%d", i))
+	}
+	watch := b.watchAnswers(t)
+	before0, before1 := handlers[0].runs.Load(), handlers[1].runs.Load()
+
+	ids := make([]string, requests)
+	for i := range ids {
+		branch := fmt.Sprintf("burst-%d", i%branches)
+		id, err := b.client.Submit(bg(t), "communicate", branch, map[string]any{"instruction": fmt.Sprintf("n%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	for i, id := range ids {
+		r := b.await(t, id)
+		if got, want := communicateValue(t, r), fmt.Sprintf("n%d", i); got != want {
+			t.Fatalf("request %d answered %q, want %q", i, got, want)
+		}
+	}
+	waitFor(t, 10*time.Second, "200 answers", func() bool { n, _ := watch.total(); return n >= requests })
+	waitFor(t, 10*time.Second, "every request acknowledged", func() bool {
+		info, err := b.res.Workers.Info(bg(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+	for _, id := range ids {
+		if n := watch.count(id); n != 1 {
+			t.Errorf("request %s answered %d times, want exactly 1", id, n)
+		}
+	}
+	if nIDs, nMsgs := watch.total(); nIDs != requests || nMsgs != requests {
+		t.Errorf("%d answers for %d ids, want %d for %d", nMsgs, nIDs, requests, requests)
+	}
+	ran0, ran1 := handlers[0].runs.Load()-before0, handlers[1].runs.Load()-before1
+	if ran0+ran1 != requests || ran0 == 0 || ran1 == 0 {
+		t.Errorf("workers ran %d and %d requests; want both to share %d", ran0, ran1, requests)
+	}
+	// Every request committed exactly once to its branch.
+	for i := range branches {
+		commits := commitsOf(b.branchEvents(t, fmt.Sprintf("burst-%d", i)))
+		if len(commits) != requests/branches {
+			t.Errorf("branch burst-%d has %d commits, want %d", i, len(commits), requests/branches)
+		}
+		for id, n := range commits {
+			if n != 1 {
+				t.Errorf("request %s committed %d times", id, n)
+			}
+		}
+	}
+}
+
+// gate is a model provider that blocks every call until its context ends,
+// signalling entered first. It stands for a worker that hangs mid-request.
+type gate struct{ entered chan string }
+
+func (g gate) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	g.entered <- call.RequestID
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// echo answers like scripted:echo under any provider name.
+type echo struct{}
+
+func (echo) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	call.Model = ops.ModelRef{Provider: scripted.Name, Model: "echo"}
+	return scripted.New().Complete(ctx, call)
+}
+
+func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// stop makes the first worker stop mid-request without acking.
+		stop func(cancel context.CancelFunc, nc *nats.Conn)
+	}{
+		{"context cancelled", func(cancel context.CancelFunc, _ *nats.Conn) { cancel() }},
+		{"connection lost", func(_ context.CancelFunc, nc *nats.Conn) { nc.Close() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupBus(t, bus.Config{AckWait: time.Second})
+			watch := b.watchAnswers(t)
+
+			// Worker 1: its "model" hangs until the request is cancelled.
+			g := gate{entered: make(chan string, 1)}
+			nc1, js1, res1 := b.conn(t)
+			h1 := countRuns(newEngine(t, js1, res1, map[string]ops.Provider{"hang": g}))
+			w1, err := bus.NewWorker(nc1, res1, b.codec, h1, bus.WorkerConfig{FetchWait: 200 * time.Millisecond, DrainTimeout: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx1, cancel1 := context.WithCancel(context.Background())
+			defer cancel1()
+			if err := w1.Start(ctx1); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = w1.Stop(context.Background()) })
+
+			b.createBranch(t, "redeliver")
+			id, err := b.client.Submit(bg(t), "communicate", "redeliver", map[string]any{
+				"instruction": "survive", "chat_model": "hang:model",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case got := <-g.entered:
+				if got != id {
+					t.Fatalf("worker 1 runs %s, want %s", got, id)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("worker 1 never started the request")
+			}
+
+			// Worker 2's "hang" model answers.
+			h2 := countRuns(nil)
+			nc2, js2, res2 := b.conn(t)
+			_ = nc2
+			h2.h = newEngine(t, js2, res2, map[string]ops.Provider{"hang": echo{}})
+			b.startWorker(t, nil, h2, nil, bus.WorkerConfig{})
+
+			tt.stop(cancel1, nc1)
+
+			if got := communicateValue(t, b.await(t, id)); got != "survive" {
+				t.Fatalf("value %q", got)
+			}
+			if h2.ran(id) != 1 || h1.ran(id) != 1 {
+				t.Fatalf("runs: worker 1 %d, worker 2 %d; want 1 and 1", h1.ran(id), h2.ran(id))
+			}
+			// Nothing is left to deliver, so no other answer can come.
+			waitFor(t, 10*time.Second, "the request acknowledged", func() bool {
+				info, err := b.res.Workers.Info(bg(t))
+				return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+			})
+			if n := watch.count(id); n != 1 {
+				t.Fatalf("%d answers, want exactly 1", n)
+			}
+			evs := b.branchEvents(t, "redeliver")
+			if c := commitsOf(evs); len(c) != 1 || c[id] != 1 {
+				t.Fatalf("commits %v, want one for %s", c, id)
+			}
+			var texts []string
+			for _, ev := range evs {
+				for _, m := range ev.Messages {
+					texts = append(texts, string(m.Kind))
+				}
+			}
+			if strings.Join(texts, ",") != "system,instruction,assistant_response" {
+				t.Fatalf("history messages %v, want the system message, one instruction and one response", texts)
+			}
+		})
+	}
+}
+
+func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	h := countRuns(nil)
+	_, js, res := b.conn(t)
+	h.h = newEngine(t, js, res, nil)
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+	b.createBranch(t, "twice")
+
+	ev, err := bus.EventBuilder{Source: "/test"}.Request("communicate", "twice", "", "", map[string]any{"instruction": "once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ev.ID()
+	msg, err := bus.Encode(b.res.Subjects.Op("communicate"), ev, bus.Structured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack1, err := b.js.PublishMsg(bg(t), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg2, _ := bus.Encode(b.res.Subjects.Op("communicate"), ev, bus.Structured)
+	ack2, err := b.js.PublishMsg(bg(t), msg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack1.Duplicate || !ack2.Duplicate || ack1.Sequence != ack2.Sequence {
+		t.Fatalf("acks %+v and %+v: want the second to be a duplicate of the first", ack1, ack2)
+	}
+	first := b.await(t, id)
+	if communicateValue(t, first) != "once" {
+		t.Fatal("wrong answer")
+	}
+
+	// The same event again after the duplicate window (simulated by a
+	// different message id): answered from the stored result, not run.
+	msg3, _ := bus.Encode(b.res.Subjects.Op("communicate"), ev, bus.Structured)
+	msg3.Header.Set(jetstream.MsgIDHeader, id+"-later")
+	if _, err := b.js.PublishMsg(bg(t), msg3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the resent request acknowledged", func() bool {
+		info, err := b.res.Workers.Info(bg(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream >= ack1.Sequence+1
+	})
+	if n := h.ran(id); n != 1 {
+		t.Fatalf("request ran %d times, want 1", n)
+	}
+	again, err := b.client.Result(bg(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Event.ID() != first.Event.ID() {
+		t.Fatalf("stored answer changed: %s, was %s", again.Event.ID(), first.Event.ID())
+	}
+	if c := commitsOf(b.branchEvents(t, "twice")); c[id] != 1 || len(c) != 1 {
+		t.Fatalf("commits %v", c)
+	}
+}
+
+func TestAcceptance_bad_input_gets_specific_error(t *testing.T) {
+	t.Parallel()
+	const limit = 8 << 10
+	b := setupBus(t, bus.Config{MaxPayload: limit})
+	b.startWorker(t, nil, nil, nil, bus.WorkerConfig{})
+	b.createBranch(t, "good")
+	subject := b.res.Subjects.Op("communicate")
+
+	structured := func(attrs map[string]any) []byte {
+		body, err := json.Marshal(attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	valid := func(id string) map[string]any {
+		return map[string]any{
+			"specversion": "1.0", "id": id, "source": "/test", "type": "lionbus.communicate.request",
+			"branchid": "good", "data": map[string]any{"instruction": "hi"},
+		}
+	}
+	without := func(id, attr string) []byte {
+		a := valid(id)
+		delete(a, attr)
+		return structured(a)
+	}
+	with := func(id, attr string, v any) []byte {
+		a := valid(id)
+		a[attr] = v
+		return structured(a)
+	}
+	tests := []struct {
+		name    string
+		subject string
+		header  nats.Header
+		body    func(id string) []byte
+		code    string
+	}{
+		{"non-JSON body", subject, nil, func(string) []byte { return []byte("hello, worker") }, bus.CodeMalformedEvent},
+		{"missing id", subject, nil, func(id string) []byte { return without(id, "id") }, bus.CodeMissingAttribute},
+		{"missing type", subject, nil, func(id string) []byte { return without(id, "type") }, bus.CodeMissingAttribute},
+		{"missing specversion", subject, nil, func(id string) []byte { return without(id, "specversion") }, bus.CodeMissingAttribute},
+		{"missing source", subject, nil, func(id string) []byte { return without(id, "source") }, bus.CodeMissingAttribute},
+		{"wrong specversion", subject, nil, func(id string) []byte { return with(id, "specversion", "0.3") }, bus.CodeUnsupportedSpecVersion},
+		{"unknown type", b.res.Subjects.Op("dance"), nil, func(id string) []byte { return with(id, "type", "lionbus.dance.request") }, bus.CodeUnknownType},
+		{"schema-invalid data", subject, nil, func(id string) []byte { return with(id, "data", map[string]any{"instruction": 42}) }, bus.CodeInvalidData},
+		{"invalid branch id", subject, nil, func(id string) []byte { return with(id, "branchid", "no.dots") }, bus.CodeInvalidBranchID},
+		{"payload over the limit", subject, nil, func(id string) []byte {
+			return with(id, "data", map[string]any{"instruction": strings.Repeat("x", limit)})
+		}, bus.CodePayloadTooLarge},
+		{"unknown branch", subject, nil, func(id string) []byte { return with(id, "branchid", "nobody") }, string(ops.CodeBranchNotFound)},
+		{"binary non-JSON data", subject, nats.Header{
+			"ce-specversion": {"1.0"}, "ce-type": {"lionbus.communicate.request"}, "ce-source": {"/test"},
+			"ce-branchid": {"good"}, "Content-Type": {"application/json"},
+		}, func(string) []byte { return []byte("{not json") }, bus.CodeInvalidData},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := fmt.Sprintf("bad-%d", i)
+			m := nats.NewMsg(tt.subject)
+			for k, v := range tt.header {
+				m.Header[k] = v
+			}
+			if tt.header != nil {
+				m.Header.Set("ce-id", id)
+			}
+			m.Data = tt.body(id)
+			// Published the way the Client publishes: the event id is the
+			// JetStream message id.
+			if _, err := b.js.PublishMsg(bg(t), m, jetstream.WithMsgID(id)); err != nil {
+				t.Fatal(err)
+			}
+			r := b.await(t, id)
+			if r.Type != bus.EventTypeError {
+				t.Fatalf("answer %s, want %s: %s", r.Type, bus.EventTypeError, r.Data)
+			}
+			checkSchema(t, r)
+			var re *bus.RemoteError
+			if !errors.As(r.Err(), &re) || re.Code != tt.code {
+				t.Fatalf("error %v, want code %s", r.Err(), tt.code)
+			}
+			if re.Message == "" || re.RequestID != id {
+				t.Fatalf("error %+v: want a message and request id %s", re, id)
+			}
+		})
+	}
+	// Every bad request was terminated, none is left to redeliver.
+	waitFor(t, 10*time.Second, "bad requests terminated", func() bool {
+		info, err := b.res.Workers.Info(bg(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+	// And the worker still serves.
+	if got := communicateValue(t, b.do(t, "communicate", "good", map[string]any{"instruction": "still here"})); got != "still here" {
+		t.Fatalf("value %q", got)
+	}
+}
+
+// barrier lets n model calls through only when all n have arrived, so that
+// n operations are in flight on one branch at the same time.
+type barrier struct {
+	n       int
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, all: make(chan struct{})} }
+
+func (b *barrier) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	b.mu.Lock()
+	b.arrived++
+	if b.arrived == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return echo{}.Complete(ctx, call)
+}
+
+func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	bar := newBarrier(2)
+	for range 2 {
+		b.startWorker(t, nil, nil, map[string]ops.Provider{"barrier": bar}, bus.WorkerConfig{MaxInFlight: 1})
+	}
+	b.createBranch(t, "shared")
+	before := b.branchEvents(t, "shared")
+
+	// Both operations load the branch at the same sequence and only then
+	// call the model, so both commit against the same last sequence: one
+	// of them has to re-read and append after the other.
+	var ids []string
+	for _, text := range []string{"first", "second"} {
+		id, err := b.client.Submit(bg(t), "communicate", "shared", map[string]any{"instruction": text, "chat_model": "barrier:x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		communicateValue(t, b.await(t, id))
+	}
+	evs := b.branchEvents(t, "shared")
+	if len(evs) != len(before)+2 {
+		t.Fatalf("history has %d events, want %d", len(evs), len(before)+2)
+	}
+	commits := commitsOf(evs)
+	for _, id := range ids {
+		if commits[id] != 1 {
+			t.Fatalf("commits %v: want one for each of %v", commits, ids)
+		}
+	}
+	get := func() string {
+		r := b.do(t, "branch.get", "shared", nil)
+		checkSchema(t, r)
+		var v struct {
+			Messages []ops.Message `json:"messages"`
+		}
+		mustResult(t, r, &v)
+		var got []string
+		for _, m := range v.Messages {
+			if m.Kind == ops.KindInstruction {
+				got = append(got, fmt.Sprint(m.Content["instruction"]))
+			}
+		}
+		if len(v.Messages) != 5 || len(got) != 2 || got[0] == got[1] {
+			t.Fatalf("branch messages %d, instructions %v: want system + two exchanges", len(v.Messages), got)
+		}
+		res, _ := r.Result()
+		return string(res.Value)
+	}
+	withSnapshot := get()
+
+	// Losing the snapshot loses nothing.
+	if err := b.res.Branches.Delete(bg(t), "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.res.Branches.Get(bg(t), "shared"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("snapshot still there: %v", err)
+	}
+	rebuilt := get()
+	if rebuilt != withSnapshot {
+		t.Fatalf("rebuilt branch differs:\n got %s\nwant %s", rebuilt, withSnapshot)
+	}
+	if _, err := b.res.Branches.Get(bg(t), "shared"); err != nil {
+		t.Fatalf("snapshot not written back after the rebuild: %v", err)
+	}
+}
