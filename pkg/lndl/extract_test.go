@@ -155,6 +155,7 @@ func TestTextClasses(t *testing.T) {
 		{'٣', false, true, 3},
 		{'７', false, true, 7},
 		{'²', false, true, -1},
+		{'①', false, true, -1},
 		{'-', false, false, -1},
 	} {
 		if got := isIdentStart(tt.r); got != tt.start {

@@ -87,6 +87,7 @@ func TestLexer(t *testing.T) {
 				`NUM("1.2.3")@1:40 NUM("-4")@1:46 NUM("5")@1:51 OUT_CLOSE@1:52 EOF@1:53`},
 		{"minus outside OUT", "-4", `NUM("4")@1:2 EOF@1:3`},
 		{"unicode digits", "OUT{٣}", `OUT_OPEN@1:1 NUM("٣")@1:5 OUT_CLOSE@1:6 EOF@1:7`},
+		{"other digits start numbers", "²a m²", `NUM("²")@1:1 ID("a")@1:2 ID("m²")@1:4 EOF@1:6`},
 		{"punctuation", ".,:[]()>", `DOT@1:1 COMMA@1:2 COLON@1:3 LBRACKET@1:4 RBRACKET@1:5 LPAREN@1:6 RPAREN@1:7 GT@1:8 EOF@1:9`},
 		{"carriage return is white space", "a\r\nb", `ID("a")@1:1 NEWLINE@1:3 ID("b")@2:0 EOF@2:1`},
 		{"nbsp and emoji are skipped", "a\u00a0🚀b", `ID("a")@1:1 ID("b")@1:4 EOF@1:5`},

@@ -409,7 +409,7 @@ func (p *parser) number(t token) (Value, error) {
 	if !strings.ContainsAny(lit, ".eE") {
 		neg := strings.HasPrefix(lit, "-")
 		digits := strings.TrimPrefix(lit, "-")
-		if digits == "" || len(digits) > MaxIntDigits {
+		if digits == "" || len(digits) > MaxIntDigits || strings.TrimLeft(digits, "0123456789") != "" {
 			return invalid()
 		}
 		digits = strings.TrimLeft(digits, "0")
@@ -438,7 +438,8 @@ func quoteLiteral(s string) string {
 	return fmt.Sprintf("'%s...%s' (%d characters)", s[:keep], s[len(s)-keep:], utf8.RuneCountInString(s))
 }
 
-// asciiDigits maps non-ASCII decimal digits of a number literal to ASCII.
+// asciiDigits maps non-ASCII decimal digits of a number literal to ASCII;
+// another digit (a superscript, ...) is kept and makes the literal invalid.
 func asciiDigits(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {

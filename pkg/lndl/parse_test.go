@@ -36,6 +36,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate implicit alias", "<lvar M.f>1</lvar><lact f>g()</lact>", "Duplicate alias 'f'", 1, 37},
 		{"malformed number", "OUT{x: 1.2.3}", "Invalid number literal '1.2.3'", 1, 8},
 		{"malformed number in list", "OUT{x: [a,\n 1..2]}", "Invalid number literal '1..2'", 2, 1},
+		{"superscript digit", "OUT{x: 10²}", "Invalid number literal '10²'", 1, 8},
+		{"superscript float", "OUT{x: [1.5e²]}", "Invalid number literal '1.5e²'", 1, 9},
 		{"float overflow", "OUT{x: -1e400}", "Invalid number literal '-1e400'", 1, 8},
 		{"integer too long", "OUT{x: " + strings.Repeat("9", MaxIntDigits+1) + "}", "Invalid number literal '9999", 1, 8},
 		{"long literal shortened", "OUT{x: " + strings.Repeat("9", 5000) + "}", "' (5000 characters)", 1, 8},

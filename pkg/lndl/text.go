@@ -64,13 +64,44 @@ func isIdentPart(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r)
 }
 
-// isDecimalDigit reports whether r is a decimal digit (Unicode category
-// Nd), which starts a number token.
+// isDecimalDigit reports whether r is a digit in the sense of Python's
+// str.isdigit, which the reference's lexer uses for numbers: a decimal
+// digit (Unicode category Nd) or one of the other digits (superscripts,
+// subscripts, circled digits, ...; see otherDigits). Only decimal digits
+// have a value: a number literal holding another digit is invalid, as
+// Python's int() and float() reject it.
 func isDecimalDigit(r rune) bool {
 	if r < utf8.RuneSelf {
 		return '0' <= r && r <= '9'
 	}
-	return unicode.IsDigit(r)
+	return unicode.IsDigit(r) || unicode.Is(otherDigits, r)
+}
+
+// otherDigits holds the characters of Unicode Numeric_Type=Digit, which
+// Python's str.isdigit accepts besides the decimal digits.
+var otherDigits = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x00b2, Hi: 0x00b3, Stride: 1},
+		{Lo: 0x00b9, Hi: 0x00b9, Stride: 1},
+		{Lo: 0x1369, Hi: 0x1371, Stride: 1},
+		{Lo: 0x19da, Hi: 0x19da, Stride: 1},
+		{Lo: 0x2070, Hi: 0x2070, Stride: 1},
+		{Lo: 0x2074, Hi: 0x2079, Stride: 1},
+		{Lo: 0x2080, Hi: 0x2089, Stride: 1},
+		{Lo: 0x2460, Hi: 0x2468, Stride: 1},
+		{Lo: 0x2474, Hi: 0x247c, Stride: 1},
+		{Lo: 0x2488, Hi: 0x2490, Stride: 1},
+		{Lo: 0x24ea, Hi: 0x24ea, Stride: 1},
+		{Lo: 0x24f5, Hi: 0x24fd, Stride: 1},
+		{Lo: 0x24ff, Hi: 0x24ff, Stride: 1},
+		{Lo: 0x2776, Hi: 0x277e, Stride: 1},
+		{Lo: 0x2780, Hi: 0x2788, Stride: 1},
+		{Lo: 0x278a, Hi: 0x2792, Stride: 1},
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x10a40, Hi: 0x10a43, Stride: 1},
+		{Lo: 0x1f100, Hi: 0x1f10a, Stride: 1},
+	},
 }
 
 // decimalDigitValue returns the value 0..9 of a decimal digit, or -1. Every
