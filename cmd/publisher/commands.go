@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+)
+
+// maxDataBytes bounds what --data, --response-format and friends read from
+// a file or standard input. The worker's own limit (default 1 MiB) is the
+// real bound of a request.
+const maxDataBytes = 64 << 20
+
+// request is what a command sends.
+type request struct {
+	verb   string
+	branch string
+	data   map[string]any
+}
+
+// command is one publisher command: its flags, and how it turns them and
+// its arguments into a request.
+type command struct {
+	name    string // "branch create", "communicate", ...
+	args    string // synopsis of the arguments after the flags
+	summary string
+	// define declares the command's own flags on fs and returns a function
+	// that, after parsing, fills in req from them and the arguments.
+	define func(fs *flag.FlagSet) func(req *request, args []string) error
+}
+
+// commands lists every command that sends a request, in help order.
+var commands = []command{
+	{
+		name: "branch create", summary: "start a branch (verb branch.create)",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			id := fs.String("id", "", "id of the new branch (default: --branch, else a new UUID)")
+			system := fs.String("system", "", "system message")
+			chat := fs.String("chat-model", "", `chat model: "provider:model" or a JSON object {"provider": ...}`)
+			parse := fs.String("parse-model", "", "parse model (default: the chat model)")
+			var tools stringList
+			fs.Var(&tools, "tool", "a registered tool the branch may use (repeatable)")
+			return func(req *request, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				req.verb = "branch.create"
+				if *id == "" {
+					*id = req.branch
+				}
+				req.branch = ""
+				setString(req.data, "branch_id", *id)
+				setString(req.data, "system", *system)
+				if err := setModel(req.data, "chat_model", *chat); err != nil {
+					return err
+				}
+				if err := setModel(req.data, "parse_model", *parse); err != nil {
+					return err
+				}
+				if len(tools) > 0 {
+					req.data["tools"] = []string(tools)
+				}
+				return nil
+			}
+		},
+	},
+	branchVerb("get", "show a branch: settings and messages"),
+	{
+		name: "branch history", args: "[BRANCH]", summary: "list a page of a branch's history events",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			after := fs.Int("after", 0, "list events after this sequence")
+			limit := fs.Int("limit", 0, "at most this many events (default 100, at most 1000)")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "branch.history"
+				if *after < 0 || *limit < 0 {
+					return errors.New("--after and --limit must not be negative")
+				}
+				if *after > 0 {
+					req.data["after"] = *after
+				}
+				if *limit > 0 {
+					req.data["limit"] = *limit
+				}
+				return nil
+			}
+		},
+	},
+	{
+		name: "branch clone", args: "[BRANCH]", summary: "copy a branch into a new one",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			id := fs.String("id", "", "id of the copy (default a new UUID)")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "branch.clone"
+				setString(req.data, "branch_id", *id)
+				return nil
+			}
+		},
+	},
+	branchVerb("clear", "remove every message but the system message"),
+	branchVerb("delete", "remove a branch, its history and snapshot"),
+	{
+		name: "communicate", args: "[BRANCH]", summary: "send an instruction, record the exchange, print the answer",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			instruction := fs.String("instruction", "", "the task (required unless --data has it)")
+			guidance := fs.String("guidance", "", "how to go about the task")
+			contextText := fs.String("context", "", "extra material: text, or JSON")
+			format := fs.String("response-format", "", "JSON Schema the answer must satisfy: a file, or inline JSON")
+			chat := fs.String("chat-model", "", `chat model override: "provider:model" or a JSON object`)
+			parse := fs.String("parse-model", "", "parse model override")
+			skip := fs.Bool("skip-validation", false, "return the answer's text without parsing")
+			clear := fs.Bool("clear-messages", false, "clear the branch's messages, atomically with this exchange")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "communicate"
+				setString(req.data, "instruction", *instruction)
+				setString(req.data, "guidance", *guidance)
+				if *contextText != "" {
+					req.data["context"] = jsonOrText(*contextText)
+				}
+				if *format != "" {
+					v, err := readJSONArg("--response-format", *format)
+					if err != nil {
+						return err
+					}
+					req.data["response_format"] = v
+				}
+				if err := setModel(req.data, "chat_model", *chat); err != nil {
+					return err
+				}
+				if err := setModel(req.data, "parse_model", *parse); err != nil {
+					return err
+				}
+				if *skip {
+					req.data["skip_validation"] = true
+				}
+				if *clear {
+					req.data["clear_messages"] = true
+				}
+				if _, ok := req.data["instruction"]; !ok {
+					if _, ok := req.data["plain_content"]; !ok {
+						return errors.New("communicate needs --instruction (or an instruction in --data)")
+					}
+				}
+				return nil
+			}
+		},
+	},
+	{
+		name: "send", args: "VERB", summary: "send any verb (chat, op.NAME, ...) with --data and --branch",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			return func(req *request, args []string) error {
+				if len(args) != 1 {
+					return errors.New("send needs exactly one argument: the verb")
+				}
+				for _, tok := range strings.Split(args[0], ".") {
+					if !bus.ValidToken(tok) {
+						return fmt.Errorf("verb %q: want dot-separated names of [A-Za-z0-9_-] (e.g. chat, op.summarize)", args[0])
+					}
+				}
+				req.verb = args[0]
+				return nil
+			}
+		},
+	},
+}
+
+// branchVerb is a command that only names a branch.
+func branchVerb(name, summary string) command {
+	return command{
+		name: "branch " + name, args: "[BRANCH]", summary: summary,
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "branch." + name
+				return nil
+			}
+		},
+	}
+}
+
+// branchArg takes the branch from the one optional argument or --branch,
+// and requires it.
+func branchArg(req *request, args []string) error {
+	switch {
+	case len(args) > 1:
+		return fmt.Errorf("unexpected argument %q", args[1])
+	case len(args) == 1 && req.branch != "" && req.branch != args[0]:
+		return fmt.Errorf("branch given twice: --branch %q and %q", req.branch, args[0])
+	case len(args) == 1:
+		req.branch = args[0]
+	}
+	if req.branch == "" {
+		return errors.New("which branch? give --branch ID or the id as an argument")
+	}
+	return nil
+}
+
+func noArgs(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+func setString(data map[string]any, key, v string) {
+	if v != "" {
+		data[key] = v
+	}
+}
+
+// setModel sets a model reference flag: a JSON object when it starts with
+// "{", else the string form "provider:model".
+func setModel(data map[string]any, key, v string) error {
+	if v == "" {
+		return nil
+	}
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil {
+			return fmt.Errorf("--%s: not a JSON object: %w", strings.ReplaceAll(key, "_", "-"), err)
+		}
+		data[key] = obj
+		return nil
+	}
+	if p, m, ok := strings.Cut(v, ":"); !ok || p == "" || m == "" {
+		return fmt.Errorf("--%s %q: want provider:model (e.g. scripted:echo) or a JSON object", strings.ReplaceAll(key, "_", "-"), v)
+	}
+	data[key] = v
+	return nil
+}
+
+// jsonOrText returns s decoded when it is a JSON object or array, else s.
+func jsonOrText(s string) any {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		var v any
+		if json.Unmarshal([]byte(t), &v) == nil {
+			return v
+		}
+	}
+	return s
+}
+
+// readJSONArg reads a JSON value given inline (starting with "{" or "[")
+// or as a file name.
+func readJSONArg(flagName, v string) (any, error) {
+	raw := []byte(v)
+	if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[") {
+		b, err := readLimited(v, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flagName, err)
+		}
+		raw = b
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON: %w", flagName, err)
+	}
+	return out, nil
+}
+
+// readData reads --data: a JSON object from a file or, for "-", stdin.
+func readData(path string, stdin io.Reader) (map[string]any, error) {
+	b, err := readLimited(path, stdin)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil || v == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("--data: want a JSON object: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("--data: trailing data after the JSON object")
+	}
+	return v, nil
+}
+
+// readLimited reads a file, or stdin for "-", up to maxDataBytes.
+func readLimited(path string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		if stdin == nil {
+			return nil, errors.New("standard input is not available here")
+		}
+		r = stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxDataBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxDataBytes {
+		return nil, fmt.Errorf("more than %d bytes", maxDataBytes)
+	}
+	return b, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// lineWidth bounds one rendered message line.
+const lineWidth = 100
+
+// verbOf returns the verb of a result type: "lionbus.branch.get.result" is
+// "branch.get".
+func verbOf(typ string) string {
+	v := strings.TrimPrefix(typ, bus.EventTypePrefix)
+	return strings.TrimSuffix(v, ".result")
+}
+
+// render prints a result for a human. Branch results show the branch, a
+// history page shows its events, other results their value: a string as
+// its text, anything else as indented JSON.
+func render(w io.Writer, verb string, res *ops.Result) {
+	switch verb {
+	case "branch.create", "branch.get", "branch.clone", "branch.clear":
+		var b ops.Branch
+		if err := json.Unmarshal(res.Value, &b); err == nil && b.ID != "" {
+			renderBranch(w, &b)
+			return
+		}
+	case "branch.history":
+		var page struct {
+			Events []ops.Event `json:"events"`
+			Next   uint64      `json:"next"`
+			More   bool        `json:"more"`
+		}
+		if err := json.Unmarshal(res.Value, &page); err == nil {
+			renderHistory(w, page.Events, page.Next, page.More)
+			return
+		}
+	case "branch.delete":
+		fmt.Fprintf(w, "branch %s deleted\n", res.BranchID)
+		return
+	}
+	fmt.Fprintln(w, valueText(res.Value))
+}
+
+func renderBranch(w io.Writer, b *ops.Branch) {
+	fmt.Fprintf(w, "branch %s  (%d messages, history seq %d)\n", b.ID, len(b.Messages), b.Seq)
+	if b.Settings.ChatModel != nil {
+		fmt.Fprintf(w, "  chat model:  %s\n", modelText(b.Settings.ChatModel))
+	}
+	if b.Settings.ParseModel != nil {
+		fmt.Fprintf(w, "  parse model: %s\n", modelText(b.Settings.ParseModel))
+	}
+	if len(b.Settings.Tools) > 0 {
+		fmt.Fprintf(w, "  tools:       %s\n", strings.Join(b.Settings.Tools, ", "))
+	}
+	for _, m := range b.Messages {
+		fmt.Fprintf(w, "  %-10s %s\n", m.Role, clip(messageText(m), lineWidth))
+	}
+}
+
+func renderHistory(w io.Writer, events []ops.Event, next uint64, more bool) {
+	for _, ev := range events {
+		fmt.Fprintf(w, "#%-4d %s  %s\n", ev.Seq, ev.Time.Format("2006-01-02 15:04:05"), ev.Type)
+		for _, m := range ev.Messages {
+			fmt.Fprintf(w, "      %-10s %s\n", m.Role, clip(messageText(m), lineWidth))
+		}
+	}
+	if more {
+		fmt.Fprintf(w, "(more: --after %d)\n", next)
+	}
+}
+
+// modelText renders a model reference: "provider:model", or its JSON
+// object form when it has options.
+func modelText(m *ops.ModelRef) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m.String()
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		return s
+	}
+	return clip(string(b), lineWidth)
+}
+
+// valueText renders a result value: a JSON string as its text, anything
+// else as indented JSON.
+func valueText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return indentJSON(raw)
+}
+
+// messageText is the one-line gist of a recorded message.
+func messageText(m ops.Message) string {
+	for _, k := range []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.KeySystemMessage, ops.KeyPlainContent, ops.KeyFunction} {
+		if v, ok := m.Content[k]; ok {
+			if s, ok := v.(string); ok {
+				return s
+			}
+			b, _ := json.Marshal(v)
+			return string(b)
+		}
+	}
+	b, _ := json.Marshal(m.Content)
+	return string(b)
+}
+
+// clip shortens s to at most n runes, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
