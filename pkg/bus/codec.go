@@ -239,6 +239,11 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 		return nil, eventErrorf(CodeInvalidAttribute,
 			"id %q is not usable as a request id: want 1 to %d characters of [A-Za-z0-9_-]", clip(id), MaxTokenLength)
 	}
+	if v, ok := ev.Extensions()[ExtReplyTo]; ok {
+		if _, isString := v.(string); !isString {
+			return nil, eventErrorf(CodeInvalidAttribute, "replyto must be a string subject, got %v", v)
+		}
+	}
 	if p.replyTo != "" {
 		if why := c.validReplyTo(p.replyTo); why != "" {
 			return nil, eventErrorf(CodeInvalidAttribute, "replyto %q %s", clip(p.replyTo), why)

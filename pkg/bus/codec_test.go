@@ -308,6 +308,7 @@ func TestCodec_rejects_bad_input(t *testing.T) {
 		{"id not a token with replyto", subj, nil, structured(t, map[string]any{"id": "a.b", "replyto": "inbox.x"}), bus.CodeInvalidAttribute, "id", "", "inbox.x"},
 		{"replyto into history", subj, nil, structured(t, map[string]any{"replyto": "lion.history.b1"}), bus.CodeInvalidAttribute, "replyto", "req-1", ""},
 		{"replyto wildcard", subj, nil, structured(t, map[string]any{"replyto": "inbox.>"}), bus.CodeInvalidAttribute, "literal", "req-1", ""},
+		{"replyto not a string", subj, nil, structured(t, map[string]any{"replyto": 12}), bus.CodeInvalidAttribute, "replyto", "req-1", "lion.reply.req-1"},
 		{"replyto system", subj, nil, structured(t, map[string]any{"replyto": "$JS.API.STREAM.DELETE.LION_OPS"}), bus.CodeInvalidAttribute, "system", "req-1", ""},
 		{"bad time", subj, nil, structured(t, map[string]any{"time": "yesterday"}), bus.CodeMalformedEvent, "RFC 3339", "req-1", "lion.reply.req-1"},
 		{"bad source", subj, nil, structured(t, map[string]any{"source": "%zz"}), bus.CodeMalformedEvent, "source", "req-1", "lion.reply.req-1"},
