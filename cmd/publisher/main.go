@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runResult(ctx, o, given, rest[1:], stdout, stderr)
 	}
 	if rest[0] == "lndl" {
-		return runLNDLCommand(ctx, rest[1:], stdin, stdout, stderr)
+		return runLNDL(ctx, rest[1:], stdin, stdout, stderr)
 	}
 
 	name, cmdArgs := rest[0], rest[1:]
