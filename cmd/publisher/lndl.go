@@ -719,8 +719,7 @@ func lndlRoundReport(ctx context.Context, in lndlRoundInput, haveExecuted bool, 
 	} else {
 		fmt.Fprintf(w, "pending actions (%d):\n", len(res.Pending))
 		for _, a := range res.Pending {
-			args, _ := json.Marshal(a.Arguments)
-			fmt.Fprintf(w, "  %s: %s %s\n", a.Name, a.Function, args)
+			fmt.Fprintf(w, "  %s: %s %s\n", a.Name, a.Function, lndlCompact(a.Arguments))
 		}
 	}
 	if res.Outcome == lndl.OutcomeSuccess {
@@ -768,8 +767,7 @@ func lndlRoundReport(ctx context.Context, in lndlRoundInput, haveExecuted bool, 
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			raw, _ := json.Marshal(res.Notes[k])
-			fmt.Fprintf(w, "  %s: %s\n", k, raw)
+			fmt.Fprintf(w, "  %s: %s\n", k, lndlCompact(res.Notes[k]))
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -788,6 +786,15 @@ func lndlLoc(loc []any) string {
 		parts[i] = fmt.Sprint(p)
 	}
 	return strings.Join(parts, ".")
+}
+
+// lndlCompact returns v as one line of JSON.
+func lndlCompact(v any) string {
+	var buf bytes.Buffer
+	if err := lndlWriteJSON(&buf, v, ""); err != nil {
+		return fmt.Sprintf("(unprintable: %v)", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // lndlWriteIndented writes v as indented JSON, each line indented by two
