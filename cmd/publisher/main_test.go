@@ -231,6 +231,9 @@ func TestPublisher_usage_errors(t *testing.T) {
 		{name: "bad prefix", args: []string{"--prefix", "x.y", "branch", "get", "b"}, wantCode: exitUsage, wantErr: []string{`--prefix "x.y"`}},
 		{name: "bad timeout", args: []string{"--timeout", "0s", "branch", "get", "b"}, wantCode: exitUsage, wantErr: []string{"--timeout must be positive"}},
 		{name: "send without verb", args: []string{"send"}, wantCode: exitUsage, wantErr: []string{"send needs exactly one argument"}},
+		{name: "lndl is dispatched", stdin: `{"type":"object","properties":{"a":{"type":"string"}}}`, args: []string{"lndl", "render"},
+			wantCode: exitOK, wantOut: []string{`"specs": "Specs: a(str)"`}},
+		{name: "lndl usage error", args: []string{"lndl", "bogus"}, wantCode: exitUsage, wantErr: []string{`unknown stage "bogus"`}},
 		{name: "bad verb", args: []string{"send", "a..b"}, wantCode: exitUsage, wantErr: []string{`verb "a..b"`}},
 	}
 	for _, s := range steps {
