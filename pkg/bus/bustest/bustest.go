@@ -1,7 +1,7 @@
 // Package bustest provides helpers for tests that need a real NATS server
 // with JetStream: an embedded server on a random port with its store in the
-// test's temporary directory, and a connection to it. Everything is shut
-// down by t.Cleanup.
+// test's temporary directory, a connection to it, and the provisioned
+// lionbus resources. Everything is shut down by t.Cleanup.
 package bustest
 
 import (
@@ -47,4 +47,17 @@ func Connect(t testing.TB, s *bus.Server) (*nats.Conn, jetstream.JetStream) {
 		t.Fatalf("bustest: jetstream: %v", err)
 	}
 	return nc, js
+}
+
+// Provision provisions the lionbus streams, consumer and buckets with cfg
+// through js, failing the test on error.
+func Provision(t testing.TB, js jetstream.JetStream, cfg bus.Config) *bus.Resources {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := bus.Provision(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("bustest: provision: %v", err)
+	}
+	return r
 }
