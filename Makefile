@@ -1,5 +1,8 @@
 # lionbus build, test and demo targets. Run `make help` for the list.
 
+SHELL     := bash
+.SHELLFLAGS := -o pipefail -ec
+
 GO        ?= go
 BIN       ?= bin
 FUZZTIME  ?= 30s
@@ -49,8 +52,9 @@ build: ## static binaries into bin/
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/worker ./cmd/publisher
 
-lndl-vectors: ## the LNDL conformance vectors (pkg/lndl/testdata/conformance), every stage
-	$(GO) test -count=1 -run 'Conformance' -v ./pkg/lndl/ | grep -E '^(--- |ok|FAIL|PASS)'
+lndl-vectors: ## the LNDL conformance vectors, every stage: in pkg/lndl and through `publisher lndl <stage> --vectors`
+	$(GO) test -count=1 -run 'Conformance' ./pkg/lndl/
+	$(GO) test -count=1 -run 'TestRunLNDL_vectors' -v ./cmd/publisher/ | grep -E '^(\s*--- |ok|FAIL|PASS)'
 
 clean: ## remove bin/
 	rm -rf $(BIN)
