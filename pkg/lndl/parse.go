@@ -80,9 +80,17 @@ func (p *parser) skipNewlines() {
 }
 
 func (p *parser) parseProgram() (*Program, error) {
-	prog := &Program{}
 	// Presize for the declarations the text seems to hold.
-	aliases := make(map[string]struct{}, min(strings.Count(p.lx.src, "</l"), MaxDeclarations))
+	nLvar := min(strings.Count(p.lx.src, lvarCloseText), MaxDeclarations)
+	nLact := min(strings.Count(p.lx.src, lactCloseText), MaxDeclarations)
+	prog := &Program{}
+	if nLvar > 0 {
+		prog.Lvars = make([]Lvar, 0, nLvar)
+	}
+	if nLact > 0 {
+		prog.Lacts = make([]Lact, 0, nLact)
+	}
+	aliases := make(map[string]struct{}, min(nLvar+nLact, MaxDeclarations))
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
@@ -211,7 +219,7 @@ func (p *parser) readName() (string, bool) {
 }
 
 func (p *parser) parseOut() (*Out, error) {
-	out := &Out{Pos: p.tok.pos}
+	out := &Out{Pos: p.tok.pos, Entries: make([]OutEntry, 0, 8)}
 	p.advance()
 	p.skipNewlines()
 	var start token // the first token of the entry being parsed
@@ -276,6 +284,9 @@ func (p *parser) parseOut() (*Out, error) {
 		}
 		p.skipSeparator()
 	}
+	if len(out.Entries) == 0 {
+		out.Entries = nil
+	}
 	return out, nil
 }
 
@@ -331,7 +342,7 @@ func (p *parser) parseList(depth int) (Value, error) {
 	}
 	p.advance()
 	p.skipNewlines()
-	items := []Value{}
+	items := make([]Value, 0, 4)
 	for p.tok.kind != tokRBracket && p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
