@@ -111,7 +111,10 @@ type part struct {
 	field string // "" when the item names no field
 	// ref is the name of an item that is a reference (an alias or the
 	// name of a known result); "" for literals and notes.
-	ref   string
+	ref string
+	// decl is the index of the declaration of ref in decls.index, for
+	// parts with partDeclared.
+	decl  int32
 	flags partFlags
 }
 
@@ -259,9 +262,9 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			}
 			continue
 		}
-		lv, la, content := a.d.lookup(name)
-		if la != nil {
-			p := part{field: la.Field, ref: name, flags: partDeclared}
+		if di, ok := a.d.index[name]; ok && di < 0 {
+			la := &a.d.prog.Lacts[-di-1]
+			p := part{field: la.Field, ref: name, decl: int32(di), flags: partDeclared}
 			if r, ok := a.known[name]; ok {
 				p.value = normalizeResult(r)
 				p.flags |= partResult
@@ -274,9 +277,9 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			}
 			parts = append(parts, p)
 			continue
-		}
-		if lv != nil {
-			parts = append(parts, part{value: content, field: lv.Field, ref: name, flags: partDeclared | partLvar})
+		} else if ok {
+			lv := &a.d.prog.Lvars[di]
+			parts = append(parts, part{value: a.d.contents[di], field: lv.Field, ref: name, decl: int32(di), flags: partDeclared | partLvar})
 			continue
 		}
 		if r, ok := a.known[name]; ok {
@@ -318,7 +321,7 @@ func (a *assembler) checkModels(key string, parts []part, ft *Type) error {
 		if p.flags&partDeclared == 0 {
 			continue
 		}
-		h, _ := a.d.head(p.ref)
+		h := a.d.headAt(p.decl)
 		if h.Model == "" || strings.EqualFold(h.Model, want) || h.Model == key {
 			continue
 		}

@@ -32,29 +32,21 @@ func newDecls(p *Program) *decls {
 	return d
 }
 
-// lookup returns the lvar or the lact declared as name (one of them), or
-// neither, and for an lvar its body as an interface value.
-func (d *decls) lookup(name string) (*Lvar, *Lact, any) {
-	i, ok := d.index[name]
-	switch {
-	case !ok:
-		return nil, nil, nil
-	case i >= 0:
-		return &d.prog.Lvars[i], nil, d.contents[i]
+// headAt returns the head of the declaration at index i (as in index).
+func (d *decls) headAt(i int32) *Head {
+	if i >= 0 {
+		return &d.prog.Lvars[i].Head
 	}
-	return nil, &d.prog.Lacts[-i-1], nil
+	return &d.prog.Lacts[-i-1].Head
 }
 
 // head returns the head of the declaration of name.
 func (d *decls) head(name string) (Head, bool) {
-	lv, la, _ := d.lookup(name)
-	switch {
-	case lv != nil:
-		return lv.Head, true
-	case la != nil:
-		return la.Head, true
+	i, ok := d.index[name]
+	if !ok {
+		return Head{}, false
 	}
-	return Head{}, false
+	return *d.headAt(int32(i)), true
 }
 
 // binder binds the names of OUT shortcuts and anonymous groups to target

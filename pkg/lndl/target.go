@@ -110,8 +110,20 @@ func (m *Model) Field(name string) *FieldSpec {
 	if m == nil {
 		return nil
 	}
+	if len(m.Fields) <= smallModelFields {
+		for _, f := range m.Fields {
+			if f.Name == name {
+				return f
+			}
+		}
+		return nil
+	}
 	return m.index[name]
 }
+
+// smallModelFields is the number of fields up to which Model.Field scans
+// the fields instead of using the index.
+const smallModelFields = 8
 
 // FieldSpec is one property of a model (a "spec" of the Specs line).
 type FieldSpec struct {
