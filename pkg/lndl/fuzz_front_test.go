@@ -36,6 +36,8 @@ func FuzzExtract(f *testing.F) {
 
 func FuzzNormalize(f *testing.F) {
 	f.Add("{lvar Note.a x}y{/lvar}\n<lact a fn(x=1)</lact>\n<lvar name=\"t\" b>c</lvar>")
+	f.Add(" a b.c d")
+	f.Add(" a name='x' b")
 	f.Fuzz(func(t *testing.T, text string) {
 		got := Normalize(text)
 		want := crlfToLF(text)
@@ -44,6 +46,12 @@ func FuzzNormalize(f *testing.F) {
 		}
 		if nb := NormalizeBlock(want); got != nb {
 			t.Fatalf("Normalize(%q) = %q, NormalizeBlock of its blocks = %q", text, got, nb)
+		}
+		// The fast path for clean tag heads agrees with the full cleaning.
+		if len(text) > 1 && !strings.Contains(text, ">") && headIsClean(text) {
+			if full := " " + cleanHead(text[1:]); full != text {
+				t.Fatalf("headIsClean(%q) but cleaning gives %q", text, full)
+			}
 		}
 	})
 }
