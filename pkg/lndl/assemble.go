@@ -143,7 +143,7 @@ func (a *assembler) assemble(fields []Field) (*Object, error) {
 		}
 		out.Set(f.Key, v)
 	}
-	if a.target != nil {
+	if a.target != nil && a.target.Model != nil {
 		var missing []string
 		for _, spec := range a.target.Model.Fields {
 			if spec.Required && !out.Has(spec.Name) {
@@ -350,7 +350,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 				return l
 			}
 		}
-		if elem := shapeType(ft.Elem); elem.Kind == KindModel {
+		if elem := shapeType(ft.Elem); elem != nil && elem.Kind == KindModel {
 			return a.shapeModelList(parts, elem.Model)
 		}
 		if len(parts) == 1 && !parts[0].literal() {
@@ -501,7 +501,7 @@ func (f *modelFill) object() *Object {
 // a string that is not a literal is split for a list-of-scalars field,
 // and object or array results become JSON text for a str field.
 func (a *assembler) coerceField(p *part, ft *Type) any {
-	if ft != nil && ft.Kind == KindList && shapeType(ft.Elem).Kind != KindModel && !p.literal() {
+	if ft != nil && ft.Kind == KindList && !p.literal() && !isModel(shapeType(ft.Elem)) {
 		if s, ok := p.value.(string); ok {
 			return splitList(s)
 		}
@@ -668,3 +668,5 @@ func shapeType(t *Type) *Type {
 	}
 	return t.Variants[0]
 }
+
+func isModel(t *Type) bool { return t != nil && t.Kind == KindModel }

@@ -73,7 +73,7 @@ func (b *binder) bind(name string) string {
 	}
 	switch {
 	case h.Namespaced():
-		if b.target != nil {
+		if b.target != nil && b.target.Model != nil {
 			if b.target.Field(h.Model) != nil {
 				return h.Model
 			}

@@ -71,6 +71,9 @@ func renderType(b *strings.Builder, t *Type, depth int) {
 	case KindModel:
 		b.WriteString(t.Name)
 		b.WriteString(": ")
+		if t.Model == nil {
+			break
+		}
 		for i, f := range t.Model.Fields {
 			if i > 0 {
 				b.WriteString(", ")
