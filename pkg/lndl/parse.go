@@ -38,6 +38,12 @@ const (
 // "Invalid number literal '1.2.3'" and "OUT block nesting too deep -
 // exceeded max depth of 32".
 //
+// OUT entries are kept as written ([Out.Entries]); [Out.Fields] merges
+// them. A number's Value.Text is its canonical JSON text: an integer
+// exactly, without leading zeros ("007" → "7", "-0" → "0"), a float in
+// Python's repr form ("1." → "1.0", "1e10" → "10000000000.0", "6E23" →
+// "6e+23", "1e-400" → "0.0").
+//
 // Bounds: the text may hold at most [MaxInputBytes] bytes and
 // [MaxDeclarations] declarations, an OUT block at most [MaxOutEntries]
 // entries nested at most [MaxDepth] brackets deep, an integer literal at
