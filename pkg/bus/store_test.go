@@ -506,3 +506,70 @@ func TestStore_request_ids_reused_after_delete(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStore measures the NATS store: Append (load, conditional
+// publish, snapshot update) on a branch kept at a constant size, Load with
+// a fresh snapshot, and Load rebuilding a 50-event branch from history.
+func BenchmarkStore(b *testing.B) {
+	sb := setupStoreBench(b)
+	ctx := context.Background()
+	st := sb.store
+	if _, err := st.Create(ctx, "append", createdEvent("c", "sys")); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Append", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			ev := messagesEvent(fmt.Sprintf("a%d", i), "x")
+			ev.Clear = true
+			if _, err := st.Append(ctx, "append", ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	if _, err := st.Create(ctx, "load", createdEvent("c", "sys")); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 49 {
+		if _, err := st.Append(ctx, "load", messagesEvent(fmt.Sprintf("l%d", i), "x")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("Load", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.Load(ctx, "load"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Load/rebuild-50", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			if err := sb.res.Branches.Delete(ctx, "load"); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := st.Load(ctx, "load"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func setupStoreBench(b *testing.B) *storeBundle {
+	b.Helper()
+	srv := bustest.NewServer(b)
+	_, js := bustest.Connect(b, srv)
+	res, err := bus.Provision(context.Background(), js, bus.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := bus.NewStore(js, res, bus.StoreConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &storeBundle{srv: srv, js: js, res: res, store: st}
+}

@@ -307,7 +307,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 }
 
 // loop fetches requests while there are free slots and starts a handler
-// goroutine for each.
+// goroutine for each. A fetch reserves the slots it asks for; it runs in
+// the background (see dispatch), so that slots freed meanwhile are fetched
+// for at once instead of waiting for the earlier fetch to end.
 func (w *Worker) loop() {
 	defer w.wg.Done()
 	for {
@@ -328,31 +330,30 @@ func (w *Worker) loop() {
 				break take
 			}
 		}
-		used := w.fetch(n)
-		for ; used < n; used++ {
-			<-w.slots
+		// The fetch is never cut short, not even by a hard stop: the
+		// server ends it after FetchWait, and a message it delivered just
+		// before that must not be dropped unseen (it would wait a whole
+		// ack wait for its redelivery). So a stop takes effect within
+		// FetchWait.
+		batch, err := w.res.Workers.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
+		if err != nil {
+			w.release(n)
+			if w.fetchCtx.Err() != nil {
+				return
+			}
+			w.log.Warn().Err(err).Msg("fetch requests")
+			w.pause()
+			continue
 		}
-		if w.fetchCtx.Err() != nil {
-			return
-		}
+		w.wg.Add(1)
+		go w.dispatch(batch, n)
 	}
 }
 
-// fetch fetches up to n requests and starts them; it returns how many
-// slots it handed to handler goroutines.
-func (w *Worker) fetch(n int) int {
-	// The fetch is never cut short, not even by a hard stop: the server
-	// ends it after FetchWait, and a message it delivered just before that
-	// must not be dropped unseen (it would wait a whole ack wait for its
-	// redelivery). So a stop takes effect within FetchWait.
-	batch, err := w.res.Workers.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
-	if err != nil {
-		if w.hardCtx.Err() == nil {
-			w.log.Warn().Err(err).Msg("fetch requests")
-			w.pause()
-		}
-		return 0
-	}
+// dispatch starts a handler for each request of batch, which holds n
+// reserved slots, and frees the slots it did not use when the batch ends.
+func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
+	defer w.wg.Done()
 	used := 0
 	for msg := range batch.Messages() {
 		if w.fetchCtx.Err() != nil {
@@ -364,12 +365,19 @@ func (w *Worker) fetch(n int) int {
 		w.wg.Add(1)
 		go w.handle(msg)
 	}
-	if err := batch.Error(); err != nil && w.hardCtx.Err() == nil &&
+	w.release(n - used)
+	if err := batch.Error(); err != nil && w.fetchCtx.Err() == nil &&
 		!errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 		w.log.Warn().Err(err).Msg("fetch requests")
 		w.pause()
 	}
-	return used
+}
+
+// release frees n slots.
+func (w *Worker) release(n int) {
+	for range n {
+		<-w.slots
+	}
 }
 
 func (w *Worker) pause() {

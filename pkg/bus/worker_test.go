@@ -365,3 +365,52 @@ func TestBackoff_Delay(t *testing.T) {
 		t.Errorf("empty schedule Delay = %s", got)
 	}
 }
+
+// BenchmarkRoundTrip measures request→result through one worker running the
+// real engine with the scripted echo model: Submit, the worker's decode,
+// branch load, model call, history append, answer, and Await. Each
+// communicate clears the branch's messages so that the branch stays the
+// same size whatever b.N is.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, par := range []int{1, 8} {
+		b.Run(fmt.Sprintf("concurrent=%d", par), func(b *testing.B) {
+			bb := setupBus(b, bus.Config{})
+			bb.startWorker(b, nil, nil, nil, bus.WorkerConfig{MaxInFlight: 8, FetchWait: time.Second})
+			for i := range par {
+				bb.createBranch(b, fmt.Sprintf("bench-%d", i))
+			}
+			ctx := context.Background()
+			data := map[string]any{"instruction": "ping", "clear_messages": true}
+			var next atomic.Int32
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := b.N / par
+			for g := range par {
+				n := per
+				if g == 0 {
+					n += b.N % par
+				}
+				branch := fmt.Sprintf("bench-%d", next.Add(1)-1)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range n {
+						r, err := bb.client.Do(ctx, "communicate", branch, data)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if err := r.Err(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}
