@@ -255,3 +255,32 @@ func TestPyFloat(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAssemble measures assembly alone (alias index, binding, OUT
+// merge, assembly and the required-field check) on the parsed programs of
+// the round benchmark's responses, with the pending action's result known.
+func BenchmarkAssemble(b *testing.B) {
+	tg, err := ParseTarget([]byte(benchSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"1KB", 1 << 10}, {"10KB", 10 << 10}, {"100KB", 100 << 10}} {
+		text, executed := benchResponse(c.size)
+		prog, err := Parse(NormalizeBlock(strings.Join(Extract(text), "\n\n")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Assemble(prog, tg, executed, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
