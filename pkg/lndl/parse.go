@@ -96,7 +96,7 @@ func (p *parser) parseProgram() (*Program, error) {
 	if nLact > 0 {
 		prog.Lacts = make([]Lact, 0, nLact)
 	}
-	aliases := make(map[string]struct{}, min(nLvar+nLact, MaxDeclarations))
+	var aliases aliasSet
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
@@ -109,10 +109,9 @@ func (p *parser) parseProgram() (*Program, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, dup := aliases[head.Alias]; dup {
+			if !aliases.add(head.Alias) {
 				return nil, p.errorAt(p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
-			aliases[head.Alias] = struct{}{}
 			if kind == tokLvarOpen {
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
@@ -131,6 +130,40 @@ func (p *parser) parseProgram() (*Program, error) {
 		}
 	}
 	return prog, nil
+}
+
+// aliasSet is the set of declared aliases: a slice scanned linearly while
+// small (most responses declare a handful), a map beyond.
+type aliasSet struct {
+	few  []string
+	many map[string]struct{}
+}
+
+const aliasSetSmall = 16
+
+// add adds alias and reports whether it was new.
+func (a *aliasSet) add(alias string) bool {
+	if a.many == nil {
+		for _, x := range a.few {
+			if x == alias {
+				return false
+			}
+		}
+		if len(a.few) < aliasSetSmall {
+			a.few = append(a.few, alias)
+			return true
+		}
+		a.many = make(map[string]struct{}, 2*aliasSetSmall)
+		for _, x := range a.few {
+			a.many[x] = struct{}{}
+		}
+		a.few = nil
+	}
+	if _, dup := a.many[alias]; dup {
+		return false
+	}
+	a.many[alias] = struct{}{}
+	return true
 }
 
 // parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current

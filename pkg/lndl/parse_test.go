@@ -13,10 +13,15 @@ func TestParseErrors(t *testing.T) {
 	for i := 0; i <= MaxDeclarations; i++ {
 		manyDecls += fmt.Sprintf("<lvar a%d>x</lvar>", i)
 	}
+	var twenty strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&twenty, "<lvar a%d>x</lvar>\n", i)
+	}
 	tests := []struct {
 		name, src, reason string
 		line, col         int
 	}{
+		{"duplicate among many", twenty.String() + "<lact a3>f()</lact>", "Duplicate alias 'a3'", 21, 19},
 		{"empty head", "<lvar >x</lvar>", "Expected ID, got GT", 1, 7},
 		{"open at end", "<lvar", "Expected ID, got EOF", 1, 6},
 		{"head at end", "<lact a", "Expected GT, got EOF", 1, 8},
@@ -310,6 +315,23 @@ func TestDefaultBinding(t *testing.T) {
 	} {
 		if got := bind(name); got != want {
 			t.Errorf("bind(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestAliasSet(t *testing.T) {
+	var a aliasSet
+	for i := 0; i < 3*aliasSetSmall; i++ {
+		name := fmt.Sprintf("a%d", i)
+		if !a.add(name) {
+			t.Fatalf("add(%s) reported a duplicate", name)
+		}
+		// Every alias added so far, before and after the switch to a map,
+		// is a duplicate.
+		for j := 0; j <= i; j++ {
+			if a.add(fmt.Sprintf("a%d", j)) {
+				t.Fatalf("after %d adds, a%d not reported as a duplicate", i+1, j)
+			}
 		}
 	}
 }
