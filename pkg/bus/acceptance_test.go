@@ -247,15 +247,37 @@ func (echo) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error
 	return scripted.New().Complete(ctx, call)
 }
 
+// hangAfter runs the engine, then, for a communicate, hangs until its
+// context ends without answering: a worker that committed its operation and died before it could
+// publish the result.
+type hangAfter struct {
+	h       bus.Handler
+	entered chan string
+}
+
+func (h hangAfter) Do(ctx context.Context, req ops.Request) (*ops.Result, error) {
+	res, err := h.h.Do(ctx, req)
+	if err != nil || req.Verb != "communicate" {
+		return res, err
+	}
+	h.entered <- req.ID
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		// stop makes the first worker stop mid-request without acking.
 		stop func(cancel context.CancelFunc, nc *nats.Conn)
+		// committed: the first worker hangs after committing to history
+		// rather than in the model call.
+		committed bool
 	}{
-		{"context cancelled", func(cancel context.CancelFunc, _ *nats.Conn) { cancel() }},
-		{"connection lost", func(_ context.CancelFunc, nc *nats.Conn) { nc.Close() }},
+		{"context cancelled", func(cancel context.CancelFunc, _ *nats.Conn) { cancel() }, false},
+		{"connection lost", func(_ context.CancelFunc, nc *nats.Conn) { nc.Close() }, false},
+		{"context cancelled after commit", func(cancel context.CancelFunc, _ *nats.Conn) { cancel() }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,10 +285,16 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 			b := setupBus(t, bus.Config{AckWait: time.Second})
 			watch := b.watchAnswers(t)
 
-			// Worker 1: its "model" hangs until the request is cancelled.
-			g := gate{entered: make(chan string, 1)}
+			// Worker 1 hangs until the request is cancelled: in its "model",
+			// or after the engine committed.
+			entered := make(chan string, 1)
 			nc1, js1, res1 := b.conn(t)
-			h1 := countRuns(newEngine(t, js1, res1, map[string]ops.Provider{"hang": g}))
+			var h1 *countingHandler
+			if tt.committed {
+				h1 = countRuns(hangAfter{h: newEngine(t, js1, res1, map[string]ops.Provider{"hang": echo{}}), entered: entered})
+			} else {
+				h1 = countRuns(newEngine(t, js1, res1, map[string]ops.Provider{"hang": gate{entered: entered}}))
+			}
 			w1, err := bus.NewWorker(nc1, res1, b.codec, h1, bus.WorkerConfig{FetchWait: 200 * time.Millisecond, DrainTimeout: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -286,7 +314,7 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 				t.Fatal(err)
 			}
 			select {
-			case got := <-g.entered:
+			case got := <-entered:
 				if got != id {
 					t.Fatalf("worker 1 runs %s, want %s", got, id)
 				}
@@ -296,15 +324,18 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 
 			// Worker 2's "hang" model answers.
 			h2 := countRuns(nil)
-			nc2, js2, res2 := b.conn(t)
-			_ = nc2
+			_, js2, res2 := b.conn(t)
 			h2.h = newEngine(t, js2, res2, map[string]ops.Provider{"hang": echo{}})
 			b.startWorker(t, nil, h2, nil, bus.WorkerConfig{})
 
 			tt.stop(cancel1, nc1)
 
-			if got := communicateValue(t, b.await(t, id)); got != "survive" {
+			answer := b.await(t, id)
+			if got := communicateValue(t, answer); got != "survive" {
 				t.Fatalf("value %q", got)
+			}
+			if res, _ := answer.Result(); res.Replayed != tt.committed {
+				t.Fatalf("replayed = %v; want %v (answered from history only when committed before)", res.Replayed, tt.committed)
 			}
 			if h2.ran(id) != 1 || h1.ran(id) != 1 {
 				t.Fatalf("runs: worker 1 %d, worker 2 %d; want 1 and 1", h1.ran(id), h2.ran(id))

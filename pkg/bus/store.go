@@ -47,6 +47,12 @@ const (
 // optimistic-concurrency race to other writers.
 var ErrAppendConflict = errors.New("bus: too many concurrent appends to one branch")
 
+// ErrCorruptHistory is returned (wrapped) when a message in a branch's
+// history cannot be decoded as an event, or the events do not fold (see
+// ops.ErrEventOrder). The branch cannot be loaded until an operator
+// repairs its history.
+var ErrCorruptHistory = errors.New("bus: corrupt branch history")
+
 // StoreConfig configures a [Store]. The zero value is usable.
 type StoreConfig struct {
 	// AppendRetries bounds how often Append re-reads the branch and retries
@@ -76,6 +82,12 @@ type StoreConfig struct {
 // the whole history and written back. Snapshot writes are best-effort and
 // use the key's revision, so they never move a snapshot backwards and never
 // fail an operation.
+//
+// Sizes: one event, and one snapshot, must each fit in the server's
+// max_payload (1 MiB by default). An append of a larger event fails; a
+// snapshot that does not fit is not written (logged at debug level), and
+// the branch is then rebuilt from its whole history on every load, which is
+// correct but slow, so long-lived branches should be cleared or cloned.
 //
 // A Store is safe for concurrent use by several goroutines and processes.
 type Store struct {
@@ -201,7 +213,7 @@ func (s *Store) catchUp(ctx context.Context, branchID string, l *loaded, last ui
 			l.b = &ops.Branch{}
 		}
 		if err := l.b.Apply(ev); err != nil {
-			return fmt.Errorf("bus: replay history of branch %s: %w", branchID, err)
+			return fmt.Errorf("%w: replay history of branch %s: %w", ErrCorruptHistory, branchID, err)
 		}
 		if seen != nil {
 			seen(ev)
@@ -636,7 +648,7 @@ func encodeEvent(ev ops.Event) ([]byte, error) {
 func decodeEvent(data []byte, seq uint64) (ops.Event, error) {
 	var ev ops.Event
 	if err := newDecoder(data).Decode(&ev); err != nil {
-		return ops.Event{}, fmt.Errorf("decode history event at seq %d: %w", seq, err)
+		return ops.Event{}, fmt.Errorf("%w: decode history event at seq %d: %w", ErrCorruptHistory, seq, err)
 	}
 	ev.Seq = seq
 	normalizeEventTimes(&ev)

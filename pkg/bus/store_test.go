@@ -573,3 +573,23 @@ func setupStoreBench(b *testing.B) *storeBundle {
 	}
 	return &storeBundle{srv: srv, js: js, res: res, store: st}
 }
+
+func TestStore_undecodable_history_is_an_error(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := testCtx(t)
+	if _, err := b.store.Create(ctx, "g", createdEvent("g0", "")); err != nil {
+		t.Fatal(err)
+	}
+	// Something that is not a msgpack event lands on the history subject.
+	if _, err := b.js.Publish(ctx, b.res.Subjects.History("g"), []byte("\xc1garbage")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.res.Branches.Delete(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.store.Load(ctx, "g")
+	if !errors.Is(err, bus.ErrCorruptHistory) {
+		t.Fatalf("Load = %v, want ErrCorruptHistory", err)
+	}
+}
