@@ -75,10 +75,12 @@ var pythonKeywords = map[string]bool{
 // class, def, return, yield, async and await are accepted as argument
 // names (LNDL-D6).
 //
-// Names, operators, nested calls, f-strings, lambdas, *args, **kwargs,
-// leading white space, and values JSON cannot hold (sets, bytes, complex
-// numbers, `...`, non-finite numbers, tuple dict keys; LNDL-D12) are
-// errors. Receivers are parsed with the same small grammar, so a receiver
+// Names, operators, nested calls, f-strings, lambdas, *args, **kwargs
+// and leading white space are errors, and so are values JSON cannot hold
+// (sets, bytes, complex numbers such as `1+2j`, `...`, non-finite numbers,
+// tuple dict keys; LNDL-D12) unless a later duplicate keyword or dict key
+// replaces them, as in Python, where the check applies to the final
+// arguments. Receivers are parsed with the same small grammar, so a receiver
 // using an operator or a comprehension is rejected although Python would
 // accept it. Identifiers are not NFKC-normalized.
 //
@@ -133,21 +135,39 @@ func parseCall(body string) (Call, error) {
 	if err != nil {
 		return Call{}, err
 	}
-	args := make(map[string]any, len(n.args)+len(n.kws))
+	// Every value must be a literal, even one a later duplicate replaces;
+	// only the values that remain must be representable in JSON.
 	for i, a := range n.args {
-		key := "_pos_" + strconv.Itoa(i)
-		v, err := jsonValue(src, a, "arguments['"+key+"']")
+		if err := checkLiteral(src, a, "arguments['_pos_"+strconv.Itoa(i)+"']"); err != nil {
+			return Call{}, err
+		}
+	}
+	for _, kw := range n.kws {
+		if err := checkLiteral(src, kw.value, "arguments['"+kw.name+"']"); err != nil {
+			return Call{}, err
+		}
+	}
+	final := make(map[string]*callNode, len(n.args)+len(n.kws))
+	var order []string
+	set := func(key string, v *callNode) {
+		if _, ok := final[key]; !ok {
+			order = append(order, key)
+		}
+		final[key] = v
+	}
+	for i, a := range n.args {
+		set("_pos_"+strconv.Itoa(i), a)
+	}
+	for _, kw := range n.kws {
+		set(kw.name, kw.value)
+	}
+	args := make(map[string]any, len(final))
+	for _, key := range order {
+		v, err := jsonValue(src, final[key], "arguments['"+key+"']")
 		if err != nil {
 			return Call{}, err
 		}
 		args[key] = v
-	}
-	for _, kw := range n.kws {
-		v, err := jsonValue(src, kw.value, "arguments['"+kw.name+"']")
-		if err != nil {
-			return Call{}, err
-		}
-		args[kw.name] = v
 	}
 	return Call{Function: fn, Arguments: args}, nil
 }
@@ -304,6 +324,20 @@ func (p *callParser) expr() (*callNode, error) {
 		}
 	}
 	t := p.peek()
+	if t.kind == ctOp && (t.text == "+" || t.text == "-") && isRealNumber(n) {
+		// `1+2j`: Python's literal rules allow a real number plus or
+		// minus an imaginary one (a complex, which JSON cannot hold).
+		p.i++
+		im, err := p.primary()
+		if err != nil {
+			return nil, err
+		}
+		if im.kind != nodeConst || im.ck != constComplex {
+			return nil, newCallError(p.src, t.pos, false, "operator '%s' is not supported", t.text)
+		}
+		n = &callNode{kind: nodeConst, pos: n.pos, ck: constComplex}
+		t = p.peek()
+	}
 	switch {
 	case t.kind == ctOp && (t.text == "+" || t.text == "-" || t.text == "*" || t.text == "**"):
 		return nil, newCallError(p.src, t.pos, false, "operator '%s' is not supported", t.text)
@@ -311,6 +345,15 @@ func (p *callParser) expr() (*callNode, error) {
 		return nil, newCallError(p.src, t.pos, false, "keyword '%s' is not supported here", t.text)
 	}
 	return n, nil
+}
+
+// isRealNumber reports whether n is an int or float constant, possibly
+// signed.
+func isRealNumber(n *callNode) bool {
+	if n.kind == nodeUnary {
+		n = n.x
+	}
+	return n.kind == nodeConst && (n.ck == constInt || n.ck == constFloat)
 }
 
 // primary parses an atom followed by attribute, call and subscript
@@ -602,6 +645,67 @@ func (p *callParser) braces(pos int) (*callNode, error) {
 	return d, nil
 }
 
+// checkLiteral reports the first part of n that is not a Python literal
+// (a name other than true/false/null, a call, an attribute, a sign on
+// something other than a number, an unhashable dict key or set element).
+func checkLiteral(src string, n *callNode, path string) error {
+	switch n.kind {
+	case nodeConst:
+		return nil
+	case nodeUnary:
+		if x := n.x; x.kind != nodeConst || (x.ck != constInt && x.ck != constFloat && x.ck != constComplex) {
+			return newCallError(src, n.pos, false, "%s: a sign applies only to a number", path)
+		}
+		return nil
+	case nodeName:
+		switch n.name {
+		case "true", "false", "null":
+			return nil
+		}
+		return newCallError(src, n.pos, false, "%s: name '%s' is not a literal", path, n.name)
+	case nodeList, nodeTuple, nodeSet:
+		for i, e := range n.elts {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			if err := checkLiteral(src, e, p); err != nil {
+				return err
+			}
+			if n.kind == nodeSet && !hashable(e) {
+				return newCallError(src, e.pos, false, "%s: set element of type %s is not hashable", p, e.kind)
+			}
+		}
+		return nil
+	case nodeDict:
+		for i, k := range n.elts {
+			if err := checkLiteral(src, k, path); err != nil {
+				return err
+			}
+			if !hashable(k) {
+				return newCallError(src, k.pos, false, "%s: dict key of type %s is not hashable", path, k.kind)
+			}
+			if err := checkLiteral(src, n.vals[i], path+"[...]"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return newCallError(src, n.pos, false, "%s: a %s is not a literal", path, n.kind)
+}
+
+// hashable reports whether a literal can be a dict key or set element.
+func hashable(n *callNode) bool {
+	switch n.kind {
+	case nodeList, nodeDict, nodeSet:
+		return false
+	case nodeTuple:
+		for _, e := range n.elts {
+			if !hashable(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // notJSON is the reason for a value JSON cannot hold (LNDL-D12).
 func notJSON(src string, n *callNode, path, what string) error {
 	return newCallError(src, n.pos, false, "%s: %s is not representable in JSON", path, what)
@@ -723,7 +827,7 @@ func pairSurrogates(units []rune) (string, bool) {
 func dictValue(src string, n *callNode, path string) (any, error) {
 	type entry struct {
 		text  string
-		value any
+		value *callNode
 	}
 	var order []string
 	entries := make(map[string]*entry, len(n.elts))
@@ -732,21 +836,21 @@ func dictValue(src string, n *callNode, path string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := jsonValue(src, n.vals[i], path+"["+strconv.Quote(text)+"]")
-		if err != nil {
-			return nil, err
-		}
 		if e, ok := entries[id]; ok {
-			e.value = v
+			e.value = n.vals[i]
 			continue
 		}
-		entries[id] = &entry{text: text, value: v}
+		entries[id] = &entry{text: text, value: n.vals[i]}
 		order = append(order, id)
 	}
 	out := make(map[string]any, len(order))
 	for _, id := range order {
 		e := entries[id]
-		out[e.text] = e.value
+		v, err := jsonValue(src, e.value, path+"["+strconv.Quote(e.text)+"]")
+		if err != nil {
+			return nil, err
+		}
+		out[e.text] = v
 	}
 	return out, nil
 }

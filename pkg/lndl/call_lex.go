@@ -163,6 +163,11 @@ func (lx *callLexer) run() error {
 			}
 		case c == '\\':
 			if lx.pos+1 < len(lx.src) && lx.src[lx.pos+1] == '\n' {
+				if lx.pos+2 == len(lx.src) {
+					// Python's tokenizer rejects a continuation that
+					// ends the source.
+					return lx.errAt(lx.pos, "unexpected end of body after line continuation")
+				}
 				lx.pos += 2
 				continue
 			}

@@ -53,6 +53,11 @@ func TestParseCall_values(t *testing.T) {
 		{"positional then keywords", "fn(\n1,\n'b',\n_pos_1=5,\n)", "fn", `{"_pos_0": 1, "_pos_1": 5}`},
 		{"nested containers", `fn(x=[1, [2, {"k": (3, None)}]])`, "fn", `{"x": [1, [2, {"k": [3, null]}]]}`},
 		{"form feed before callee", "\ffn()", "fn", `{}`},
+		{"continuation before the callee", "\\\nfn()", "fn", `{}`},
+		{"replaced keyword value need not be JSON", `fn(x=1e400, x={1, 2}, x=1+2j, x=1)`, "fn", `{"x": 1}`},
+		{"replaced positional need not be JSON", `fn(b"raw", _pos_0="text")`, "fn", `{"_pos_0": "text"}`},
+		{"replaced dict value need not be JSON", `fn(m={1: ..., True: "\ud800", 1.0: 2})`, "fn", `{"m": {"1": 2}}`},
+		{"complex receiver", `(1+2j).conjugate()`, "conjugate", `{}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +145,16 @@ func TestParseCall_errors(t *testing.T) {
 		{"empty exponent", `fn(x=1e)`, false},
 		{"attribute of a float", `fn(x=1.real)`, false},
 		{"imaginary", `fn(x=1j)`, false},
+		{"complex sum", `fn(x=-1.5+2j)`, false},
+		{"complex difference", `fn(x=1-2J)`, false},
+		{"sum of reals", `fn(x=1+2)`, false},
+		{"signed imaginary part", `fn(x=1+-2j)`, false},
+		{"complex plus more", `fn(x=1+2j+3)`, false},
+		{"replaced name still not a literal", `fn(x=y, x=1)`, false},
+		{"replaced call still not a literal", `fn(m={1: f(), 1: 2})`, false},
+		{"unhashable key", `fn(m={[1]: 1, 1: 2})`, false},
+		{"unhashable set element", `fn(s={1, [2]}, s=1)`, false},
+		{"continuation at the end", "fn()\\\n", false},
 		{"negative imaginary", `fn(x=-1J)`, false},
 		{"double sign", `fn(x=--1)`, false},
 		{"signed bool", `fn(x=-True)`, false},
