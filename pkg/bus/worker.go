@@ -95,8 +95,8 @@ type WorkerConfig struct {
 	Name string
 
 	// ProgressInterval is how often a running request is reported in
-	// progress, which resets the server's ack wait. Default half the
-	// consumer's ack wait.
+	// progress, which resets the server's ack wait. It must be shorter than
+	// the ack wait. Default half the consumer's ack wait.
 	ProgressInterval time.Duration
 
 	// Source is the CloudEvents source of the answers the worker
@@ -188,6 +188,10 @@ func NewWorker(nc *nats.Conn, res *Resources, codec *Codec, h Handler, cfg Worke
 	}
 	if cfg.ProgressInterval == 0 {
 		cfg.ProgressInterval = ackWait / 2
+	}
+	if cfg.ProgressInterval >= ackWait {
+		return nil, fmt.Errorf("%w: ProgressInterval %s must be shorter than the consumer's ack wait %s",
+			ErrInvalidConfig, cfg.ProgressInterval, ackWait)
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff

@@ -326,6 +326,7 @@ func TestWorker_config_errors(t *testing.T) {
 		{"nil handler", bus.WorkerConfig{}, nil},
 		{"negative in flight", bus.WorkerConfig{MaxInFlight: -1}, echoHandler()},
 		{"negative backoff", bus.WorkerConfig{Backoff: bus.Backoff{-time.Second}}, echoHandler()},
+		{"progress slower than the ack wait", bus.WorkerConfig{ProgressInterval: bus.DefaultAckWait}, echoHandler()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
