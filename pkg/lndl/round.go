@@ -106,18 +106,21 @@ var ErrNotSuccess = errors.New("lndl: round outcome is not success")
 // Round is pure: it reads its input and modifies nothing, so rounds may
 // run concurrently.
 func Round(in RoundInput) *RoundResult {
-	res := &RoundResult{Notes: copyNotes(in.Notes), target: in.Target}
+	res := &RoundResult{target: in.Target}
 	if len(in.Text) > MaxInputBytes {
+		res.Notes = copyNotes(in.Notes)
 		return res.retry(&ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(in.Text), MaxInputBytes)})
 	}
 	blocks := Extract(in.Text)
 	if len(blocks) == 0 {
+		res.Notes = copyNotes(in.Notes)
 		res.Outcome = OutcomeContinue
 		return res
 	}
 	prog, err := Parse(NormalizeBlock(strings.Join(blocks, "\n\n")))
 	if err != nil {
+		res.Notes = copyNotes(in.Notes)
 		return res.retry(err)
 	}
 	res.Notes = mergeNotes(in.Notes, prog)
