@@ -415,3 +415,62 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+func TestWorker_lifecycle(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	newWorker := func() *bus.Worker {
+		w, err := bus.NewWorker(b.nc, b.res, b.codec, echoHandler(), bus.WorkerConfig{FetchWait: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+
+	// Stop before Start: nothing to drain, and it cannot start afterwards.
+	w := newWorker()
+	if err := w.Stop(bg(t)); err != nil {
+		t.Fatalf("Stop before Start: %v", err)
+	}
+	<-w.Stopped()
+	if err := w.Start(bg(t)); !errors.Is(err, bus.ErrWorkerStarted) {
+		t.Fatalf("Start after Stop = %v, want ErrWorkerStarted", err)
+	}
+
+	// Concurrent Stops of a busy worker all return nil once it drained.
+	w = newWorker()
+	if err := w.Start(bg(t)); err != nil {
+		t.Fatal(err)
+	}
+	mustResult(t, b.do(t, "op.echo", "", nil), nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- w.Stop(bg(t))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Stop: %v", err)
+		}
+	}
+	<-w.Stopped()
+
+	// Cancelling the Start context stops the worker too.
+	w = newWorker()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-w.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker did not stop after its context was cancelled")
+	}
+}
