@@ -114,13 +114,13 @@ func (l *lexer) pos() Pos { return Pos{Offset: l.off, Line: l.line, Column: l.co
 // and column current.
 func (l *lexer) advanceTo(end int) {
 	seg := l.src[l.off:end]
-	if last := strings.LastIndexByte(seg, '\n'); last >= 0 {
-		l.line += strings.Count(seg, "\n")
-		l.col = utf8.RuneCountInString(seg[last+1:])
-	} else {
-		l.col += utf8.RuneCountInString(seg)
-	}
 	l.off = end
+	if strings.IndexByte(seg, '\n') < 0 {
+		l.col += utf8.RuneCountInString(seg)
+		return
+	}
+	l.line += strings.Count(seg, "\n")
+	l.col = utf8.RuneCountInString(seg[strings.LastIndexByte(seg, '\n')+1:])
 }
 
 // skipASCII advances over n bytes known to hold no newline and no
@@ -130,44 +130,56 @@ func (l *lexer) skipASCII(n int) {
 	l.col += n
 }
 
-func (l *lexer) tok(kind tokKind, text string, p Pos) token {
-	return token{kind: kind, text: text, pos: p}
+// set fills t in place (tokens are large; returning them by value costs a
+// copy per token).
+func (l *lexer) set(t *token, kind tokKind, text string, p Pos) {
+	*t = token{kind: kind, text: text, pos: p}
 }
 
-// next returns the next token; at the end it returns tokEOF forever.
-func (l *lexer) next() token {
+// next reads the next token into t; at the end it yields tokEOF forever.
+func (l *lexer) next(t *token) {
 	if l.body {
-		return l.lexBody()
+		l.lexBody(t)
+		return
 	}
 	s := l.src
 	for l.off < len(s) {
 		c := s[l.off]
 		if c == ' ' || c == '\t' || c == '\r' {
-			l.skipASCII(1)
+			i := l.off + 1
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
+				i++
+			}
+			l.skipASCII(i - l.off)
 			continue
 		}
 		p := l.pos()
 		switch c {
 		case '\n':
 			l.advanceTo(l.off + 1)
-			return l.tok(tokNewline, "\n", p)
+			l.set(t, tokNewline, "\n", p)
+			return
 		case '<':
 			rest := s[l.off:]
 			switch {
 			case strings.HasPrefix(rest, lvarCloseText):
 				l.skipASCII(len(lvarCloseText))
-				return l.tok(tokLvarClose, lvarCloseText, p)
+				l.set(t, tokLvarClose, lvarCloseText, p)
+				return
 			case strings.HasPrefix(rest, lactCloseText):
 				l.skipASCII(len(lactCloseText))
-				return l.tok(tokLactClose, lactCloseText, p)
+				l.set(t, tokLactClose, lactCloseText, p)
+				return
 			case strings.HasPrefix(rest, lvarOpenText):
 				l.skipASCII(len(lvarOpenText))
 				l.head = tokLvarOpen
-				return l.tok(tokLvarOpen, lvarOpenText, p)
+				l.set(t, tokLvarOpen, lvarOpenText, p)
+				return
 			case strings.HasPrefix(rest, lactOpenText):
 				l.skipASCII(len(lactOpenText))
 				l.head = tokLactOpen
-				return l.tok(tokLactOpen, lactOpenText, p)
+				l.set(t, tokLactOpen, lactOpenText, p)
+				return
 			}
 			l.skipASCII(1)
 			continue
@@ -175,48 +187,59 @@ func (l *lexer) next() token {
 			if n := outOpenerLen(s[l.off:]); n > 0 {
 				l.skipASCII(n)
 				l.inOut = true
-				return l.tok(tokOutOpen, s[p.Offset:l.off], p)
+				l.set(t, tokOutOpen, s[p.Offset:l.off], p)
+				return
 			}
 		case '-':
 			if l.inOut {
 				if r, _ := decodeAt(s, l.off+1); isDecimalDigit(r) {
 					l.skipASCII(1)
-					return l.lexNumber(p)
+					l.lexNumber(t, p)
+					return
 				}
 			}
 			l.skipASCII(1)
 			continue
 		case '"', '\'':
 			if l.inOut {
-				return l.lexString(p)
+				l.lexString(t, p)
+				return
 			}
 			l.skipASCII(1)
 			continue
 		case '.':
 			l.skipASCII(1)
-			return l.tok(tokDot, ".", p)
+			l.set(t, tokDot, ".", p)
+			return
 		case ',':
 			l.skipASCII(1)
-			return l.tok(tokComma, ",", p)
+			l.set(t, tokComma, ",", p)
+			return
 		case ':':
 			l.skipASCII(1)
-			return l.tok(tokColon, ":", p)
+			l.set(t, tokColon, ":", p)
+			return
 		case '[':
 			l.skipASCII(1)
-			return l.tok(tokLBracket, "[", p)
+			l.set(t, tokLBracket, "[", p)
+			return
 		case ']':
 			l.skipASCII(1)
-			return l.tok(tokRBracket, "]", p)
+			l.set(t, tokRBracket, "]", p)
+			return
 		case '(':
 			l.skipASCII(1)
-			return l.tok(tokLParen, "(", p)
+			l.set(t, tokLParen, "(", p)
+			return
 		case ')':
 			l.skipASCII(1)
-			return l.tok(tokRParen, ")", p)
+			l.set(t, tokRParen, ")", p)
+			return
 		case '}':
 			l.skipASCII(1)
 			l.inOut = false
-			return l.tok(tokOutClose, "}", p)
+			l.set(t, tokOutClose, "}", p)
+			return
 		case '>':
 			l.skipASCII(1)
 			if l.head != tokEOF {
@@ -224,20 +247,24 @@ func (l *lexer) next() token {
 				l.bodyKind = l.head
 				l.head = tokEOF
 			}
-			return l.tok(tokGT, ">", p)
+			l.set(t, tokGT, ">", p)
+			return
 		}
 		r, size := decodeAt(s, l.off)
 		switch {
 		case isIdentStart(r):
-			return l.lexIdent(p)
+			l.lexIdent(t, p)
+			return
 		case isDecimalDigit(r):
-			return l.lexNumber(p)
+			l.lexNumber(t, p)
+			return
 		}
 		// Any other character starts no token and is skipped.
 		l.off += size
 		l.col++
 	}
-	return l.tok(tokEOF, "", l.pos())
+	l.set(t, tokEOF, "", l.pos())
+	return
 }
 
 // decodeAt decodes the rune at s[i:], or returns utf8.RuneError for the
@@ -268,7 +295,7 @@ func outOpenerLen(s string) int {
 	return 0
 }
 
-func (l *lexer) lexIdent(p Pos) token {
+func (l *lexer) lexIdent(t *token, p Pos) {
 	s := l.src
 	i := l.off
 	n := 0
@@ -290,7 +317,8 @@ func (l *lexer) lexIdent(p Pos) token {
 	}
 	l.off = i
 	l.col += n
-	return l.tok(tokID, s[p.Offset:i], p)
+	l.set(t, tokID, s[p.Offset:i], p)
+	return
 }
 
 // asciiIdentPart marks the ASCII characters that continue an identifier.
@@ -318,7 +346,7 @@ func digitsRun(s string, i int) (int, int) {
 
 // lexNumber reads digits and dots, then an exponent when a digit follows
 // the 'e' or its sign. p is the token start (a '-' may precede l.off).
-func (l *lexer) lexNumber(p Pos) token {
+func (l *lexer) lexNumber(t *token, p Pos) {
 	s := l.src
 	i := l.off
 	n := 0
@@ -347,13 +375,14 @@ func (l *lexer) lexNumber(p Pos) token {
 	}
 	l.off = i
 	l.col += n
-	return l.tok(tokNum, s[p.Offset:i], p)
+	l.set(t, tokNum, s[p.Offset:i], p)
+	return
 }
 
 // lexString reads a quoted string in OUT mode: up to the same quote, with
 // \n, \t and \r escapes and any other escaped character standing for
 // itself; unterminated, it runs to the end.
-func (l *lexer) lexString(p Pos) token {
+func (l *lexer) lexString(t *token, p Pos) {
 	s := l.src
 	quote := s[l.off]
 	start := l.off + 1
@@ -369,7 +398,8 @@ func (l *lexer) lexString(p Pos) token {
 			end++
 		}
 		l.advanceTo(end)
-		return l.tok(tokStr, text, p)
+		l.set(t, tokStr, text, p)
+		return
 	}
 	var b strings.Builder
 	b.WriteString(s[start:i])
@@ -407,12 +437,13 @@ func (l *lexer) lexString(p Pos) token {
 		i++
 	}
 	l.advanceTo(i)
-	return l.tok(tokStr, b.String(), p)
+	l.set(t, tokStr, b.String(), p)
+	return
 }
 
 // lexBody returns the raw text from the end of a tag head to the next
 // closing tag of its kind, or to the end (LNDL-D5).
-func (l *lexer) lexBody() token {
+func (l *lexer) lexBody(t *token) {
 	l.body = false
 	closer := lvarCloseText
 	if l.bodyKind == tokLactOpen {
@@ -422,8 +453,9 @@ func (l *lexer) lexBody() token {
 	rest := l.src[l.off:]
 	if k := strings.Index(rest, closer); k >= 0 {
 		l.advanceTo(l.off + k)
-		return token{kind: tokBody, text: rest[:k], pos: p, closed: true}
+		*t = token{kind: tokBody, text: rest[:k], pos: p, closed: true}
+		return
 	}
 	l.advanceTo(len(l.src))
-	return token{kind: tokBody, text: rest, pos: p}
+	*t = token{kind: tokBody, text: rest, pos: p}
 }

@@ -12,7 +12,8 @@ func lexAll(t *testing.T, src string) []token {
 	lx := newLexer(src)
 	var toks []token
 	for i := 0; i <= len(src)+2; i++ {
-		tk := lx.next()
+		var tk token
+		lx.next(&tk)
 		toks = append(toks, tk)
 		if tk.kind == tokEOF {
 			return toks

@@ -64,19 +64,20 @@ type parser struct {
 	tok token
 }
 
-func (p *parser) advance() { p.tok = p.lx.next() }
+func (p *parser) advance() { p.lx.next(&p.tok) }
 
-func (p *parser) errorAt(t token, format string, args ...any) *ParseError {
+func (p *parser) errorAt(t *token, format string, args ...any) *ParseError {
 	return &ParseError{Line: t.pos.Line, Column: t.pos.Column, Reason: fmt.Sprintf(format, args...)}
 }
 
-func (p *parser) expect(kind tokKind) (token, error) {
-	t := p.tok
-	if t.kind != kind {
-		return t, p.errorAt(t, "Expected %s, got %s", kind, t.kind)
+// expect consumes a token of the given kind and returns its text.
+func (p *parser) expect(kind tokKind) (string, error) {
+	if p.tok.kind != kind {
+		return "", p.errorAt(&p.tok, "Expected %s, got %s", kind, p.tok.kind)
 	}
+	text := p.tok.text
 	p.advance()
-	return t, nil
+	return text, nil
 }
 
 func (p *parser) skipNewlines() {
@@ -102,7 +103,7 @@ func (p *parser) parseProgram() (*Program, error) {
 		switch p.tok.kind {
 		case tokLvarOpen, tokLactOpen:
 			if len(prog.Lvars)+len(prog.Lacts) >= MaxDeclarations {
-				return nil, p.errorAt(p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
+				return nil, p.errorAt(&p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
 			}
 			kind := p.tok.kind
 			head, body, pos, err := p.parseDecl()
@@ -110,7 +111,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, err
 			}
 			if !aliases.add(head.Alias) {
-				return nil, p.errorAt(p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
+				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 			if kind == tokLvarOpen {
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
@@ -184,16 +185,16 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 		if err != nil {
 			return Head{}, "", Pos{}, err
 		}
-		h.Model, h.Field, h.Alias = first.text, field.text, field.text
+		h.Model, h.Field, h.Alias = first, field, field
 		if p.tok.kind == tokID {
 			h.Alias = p.tok.text
 			p.advance()
 		}
 	case tokID:
-		h.Hint, h.Alias = first.text, p.tok.text
+		h.Hint, h.Alias = first, p.tok.text
 		p.advance()
 	default:
-		h.Alias = first.text
+		h.Alias = first
 	}
 	if _, err := p.expect(tokGT); err != nil {
 		return Head{}, "", Pos{}, err
@@ -205,7 +206,7 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 		if open.kind == tokLactOpen {
 			name = "lact"
 		}
-		return Head{}, "", Pos{}, p.errorAt(body, "Unclosed %s tag - missing </%s>", name, name)
+		return Head{}, "", Pos{}, p.errorAt(&body, "Unclosed %s tag - missing </%s>", name, name)
 	}
 	p.advance() // the closing tag
 	p.advance() // the token after it
@@ -264,7 +265,7 @@ func (p *parser) parseOut() (*Out, error) {
 	var start token // the first token of the entry being parsed
 	add := func(e OutEntry) error {
 		if len(out.Entries) >= MaxOutEntries {
-			return p.errorAt(start, "OUT block has too many entries - exceeded max of %d", MaxOutEntries)
+			return p.errorAt(&start, "OUT block has too many entries - exceeded max of %d", MaxOutEntries)
 		}
 		out.Entries = append(out.Entries, e)
 		return nil
@@ -377,7 +378,7 @@ func (p *parser) parseValue() (Value, bool, error) {
 // parseList parses `[...]` at the current token; depth counts this list.
 func (p *parser) parseList(depth int) (Value, error) {
 	if depth > MaxDepth {
-		return Value{}, p.errorAt(p.tok, "OUT block nesting too deep - exceeded max depth of %d", MaxDepth)
+		return Value{}, p.errorAt(&p.tok, "OUT block nesting too deep - exceeded max depth of %d", MaxDepth)
 	}
 	p.advance()
 	p.skipNewlines()
@@ -454,7 +455,7 @@ func asciiEqualFold(s, w string) bool {
 func (p *parser) number(t token) (Value, error) {
 	lit := asciiDigits(t.text)
 	invalid := func() (Value, error) {
-		return Value{}, p.errorAt(t, "Invalid number literal %s", quoteLiteral(t.text))
+		return Value{}, p.errorAt(&t, "Invalid number literal %s", quoteLiteral(t.text))
 	}
 	if !strings.ContainsAny(lit, ".eE") {
 		neg := strings.HasPrefix(lit, "-")
