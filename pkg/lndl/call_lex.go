@@ -126,6 +126,11 @@ func (lx *callLexer) skipBlankLines() error {
 			lx.pos++
 		}
 		if lx.pos == len(lx.src) {
+			if indent {
+				// Python reads a last line of blanks without a line
+				// break as indentation.
+				return lx.errAt(start, "unexpected indent")
+			}
 			return nil
 		}
 		switch lx.src[lx.pos] {
