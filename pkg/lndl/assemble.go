@@ -431,55 +431,93 @@ func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 
 // modelFill collects the parts of one model object in insertion order.
 type modelFill struct {
-	a    *assembler
-	m    *Model
-	src  []part   // the parts being shaped
-	keys []string // the keys set, in order
-	idx  []int    // idx[i] is the index in src of the part for keys[i]
+	a     *assembler
+	m     *Model
+	src   []part       // the parts being shaped
+	keys  []string     // the keys set, in order
+	idx   []int        // idx[i] is the index in src of the part for keys[i]
+	specs []*FieldSpec // specs[i] is the field keys[i] names, nil for none
+	// slot[p] is the position in keys of the model's field p, or -1.
+	slot []int32
+	// next is a field position such that every field before it is set.
+	next int
 }
 
 // newModelFill returns the assembler's fill, emptied, for model m and the
-// parts src. Only one fill is in use at a time.
+// parts src. Only one fill is in use at a time. Filling costs O(1) per
+// part for the model's fields (and O(k) for k keys the model lacks).
 func (a *assembler) newModelFill(m *Model, src []part) *modelFill {
 	f := &a.fill
 	f.a, f.m, f.src = a, m, src
-	f.reset()
+	f.keys, f.idx, f.specs, f.next = f.keys[:0], f.idx[:0], f.specs[:0], 0
+	if cap(f.slot) < len(m.Fields) {
+		f.slot = make([]int32, len(m.Fields))
+	}
+	f.slot = f.slot[:len(m.Fields)]
+	for i := range f.slot {
+		f.slot[i] = -1
+	}
 	return f
 }
 
-func (f *modelFill) reset() { f.keys, f.idx = f.keys[:0], f.idx[:0] }
+// reset empties the fill for the next item, in time linear in the keys
+// set.
+func (f *modelFill) reset() {
+	for _, spec := range f.specs {
+		if spec != nil {
+			f.slot[f.m.fieldPos(spec)] = -1
+		}
+	}
+	f.keys, f.idx, f.specs, f.next = f.keys[:0], f.idx[:0], f.specs[:0], 0
+}
 
 func (f *modelFill) release() {
 	f.reset()
 	f.src = nil
 }
 
-func (f *modelFill) has(key string) bool {
-	for _, k := range f.keys {
-		if k == key {
-			return true
+// position returns the position in keys of key, or -1, and the field key
+// names.
+func (f *modelFill) position(key string) (int, *FieldSpec) {
+	if spec := f.m.Field(key); spec != nil {
+		return int(f.slot[f.m.fieldPos(spec)]), spec
+	}
+	for j, k := range f.keys {
+		if f.specs[j] == nil && k == key {
+			return j, nil
 		}
 	}
-	return false
+	return -1, nil
+}
+
+func (f *modelFill) has(key string) bool {
+	j, _ := f.position(key)
+	return j >= 0
 }
 
 // set sets key to the part src[i].
 func (f *modelFill) set(key string, i int) {
-	for j, k := range f.keys {
-		if k == key {
-			f.idx[j] = i
-			return
-		}
+	j, spec := f.position(key)
+	if j >= 0 {
+		f.idx[j] = i
+		return
+	}
+	if spec != nil {
+		f.slot[f.m.fieldPos(spec)] = int32(len(f.keys))
 	}
 	f.keys = append(f.keys, key)
 	f.idx = append(f.idx, i)
+	f.specs = append(f.specs, spec)
 }
 
+// nextUnset returns the first field in declaration order that is not
+// set, or "".
 func (f *modelFill) nextUnset() string {
-	for _, fs := range f.m.Fields {
-		if !f.has(fs.Name) {
-			return fs.Name
-		}
+	for f.next < len(f.slot) && f.slot[f.next] >= 0 {
+		f.next++
+	}
+	if f.next < len(f.slot) {
+		return f.m.Fields[f.next].Name
 	}
 	return ""
 }
@@ -489,7 +527,7 @@ func (f *modelFill) object() *Object {
 	obj := NewObject(len(f.keys))
 	for i, k := range f.keys {
 		var ft *Type
-		if spec := f.m.Field(k); spec != nil {
+		if spec := f.specs[i]; spec != nil {
 			ft = shapeType(spec.Type)
 		}
 		obj.Set(k, f.a.coerceField(&f.src[f.idx[i]], ft))

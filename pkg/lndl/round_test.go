@@ -98,6 +98,65 @@ func TestRoundRetryClasses(t *testing.T) {
 	}
 }
 
+// TestRoundWideModel fills a list of a model with many fields from many
+// fieldless literals: every item gets every field, in order.
+func TestRoundWideModel(t *testing.T) {
+	const fields, items = 1500, 8
+	var props strings.Builder
+	for i := range fields {
+		if i > 0 {
+			props.WriteString(", ")
+		}
+		fmt.Fprintf(&props, `"f%d": {"type": "integer"}`, i)
+	}
+	tg := mustTarget(t, `{"$defs": {"W": {"properties": {`+props.String()+`}, "title": "W", "type": "object"}},
+	  "properties": {"rows": {"items": {"$ref": "#/$defs/W"}, "type": "array"}}, "title": "T", "type": "object"}`)
+	var out strings.Builder
+	out.WriteString("```lndl\nOUT{rows: [")
+	for i := range fields * items {
+		if i > 0 {
+			out.WriteString(", ")
+		}
+		fmt.Fprintf(&out, "%d", i)
+	}
+	out.WriteString("]}\n```")
+	res := Round(RoundInput{Text: out.String(), Target: tg})
+	if res.Outcome != OutcomeSuccess {
+		t.Fatalf("%s: %v", res.Outcome, res.Err)
+	}
+	rows, _ := res.Assembled.(*Object).Get("rows")
+	if len(rows.([]any)) != items {
+		t.Fatalf("%d rows", len(rows.([]any)))
+	}
+	last := rows.([]any)[items-1].(*Object)
+	if v, _ := last.Get("f1499"); v != json.Number(fmt.Sprint(fields*items-1)) || last.Len() != fields {
+		t.Errorf("last row: f1499 = %v, %d keys", v, last.Len())
+	}
+}
+
+// TestAssembleHandBuiltModel uses a Model built without ParseTarget (no
+// index, no positions).
+func TestAssembleHandBuiltModel(t *testing.T) {
+	var specs []*FieldSpec
+	for i := range 12 {
+		specs = append(specs, &FieldSpec{Name: fmt.Sprintf("f%d", i), Type: &Type{Kind: KindString}})
+	}
+	m := &Model{Name: "M", Fields: specs}
+	tg := &Target{Model: &Model{Name: "T", Fields: []*FieldSpec{{Name: "m", Type: &Type{Kind: KindModel, Name: "M", Model: m}}}}}
+	p := &Program{
+		Lvars: []Lvar{lvar("M", "f11", "z", "", "Z"), lvar("", "", "a", "", "A")},
+		Out:   &Out{Entries: []OutEntry{keyed("m", vList(vRef("z"), vRef("a"), vRef("a")))}},
+	}
+	v, err := Assemble(p, tg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	if string(b) != `{"m":{"f11":"Z","f0":"A","f1":"A"}}` {
+		t.Errorf("got %s", b)
+	}
+}
+
 // TestRoundHostile feeds inputs that grow in size or nesting and checks
 // the outcome stays sane (timing is left to the benchmarks).
 func TestRoundHostile(t *testing.T) {

@@ -110,7 +110,7 @@ func (m *Model) Field(name string) *FieldSpec {
 	if m == nil {
 		return nil
 	}
-	if len(m.Fields) <= smallModelFields {
+	if len(m.Fields) <= smallModelFields || m.index == nil {
 		for _, f := range m.Fields {
 			if f.Name == name {
 				return f
@@ -122,7 +122,8 @@ func (m *Model) Field(name string) *FieldSpec {
 }
 
 // smallModelFields is the number of fields up to which Model.Field scans
-// the fields instead of using the index.
+// the fields instead of using the index (a Model not made by ParseTarget
+// has no index and is always scanned).
 const smallModelFields = 8
 
 // FieldSpec is one property of a model (a "spec" of the Specs line).
@@ -136,6 +137,7 @@ type FieldSpec struct {
 	// it (nil for a null default).
 	HasDefault bool
 	Default    any
+	pos        int // position in the model's Fields
 }
 
 // Bounds of [ParseTarget].
@@ -424,7 +426,7 @@ func (p *targetParser) fillModel(m *Model, s *Object, depth int) error {
 			ferr = err
 			return false
 		}
-		f := &FieldSpec{Name: name, Type: t, Required: required[name]}
+		f := &FieldSpec{Name: name, Type: t, Required: required[name], pos: len(m.Fields)}
 		if d, ok := sub.Get("default"); ok {
 			f.HasDefault = true
 			f.Default = d
@@ -506,3 +508,16 @@ func (p *targetParser) parseTypeRef(s *Object, depth int, ref, name string) (*Ty
 
 // compile-time check that *Object marshals as JSON.
 var _ json.Marshaler = (*Object)(nil)
+
+// fieldPos returns the position of spec in m.Fields, or -1.
+func (m *Model) fieldPos(spec *FieldSpec) int {
+	if spec.pos < len(m.Fields) && m.Fields[spec.pos] == spec {
+		return spec.pos
+	}
+	for i, f := range m.Fields {
+		if f == spec {
+			return i
+		}
+	}
+	return -1
+}
