@@ -35,8 +35,10 @@ const (
 	directReadBudget = 8
 
 	// replayFetchBatch is the batch size of the ordered consumer used for
-	// long replays.
+	// long replays, and replayFetchWait how long one of its fetches waits:
+	// stored messages arrive at once, so only the end of the log waits.
 	replayFetchBatch = 256
+	replayFetchWait  = time.Second
 
 	// snapshotVersion is the version of the snapshot encoding.
 	snapshotVersion = 1
@@ -223,8 +225,17 @@ func (s *Store) catchUp(ctx context.Context, branchID string, l *loaded, last ui
 	if err != nil {
 		return err
 	}
-	if l.b == nil || l.b.Seq == 0 {
-		return ops.ErrBranchNotFound
+	if l.b == nil || l.b.Seq < last {
+		// The history ended early: the branch was deleted (purged) while
+		// it was read, or the server is struggling.
+		if _, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID)); errors.Is(err, jetstream.ErrMsgNotFound) {
+			return ops.ErrBranchNotFound
+		}
+		return &ops.Error{
+			Code:      ops.CodeUnavailable,
+			Message:   fmt.Sprintf("history of branch %s could not be read up to seq %d", branchID, last),
+			Temporary: true,
+		}
 	}
 	if rebuilt {
 		s.log.Info().Str("branch", branchID).Msg("branch snapshot predates the branch's creation; rebuilt")
@@ -283,7 +294,7 @@ func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64
 		if max > 0 && max-n < want {
 			want = max - n
 		}
-		wait := 2 * time.Second
+		wait := replayFetchWait
 		if dl, ok := ctx.Deadline(); ok {
 			if left := time.Until(dl); left < wait {
 				wait = left
@@ -323,13 +334,9 @@ func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64
 			return fmt.Errorf("bus: replay history of branch %s: %w", branchID, err)
 		}
 		if got == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if to == 0 {
-				return nil // end of the log
-			}
-			// to is known to exist; an empty batch is a slow server.
+			// The end of the log (messages that exist arrive at once);
+			// the caller checks whether it reached to.
+			return ctx.Err()
 		}
 	}
 }
