@@ -133,7 +133,10 @@ func (l *lexer) skipASCII(n int) {
 // set fills t in place (tokens are large; returning them by value costs a
 // copy per token).
 func (l *lexer) set(t *token, kind tokKind, text string, p Pos) {
-	*t = token{kind: kind, text: text, pos: p}
+	t.kind = kind
+	t.text = text
+	t.pos = p
+	t.closed = false
 }
 
 // next reads the next token into t; at the end it yields tokEOF forever.

@@ -31,16 +31,37 @@ func (o *Out) Fields(bind func(name string) string) []Field {
 	// owned[i] is set when fields[i].Value.List was built here and may be
 	// appended to.
 	owned := make([]bool, 0, len(o.Entries))
-	index := make(map[string]int, len(o.Entries))
+	// Keys are found by a linear scan while few, by a map beyond.
+	var index map[string]int
+	find := func(key string) (int, bool) {
+		if index != nil {
+			i, ok := index[key]
+			return i, ok
+		}
+		for i := range fields {
+			if fields[i].Key == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
 	set := func(key string, v Value, own bool) {
-		if i, ok := index[key]; ok {
+		if i, ok := find(key); ok {
 			fields[i].Value = v
 			owned[i] = own
 			return
 		}
-		index[key] = len(fields)
 		fields = append(fields, Field{Key: key, Value: v})
 		owned = append(owned, own)
+		switch {
+		case index != nil:
+			index[key] = len(fields) - 1
+		case len(fields) > smallSet:
+			index = make(map[string]int, 2*len(fields))
+			for i := range fields {
+				index[fields[i].Key] = i
+			}
+		}
 	}
 	appendTo := func(i int, item Value) {
 		if !owned[i] {
@@ -62,7 +83,7 @@ func (o *Out) Fields(bind func(name string) string) []Field {
 				spec = firstSegment(e.Name)
 			}
 			ref := Value{Kind: ValueRef, Text: e.Name}
-			i, ok := index[spec]
+			i, ok := find(spec)
 			switch {
 			case !ok:
 				set(spec, Value{Kind: ValueList, List: []Value{ref}}, true)
@@ -78,7 +99,7 @@ func (o *Out) Fields(bind func(name string) string) []Field {
 			if spec == "" {
 				continue
 			}
-			if i, ok := index[spec]; ok && fields[i].Value.Kind == ValueList {
+			if i, ok := find(spec); ok && fields[i].Value.Kind == ValueList {
 				appendTo(i, e.Value)
 				continue
 			}
@@ -126,6 +147,28 @@ func (h Head) Spec() string {
 // any other name to its first dot-separated segment (`note.x` → note, `a`
 // → a).
 func (p *Program) DefaultBinding() func(name string) string {
+	if len(p.Lvars)+len(p.Lacts) <= smallSet {
+		// A linear scan beats building a map for a handful of aliases.
+		return func(name string) string {
+			for i := range p.Lacts {
+				if p.Lacts[i].Alias == name {
+					if s := p.Lacts[i].Spec(); s != "" {
+						return s
+					}
+					return firstSegment(name)
+				}
+			}
+			for i := range p.Lvars {
+				if p.Lvars[i].Alias == name {
+					if s := p.Lvars[i].Spec(); s != "" {
+						return s
+					}
+					return firstSegment(name)
+				}
+			}
+			return firstSegment(name)
+		}
+	}
 	specs := make(map[string]string, len(p.Lvars)+len(p.Lacts))
 	for _, lv := range p.Lvars {
 		if s := lv.Spec(); s != "" {
@@ -144,6 +187,9 @@ func (p *Program) DefaultBinding() func(name string) string {
 		return firstSegment(name)
 	}
 }
+
+// smallSet is the size up to which a linear scan is used instead of a map.
+const smallSet = 16
 
 // firstSegment returns name up to its first dot.
 func firstSegment(name string) string {

@@ -87,16 +87,7 @@ func (p *parser) skipNewlines() {
 }
 
 func (p *parser) parseProgram() (*Program, error) {
-	// Presize for the declarations the text seems to hold.
-	nLvar := min(strings.Count(p.lx.src, lvarCloseText), MaxDeclarations)
-	nLact := min(strings.Count(p.lx.src, lactCloseText), MaxDeclarations)
 	prog := &Program{}
-	if nLvar > 0 {
-		prog.Lvars = make([]Lvar, 0, nLvar)
-	}
-	if nLact > 0 {
-		prog.Lacts = make([]Lact, 0, nLact)
-	}
 	var aliases aliasSet
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
@@ -114,8 +105,14 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 			if kind == tokLvarOpen {
+				if prog.Lvars == nil {
+					prog.Lvars = make([]Lvar, 0, 8)
+				}
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
+				if prog.Lacts == nil {
+					prog.Lacts = make([]Lact, 0, 8)
+				}
 				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
 			}
 		case tokOutOpen:
@@ -136,7 +133,8 @@ func (p *parser) parseProgram() (*Program, error) {
 // aliasSet is the set of declared aliases: a slice scanned linearly while
 // small (most responses declare a handful), a map beyond.
 type aliasSet struct {
-	few  []string
+	few  [aliasSetSmall]string
+	n    int
 	many map[string]struct{}
 }
 
@@ -145,20 +143,20 @@ const aliasSetSmall = 16
 // add adds alias and reports whether it was new.
 func (a *aliasSet) add(alias string) bool {
 	if a.many == nil {
-		for _, x := range a.few {
+		for _, x := range a.few[:a.n] {
 			if x == alias {
 				return false
 			}
 		}
-		if len(a.few) < aliasSetSmall {
-			a.few = append(a.few, alias)
+		if a.n < aliasSetSmall {
+			a.few[a.n] = alias
+			a.n++
 			return true
 		}
 		a.many = make(map[string]struct{}, 2*aliasSetSmall)
 		for _, x := range a.few {
 			a.many[x] = struct{}{}
 		}
-		a.few = nil
 	}
 	if _, dup := a.many[alias]; dup {
 		return false

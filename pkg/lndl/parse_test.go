@@ -396,3 +396,121 @@ func TestHostileInputs(t *testing.T) {
 		})
 	}
 }
+
+// naiveFields is a plain restatement of the merge rules of LNDL.md
+// section 4, used to check Out.Fields on inputs large enough for its map
+// paths.
+func naiveFields(o *Out, bind func(string) string) []Field {
+	var fields []Field
+	find := func(k string) int {
+		for i := range fields {
+			if fields[i].Key == k {
+				return i
+			}
+		}
+		return -1
+	}
+	clone := func(v Value) Value {
+		if v.Kind == ValueList {
+			v.List = append([]Value(nil), v.List...)
+		}
+		return v
+	}
+	for _, e := range o.Entries {
+		switch e.Kind {
+		case EntryKeyed:
+			if i := find(e.Key); i >= 0 {
+				fields[i].Value = clone(e.Value)
+			} else {
+				fields = append(fields, Field{Key: e.Key, Value: clone(e.Value)})
+			}
+		case EntryShortcut:
+			spec := bind(e.Name)
+			if spec == "" {
+				spec = firstSegment(e.Name)
+			}
+			i := find(spec)
+			if i < 0 {
+				fields = append(fields, Field{Key: spec, Value: list(ref(e.Name))})
+			} else if fields[i].Value.Kind == ValueList {
+				fields[i].Value.List = append(fields[i].Value.List, ref(e.Name))
+			}
+		case EntryGroup:
+			name, ok := groupHead(e.Value)
+			if !ok {
+				continue
+			}
+			spec := bind(name)
+			if spec == "" {
+				continue
+			}
+			if i := find(spec); i >= 0 && fields[i].Value.Kind == ValueList {
+				fields[i].Value.List = append(fields[i].Value.List, e.Value)
+			} else if i >= 0 {
+				fields[i].Value = list(e.Value)
+			} else {
+				fields = append(fields, Field{Key: spec, Value: list(e.Value)})
+			}
+		}
+	}
+	return fields
+}
+
+func TestOutFieldsMatchesNaiveMerge(t *testing.T) {
+	for _, n := range []int{3, 16, 17, 40} {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			switch i % 3 {
+			case 0:
+				fmt.Fprintf(&b, "<lvar M%d.f%d a%d>x</lvar>\n", i%4, i%7, i)
+			case 1:
+				fmt.Fprintf(&b, "<lact h%d a%d>f()</lact>\n", i%5, i)
+			default:
+				fmt.Fprintf(&b, "<lvar a%d>y</lvar>\n", i)
+			}
+		}
+		b.WriteString("OUT{")
+		for i := 0; i < 3*n; i++ {
+			switch i % 6 {
+			case 0:
+				fmt.Fprintf(&b, "a%d, ", i%n)
+			case 1:
+				fmt.Fprintf(&b, "k%d: [a%d], ", i%(n/2+1), i%n)
+			case 2:
+				fmt.Fprintf(&b, "[a%d, a%d], ", i%n, (i+1)%n)
+			case 3:
+				fmt.Fprintf(&b, "f%d: 'lit', ", i%7)
+			case 4:
+				fmt.Fprintf(&b, "note.x%d, ", i%5)
+			default:
+				fmt.Fprintf(&b, "[[a%d]], ", i%n)
+			}
+		}
+		b.WriteString("}")
+		prog, err := Parse(b.String())
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		bind := prog.DefaultBinding()
+		got := prog.Out.Fields(bind)
+		want := naiveFields(prog.Out, bind)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("n=%d: Fields differs from the naive merge\n got %+v\nwant %+v", n, got, want)
+		}
+		// DefaultBinding agrees with the head specs on every alias.
+		for _, lv := range prog.Lvars {
+			want := lv.Spec()
+			if want == "" {
+				want = lv.Alias
+			}
+			if g := bind(lv.Alias); g != want {
+				t.Errorf("n=%d: bind(%s) = %q, want %q", n, lv.Alias, g, want)
+			}
+		}
+		for _, la := range prog.Lacts {
+			if g := bind(la.Alias); g != la.Spec() {
+				t.Errorf("n=%d: bind(%s) = %q, want %q", n, la.Alias, g, la.Spec())
+			}
+		}
+	}
+}
