@@ -474,3 +474,43 @@ func TestWorker_lifecycle(t *testing.T) {
 		t.Fatal("worker did not stop after its context was cancelled")
 	}
 }
+
+func TestWorker_cancel_of_a_queued_request(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	release := make(chan struct{})
+	started := make(chan string, 2)
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		started <- req.ID
+		if req.Verb == "op.block" {
+			<-release
+		}
+		return &ops.Result{Value: json.RawMessage(`"ran"`)}, nil
+	})
+	// One slot: the second request waits in the stream while the first runs.
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{MaxInFlight: 1})
+	first, err := b.client.Submit(bg(t), "op.block", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-started; got != first {
+		t.Fatalf("started %s", got)
+	}
+	queued, err := b.client.Submit(bg(t), "op.quick", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.Cancel(bg(t), queued); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	mustResult(t, b.await(t, first), nil)
+	if code := remoteCode(t, b.await(t, queued)); code != string(ops.CodeCanceled) {
+		t.Fatalf("code %s, want canceled", code)
+	}
+	select {
+	case id := <-started:
+		t.Fatalf("the cancelled request %s ran", id)
+	default:
+	}
+}
