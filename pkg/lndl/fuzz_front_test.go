@@ -3,6 +3,7 @@ package lndl
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,7 @@ func FuzzNormalize(f *testing.F) {
 
 func FuzzParse(f *testing.F) {
 	f.Add("<lvar Report.title t>x</lvar>\n<lact s>f(a=1)</lact>\nOUT{report: [t, s], n: 1.5, k: \"v\", [t]}")
+	f.Add("OUT{a: [0.92, -0.0001, 3.50, 007, 1e16, 123456789012345.6, 0.00001]}")
 	f.Fuzz(func(t *testing.T, text string) {
 		prog, err := Parse(text)
 		if err != nil {
@@ -111,8 +113,35 @@ func FuzzParse(f *testing.F) {
 				keys[fl.Key] = true
 			}
 			checkValueDepth(t, fields)
+			for _, e := range prog.Out.Entries {
+				checkNumbers(t, e.Value)
+			}
 		}
 	})
+}
+
+// checkNumbers checks that number texts are canonical: a float's text is
+// the repr of its value, an integer's has no leading zero.
+func checkNumbers(t *testing.T, v Value) {
+	switch v.Kind {
+	case ValueFloat:
+		f, err := strconv.ParseFloat(v.Text, 64)
+		if err != nil {
+			t.Fatalf("float text %q: %v", v.Text, err)
+		}
+		if repr := pyFloatRepr(f); repr != v.Text {
+			t.Fatalf("float text %q is not canonical (%q)", v.Text, repr)
+		}
+	case ValueInt:
+		d := strings.TrimPrefix(v.Text, "-")
+		if d == "" || (d[0] == '0' && d != "0") || v.Text == "-0" || strings.TrimLeft(d, "0123456789") != "" {
+			t.Fatalf("integer text %q is not canonical", v.Text)
+		}
+	case ValueList:
+		for _, it := range v.List {
+			checkNumbers(t, it)
+		}
+	}
 }
 
 func checkValueDepth(t *testing.T, fields []Field) {

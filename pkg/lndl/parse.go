@@ -470,11 +470,35 @@ func (p *parser) number(t token) (Value, error) {
 		}
 		return Value{Kind: ValueInt, Text: digits}, nil
 	}
+	if plainFloatIsRepr(lit) {
+		return Value{Kind: ValueFloat, Text: lit}, nil
+	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return invalid()
 	}
 	return Value{Kind: ValueFloat, Text: pyFloatRepr(f)}, nil
+}
+
+// plainFloatIsRepr reports whether lit, a literal like "0.92" or "-12.5",
+// is already its own Python repr: digits '.' digits, no exponent, no
+// redundant zero, at most 15 significant digits (so no shorter decimal
+// maps to the same float) and a magnitude that repr writes in fixed
+// notation (1e-4 <= |x| < 1e16).
+func plainFloatIsRepr(lit string) bool {
+	s := strings.TrimPrefix(lit, "-")
+	intPart, frac, ok := strings.Cut(s, ".")
+	if !ok || intPart == "" || frac == "" || frac[len(frac)-1] == '0' {
+		return false
+	}
+	if strings.TrimLeft(intPart, "0123456789") != "" || strings.TrimLeft(frac, "0123456789") != "" {
+		return false
+	}
+	if intPart != "0" {
+		return intPart[0] != '0' && len(intPart)+len(frac) <= 15
+	}
+	sig := strings.TrimLeft(frac, "0")
+	return len(frac)-len(sig) <= 3 && len(sig) <= 15
 }
 
 // quoteLiteral quotes a literal for an error message, shortening a very

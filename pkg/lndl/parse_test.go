@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,6 +99,28 @@ func TestParseBoundsAccepted(t *testing.T) {
 	}
 }
 
+func TestPlainFloatIsRepr(t *testing.T) {
+	// Whenever the fast path accepts a literal, the full conversion must
+	// give the same text.
+	for _, lit := range []string{"0.92", "1.5", "-2.25", "0.0001", "0.00001", "100.0", "1.10",
+		"123456789012345.6", "1234567890123456.7", "0.123456789012345", "0.1234567890123456",
+		"00.5", "0.000123456789012345", "7.0000000000001"} {
+		if !plainFloatIsRepr(lit) {
+			continue
+		}
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repr := pyFloatRepr(f); repr != lit {
+			t.Errorf("fast path keeps %q, repr is %q", lit, repr)
+		}
+	}
+	if !plainFloatIsRepr("0.92") || plainFloatIsRepr("0.920") || plainFloatIsRepr("1e5") {
+		t.Error("fast path classification wrong")
+	}
+}
+
 func TestParseNumbers(t *testing.T) {
 	tests := []struct {
 		lit  string
@@ -122,6 +145,15 @@ func TestParseNumbers(t *testing.T) {
 		{"1e-400", ValueFloat, "0.0"},
 		{"1.0e+0", ValueFloat, "1.0"},
 		{"123456789.125", ValueFloat, "123456789.125"},
+		{"0.92", ValueFloat, "0.92"},
+		{"-0.0001", ValueFloat, "-0.0001"},
+		{"0.00001", ValueFloat, "1e-05"},
+		{"3.50", ValueFloat, "3.5"},
+		{"03.5", ValueFloat, "3.5"},
+		{"123456789012345.6", ValueFloat, "123456789012345.6"},
+		{"1234567890123456.7", ValueFloat, "1234567890123456.8"},
+		{"0.1000000000000000055", ValueFloat, "0.1"},
+		{"9999999999999999.5", ValueFloat, "1e+16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.lit, func(t *testing.T) {
