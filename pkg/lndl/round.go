@@ -64,9 +64,10 @@ type RoundResult struct {
 	Assembled any
 	// Err is the LNDL error of a retry; nil otherwise.
 	Err error
-	// Notes is the scratchpad after this round: the input notes
-	// overwritten by this response's note lvars, or the input notes when
-	// the response has no lndl block or does not parse. Never nil.
+	// Notes is the scratchpad after this round: a copy of the input
+	// notes overwritten by this response's note lvars, or of the input
+	// notes alone when the response has no lndl block or does not parse.
+	// Never nil. The adapter passes it to the next round.
 	Notes map[string]any
 
 	prog   *Program
@@ -161,7 +162,9 @@ func (r *RoundResult) retry(err error) *RoundResult {
 // (LNDL-D7, LNDL-D8): every result is placed and coerced like a result
 // known before the round, and fills every place its alias appears. A
 // placeholder remains only for an action without a result. The value is
-// the one to validate. Resolve does not modify r.
+// the one to validate (see [Target.Validate]). Resolve reads r.Notes as
+// the scratchpad and modifies nothing; it may be called more than once,
+// also concurrently.
 func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 	if r == nil || r.Outcome != OutcomeSuccess || r.prog == nil {
 		return nil, ErrNotSuccess
