@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -55,6 +56,38 @@ func TestRoundResolveKeepsInputs(t *testing.T) {
 		t.Error("summary missing")
 	} else if _, ok := ph.(*Placeholder); !ok {
 		t.Errorf("summary = %T, want *Placeholder", ph)
+	}
+}
+
+func TestRoundResolveConcurrent(t *testing.T) {
+	tg := mustTarget(t, benchSchema)
+	text, executed := benchResponse(4 << 10)
+	res := Round(RoundInput{Text: text, Target: tg})
+	want, err := res.Resolve(executed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(want)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := res.Resolve(executed)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			if got, _ := json.Marshal(v); string(got) != string(wantJSON) {
+				errs <- "different value"
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 
