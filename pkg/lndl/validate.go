@@ -86,18 +86,21 @@ func formatLoc(loc []any) string {
 // keys that are not fields dropped (a model whose schema sets
 // "additionalProperties": false rejects them instead).
 //
-// Coercion is lax as the conformance vectors' README describes: numeric
-// strings become numbers for integer and number fields (`"42"`, `" 42 "`,
-// `"4.0"` and `"1_000"` for an integer; not `"1e3"`), the strings
-// true/false/yes/no/on/off/t/f/y/n/1/0 in any case (without surrounding
-// white space) and the numbers 0 and 1 become booleans, an integral float
-// is accepted for an integer and an integer or boolean for a number; a
-// number is never accepted for a string, and JSON text is never parsed
-// into an object or array. Nullable fields accept null; for unions of
-// several types a variant that matches without coercion wins, else the
-// first that matches with it. An action placeholder matches only an Any
-// field. Integers stay exact (up to [MaxCallIntDigits] digits); numbers
-// must be finite.
+// Coercion is lax as the conformance vectors' README describes, following
+// pydantic 2: numeric strings become numbers for integer and number fields
+// (`"42"`, `" 42 "`, `"007"`, `"1_000"` and `"4.0"` for an integer; not
+// `"1e3"` or `"4."`), the strings true/false/yes/no/on/off/t/f/y/n/1/0 in
+// any case (without surrounding white space) and the numbers 0 and 1
+// become booleans, an integral float within 64 bits is accepted for an
+// integer and an integer or boolean for a number; a number is never
+// accepted for a string, and JSON text is never parsed into an object or
+// array. Nullable fields accept null; for unions of several types a
+// variant that matches without coercion wins, else the first that matches
+// with it (failures are located under the variant's name, `["u", "int"]`).
+// An action placeholder matches only an Any field. Integers stay exact (up
+// to [MaxCallIntDigits] digits). Unlike pydantic, non-finite numbers
+// (`"inf"`, `"nan"`, `"1e400"`) are rejected (finite_number): JSON cannot
+// hold them.
 //
 // After coercion the value is checked against the target's JSON Schema
 // with github.com/santhosh-tekuri/jsonschema/v6 for the constraints
@@ -233,8 +236,9 @@ func plainJSON(v any, depth int) (any, error) {
 }
 
 // schemaIssues adds the leaf failures of a schema validation error,
-// skipping those at or under a location already reported by coercion or
-// filled from a default (pydantic does not validate defaults).
+// skipping those at, above or under a location already reported by
+// coercion, and those under a value filled from a default (pydantic does
+// not validate defaults).
 func (lv *laxValidator) schemaIssues(ve *jsonschema.ValidationError, plain any) {
 	printer := message.NewPrinter(language.English)
 	var walk func(e *jsonschema.ValidationError)
@@ -282,7 +286,7 @@ func (lv *laxValidator) schemaIssues(ve *jsonschema.ValidationError, plain any) 
 
 func (lv *laxValidator) addSchemaIssue(loc []any, typ, msg string) {
 	for _, is := range lv.issues {
-		if locHasPrefix(loc, is.Loc) {
+		if locHasPrefix(loc, is.Loc) || locHasPrefix(is.Loc, loc) {
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package lndl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -218,7 +219,10 @@ func (lv *laxValidator) unionValue(t *Type, v any, loc []any, strict bool) (any,
 	for _, s := range passes {
 		for _, variant := range t.Variants {
 			trial := &laxValidator{}
-			if c, ok := trial.value(variant, v, loc, s); ok {
+			// As in pydantic, a variant's failures are located under
+			// its type's name.
+			vloc := childLoc(loc, variantTag(variant))
+			if c, ok := trial.value(variant, v, vloc, s); ok {
 				lv.defaults = append(lv.defaults, trial.defaults...)
 				return c, true
 			}
@@ -253,12 +257,43 @@ func (lv *laxValidator) enumValue(t *Type, v any, loc []any, strict bool) (any, 
 			return copyJSON(m), true
 		}
 	}
+	// pydantic writes an Enum class as a $ref'd definition and a Literal
+	// inline.
 	typ := "enum"
-	if t.Schema != nil && t.Schema.Has("const") {
+	if t.Name == "" {
 		typ = "literal_error"
 	}
 	lv.add(loc, typ, "input should be one of the allowed values")
 	return v, false
+}
+
+// variantTag names a union variant the way pydantic's error locations
+// do: int, str, float, bool, a model's name, list[...], dict[str,...].
+func variantTag(t *Type) string {
+	switch t.Kind {
+	case KindString:
+		return "str"
+	case KindInt:
+		return "int"
+	case KindFloat:
+		return "float"
+	case KindBool:
+		return "bool"
+	case KindNull:
+		return "none"
+	case KindModel, KindEnum:
+		if t.Name != "" {
+			return t.Name
+		}
+		if t.Kind == KindEnum {
+			return "literal"
+		}
+	case KindList:
+		return "list[" + variantTag(t.Elem) + "]"
+	case KindDict:
+		return "dict[str," + variantTag(t.Elem) + "]"
+	}
+	return t.Kind.String()
 }
 
 // sameJSON reports whether two normalized JSON values are equal, numbers
@@ -372,6 +407,11 @@ func (lv *laxValidator) intValue(v any, loc []any, strict bool) (any, bool) {
 			lv.add(loc, "int_from_float", "input should be a valid integer, got a number with a fractional part")
 			return v, false
 		}
+		// Like pydantic, a float becomes an integer only within 64 bits.
+		if f <= -(1<<63) || f >= 1<<63 {
+			lv.add(loc, "int_parsing_size", "unable to parse input as an integer, value exceeds 64 bits")
+			return v, false
+		}
 		i, _ := new(big.Float).SetFloat64(f).Int(nil)
 		return json.Number(i.String()), true
 	case bool:
@@ -386,20 +426,31 @@ func (lv *laxValidator) intValue(v any, loc []any, strict bool) (any, bool) {
 		if strict {
 			break
 		}
-		if n, ok := intFromString(x); ok {
-			return json.Number(n), true
+		n, err := intFromString(x)
+		switch {
+		case err == errIntTooLong:
+			lv.add(loc, "int_parsing_size", "unable to parse input string as an integer, exceeds %d digits", MaxCallIntDigits)
+			return v, false
+		case err != nil:
+			lv.add(loc, "int_parsing", "input should be a valid integer, unable to parse string as an integer")
+			return v, false
 		}
-		lv.add(loc, "int_parsing", "input should be a valid integer, unable to parse string as an integer")
-		return v, false
+		return json.Number(n), true
 	}
 	lv.add(loc, "int_type", "input should be a valid integer")
 	return v, false
 }
 
+var (
+	errIntSyntax  = errors.New("not an integer")
+	errIntTooLong = errors.New("integer too long")
+)
+
 // intFromString parses an integer the way pydantic's lax mode does:
-// surrounding white space, a sign, underscores between digits and a
-// fractional part of zeros ("4.0") are allowed; exponents are not.
-func intFromString(s string) (string, bool) {
+// surrounding white space, a sign, leading zeros, underscores between
+// digits and a fractional part of zeros ("4.0", not "4.") are allowed;
+// exponents are not.
+func intFromString(s string) (string, error) {
 	s = strings.TrimFunc(s, unicode.IsSpace)
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
@@ -409,27 +460,22 @@ func intFromString(s string) (string, bool) {
 	intPart, frac, hasDot := strings.Cut(s, ".")
 	digits, ok := stripDigitUnderscores(intPart)
 	if !ok {
-		return "", false
+		return "", errIntSyntax
 	}
-	if hasDot {
-		if frac != "" {
-			f, ok := stripDigitUnderscores(frac)
-			if !ok || strings.Trim(f, "0") != "" {
-				return "", false
-			}
-		}
+	if hasDot && (frac == "" || strings.Trim(frac, "0") != "") {
+		return "", errIntSyntax
+	}
+	if len(digits) > MaxCallIntDigits {
+		return "", errIntTooLong
 	}
 	digits = strings.TrimLeft(digits, "0")
 	if digits == "" {
-		return "0", true
-	}
-	if len(digits) > MaxCallIntDigits {
-		return "", false
+		return "0", nil
 	}
 	if neg {
 		digits = "-" + digits
 	}
-	return digits, true
+	return digits, nil
 }
 
 // stripDigitUnderscores removes underscores that sit between ASCII
@@ -462,6 +508,10 @@ func (lv *laxValidator) floatValue(v any, loc []any, strict bool) (any, bool) {
 			lv.add(loc, "float_parsing", "input should be a valid number")
 			return v, false
 		}
+		if math.IsInf(f, 0) && isIntegerText(string(x)) {
+			lv.add(loc, "float_type", "input should be a valid number, the integer is too large for a float")
+			return v, false
+		}
 	case bool:
 		if strict {
 			lv.add(loc, "float_type", "input should be a valid number")
@@ -480,6 +530,10 @@ func (lv *laxValidator) floatValue(v any, loc []any, strict bool) (any, bool) {
 			lv.add(loc, "float_parsing", "input should be a valid number, unable to parse string as a number")
 			return v, false
 		}
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			lv.add(loc, "finite_number", "input should be a finite number (JSON cannot hold %s)", strings.TrimSpace(x))
+			return v, false
+		}
 	default:
 		lv.add(loc, "float_type", "input should be a valid number")
 		return v, false
@@ -496,6 +550,15 @@ func (lv *laxValidator) floatValue(v any, loc []any, strict bool) (any, bool) {
 // between digits.
 func floatFromString(s string) (float64, bool) {
 	s = strings.TrimFunc(s, unicode.IsSpace)
+	switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+	case "inf", "infinity":
+		if strings.HasPrefix(s, "-") {
+			return math.Inf(-1), true
+		}
+		return math.Inf(1), true
+	case "nan":
+		return math.NaN(), true
+	}
 	body := s
 	if body != "" && (body[0] == '+' || body[0] == '-') {
 		body = body[1:]
@@ -574,8 +637,13 @@ func (lv *laxValidator) boolValue(v any, loc []any, strict bool) (any, bool) {
 		if err == nil && (f == 0 || f == 1) {
 			return f == 1, true
 		}
-		lv.add(loc, "bool_parsing", "input should be a valid boolean, unable to interpret input")
-		return v, false
+		// pydantic: another 64-bit integer (an integral float too) is
+		// unparsable; another float or a wider integer is the wrong type.
+		_, intErr := strconv.ParseInt(string(x), 10, 64)
+		if intErr == nil || err == nil && f == math.Trunc(f) && f > -(1<<63) && f < 1<<63 {
+			lv.add(loc, "bool_parsing", "input should be a valid boolean, unable to interpret input")
+			return v, false
+		}
 	}
 	lv.add(loc, "bool_type", "input should be a valid boolean")
 	return v, false

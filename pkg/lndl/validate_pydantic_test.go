@@ -1,0 +1,110 @@
+package lndl
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+)
+
+// TestValidate_pydantic replays testdata/validate_pydantic.jsonl (see
+// testdata/validate_pydantic_gen.py): 1500 inputs for one target model,
+// with what pydantic's lax validation returned. The outcome, the value
+// and the list of failures (loc and type, in any order) must be the same.
+func TestValidate_pydantic(t *testing.T) {
+	f, err := os.Open("testdata/validate_pydantic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	if !sc.Scan() {
+		t.Fatal("empty file")
+	}
+	var head struct {
+		Schema json.RawMessage `json:"schema"`
+	}
+	if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := ParseTarget(head.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, failures := 0, 0
+	for sc.Scan() {
+		cases++
+		var c struct {
+			Input  json.RawMessage `json:"input"`
+			OK     bool            `json:"ok"`
+			Value  json.RawMessage `json:"value"`
+			Errors json.RawMessage `json:"errors"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		in, err := DecodeJSON(c.Input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, verr := tg.Validate(in)
+		var msg string
+		switch {
+		case c.OK && verr != nil:
+			msg = "pydantic accepts it; Validate: " + verr.Error()
+		case !c.OK && verr == nil:
+			msg = fmt.Sprintf("pydantic rejects it (%s); Validate gives %s", c.Errors, compactJSON(got))
+		case c.OK:
+			msg = jsonDiff(got, decodeJSON(t, c.Value))
+		default:
+			var ve *ValidationError
+			if !errors.As(verr, &ve) {
+				msg = "not a *ValidationError: " + verr.Error()
+				break
+			}
+			var gotIssues, wantIssues []string
+			for _, is := range ve.Issues {
+				gotIssues = append(gotIssues, compactJSON(map[string]any{"loc": is.Loc, "type": is.Type}))
+			}
+			var want []struct {
+				Loc  []any  `json:"loc"`
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(c.Errors, &want); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range want {
+				for i, p := range w.Loc {
+					if f, ok := p.(float64); ok {
+						w.Loc[i] = int(f)
+					}
+				}
+				wantIssues = append(wantIssues, compactJSON(map[string]any{"loc": w.Loc, "type": w.Type}))
+			}
+			slices.Sort(gotIssues)
+			slices.Sort(wantIssues)
+			if !slices.Equal(gotIssues, wantIssues) {
+				msg = fmt.Sprintf("issues %v, pydantic %v", gotIssues, wantIssues)
+			}
+		}
+		if msg != "" {
+			failures++
+			if failures <= 20 {
+				t.Errorf("%s: %s", c.Input, msg)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cases != 1500 {
+		t.Errorf("%d cases, want 1500", cases)
+	}
+	if failures > 0 {
+		t.Errorf("%d of %d cases differ from pydantic", failures, cases)
+	}
+}
