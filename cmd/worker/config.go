@@ -43,6 +43,8 @@ type config struct {
 	TLSKey      string
 	TLSCA       string
 	ConnTimeout time.Duration
+	// StartupTimeout bounds waiting for JetStream to be ready.
+	StartupTimeout time.Duration
 
 	// Worker.
 	Prefix       string
@@ -129,6 +131,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS client private key file")
 	fs.StringVar(&c.TLSCA, "tls-ca", "", "TLS certificate authority file to verify the server")
 	fs.DurationVar(&c.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for the NATS connection")
+	fs.DurationVar(&c.StartupTimeout, "startup-timeout", 2*time.Minute, "how long to wait for JetStream to be ready (a new cluster electing its leader) before giving up")
 
 	fs.StringVar(&c.Prefix, "prefix", "lion", "subject prefix of every subject, stream and bucket")
 	fs.StringVar(&c.Name, "name", "", "worker name, shown in logs and NATS connection names (default: host name and pid)")
@@ -154,6 +157,9 @@ func (c config) validate() error {
 	}
 	if c.ConnTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", c.ConnTimeout))
+	}
+	if c.StartupTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--startup-timeout must be positive, got %s", c.StartupTimeout))
 	}
 	if c.MaxPayload < 0 || c.MaxPayload > maxRequestPayload {
 		errs = append(errs, fmt.Errorf("--max-payload must be between 0 (default) and %d, got %d", maxRequestPayload, c.MaxPayload))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 )
@@ -282,5 +284,30 @@ func TestNewLogger(t *testing.T) {
 		if isJSON != tc.wantJSON || !strings.Contains(buf.String(), "hello") {
 			t.Errorf("%s: output %q, want JSON=%v", tc.format, buf.String(), tc.wantJSON)
 		}
+	}
+}
+
+func TestRun_gives_up_when_JetStream_never_becomes_ready(t *testing.T) {
+	// A server without JetStream stands for a cluster that has not elected
+	// its leader yet: the worker retries provisioning, then gives up.
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--nats", ns.ClientURL(), "--startup-timeout", "1500ms", "--log-format", "json", "--log-level", "warn"}, &stdout, &stderr)
+	if code != exitFailure {
+		t.Fatalf("exit code = %d, want %d\nstderr:\n%s", code, exitFailure, stderr.String())
+	}
+	if got := strings.Count(stderr.String(), "JetStream not ready; retrying"); got < 2 {
+		t.Errorf("%d retries logged, want at least 2:\n%s", got, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "JetStream not ready after 1.5s (--startup-timeout)") {
+		t.Errorf("stderr lacks the startup timeout:\n%s", stderr.String())
 	}
 }

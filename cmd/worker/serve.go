@@ -25,6 +25,9 @@ const (
 	embeddedMaxMaxPayload = 64 << 20 // 64 MiB, the largest NATS allows
 	maxRequestPayload     = 32 << 20 // bound of --max-payload
 	shutdownGrace         = 5 * time.Second
+	// Backoff of provisioning retries while JetStream is not ready.
+	provisionFirstDelay = 250 * time.Millisecond
+	provisionMaxDelay   = 5 * time.Second
 )
 
 // service is a running worker and what it runs on.
@@ -127,11 +130,11 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	svc.res, err = bus.Provision(ctx, js, bus.Config{
+	svc.res, err = provision(ctx, js, bus.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		MaxPayload: requestLimit,
-	})
+	}, cfg.StartupTimeout, log)
 	if err != nil {
 		return nil, fmt.Errorf("provision streams and buckets: %w", err)
 	}
@@ -199,5 +202,30 @@ func (s *service) close() {
 	}
 	if s.srv != nil {
 		s.srv.Shutdown()
+	}
+}
+
+// provision runs bus.Provision until it succeeds, retrying with backoff
+// while JetStream is not ready (a cluster still electing its leader, say)
+// for at most timeout. A conflicting or invalid configuration fails at once.
+func provision(ctx context.Context, js jetstream.JetStream, bc bus.Config, timeout time.Duration, log zerolog.Logger) (*bus.Resources, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := provisionFirstDelay
+	for attempt := 1; ; attempt++ {
+		res, err := bus.Provision(ctx, js, bc)
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, bus.ErrConfigConflict) || errors.Is(err, bus.ErrInvalidConfig) {
+			return nil, err
+		}
+		log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", delay).Msg("JetStream not ready; retrying")
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("JetStream not ready after %s (--startup-timeout): %w", timeout, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, provisionMaxDelay)
 	}
 }
