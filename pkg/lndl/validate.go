@@ -44,6 +44,7 @@ type ValidationError struct {
 	Issues []ValidationIssue
 }
 
+// Error lists the issues, each as `loc: message [type]`.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d validation error(s) against the target", len(e.Issues))
