@@ -65,11 +65,13 @@ func (k tokKind) String() string {
 }
 
 // token is one lexed token. text is the identifier, the number literal as
-// written, the decoded string, or the raw body.
+// written, the decoded string, or the raw body; off is the byte offset of
+// its first character (the parser turns offsets into lines and columns
+// only where it needs them).
 type token struct {
 	kind tokKind
 	text string
-	pos  Pos
+	off  int
 	// closed is set on a tokBody that ends at a closing tag; false when the
 	// body runs to the end of the input.
 	closed bool
@@ -86,13 +88,11 @@ const (
 // small state machine: OUT mode (entered at the OUT opener, left at '}')
 // enables strings and negative numbers; after an <lvar/<lact opening tag
 // the first '>' ends the head and the next token is the raw body up to the
-// closing tag of the same kind. Positions count characters: lines from 1,
-// columns from 1 on the first line and from 0 on later lines.
+// closing tag of the same kind. Tokens carry byte offsets; see position
+// for lines and columns.
 type lexer struct {
-	src  string
-	off  int
-	line int
-	col  int
+	src string
+	off int
 
 	inOut bool
 	// head is tokLvarOpen or tokLactOpen while a tag head is open, else
@@ -105,37 +105,15 @@ type lexer struct {
 }
 
 func newLexer(src string) lexer {
-	return lexer{src: src, line: 1, col: 1}
-}
-
-func (l *lexer) pos() Pos { return Pos{Offset: l.off, Line: l.line, Column: l.col} }
-
-// advanceTo moves the lexer to offset end (end >= l.off), keeping the line
-// and column current.
-func (l *lexer) advanceTo(end int) {
-	seg := l.src[l.off:end]
-	l.off = end
-	if strings.IndexByte(seg, '\n') < 0 {
-		l.col += utf8.RuneCountInString(seg)
-		return
-	}
-	l.line += strings.Count(seg, "\n")
-	l.col = utf8.RuneCountInString(seg[strings.LastIndexByte(seg, '\n')+1:])
-}
-
-// skipASCII advances over n bytes known to hold no newline and no
-// multi-byte character.
-func (l *lexer) skipASCII(n int) {
-	l.off += n
-	l.col += n
+	return lexer{src: src}
 }
 
 // set fills t in place (tokens are large; returning them by value costs a
 // copy per token).
-func (l *lexer) set(t *token, kind tokKind, text string, p Pos) {
+func (l *lexer) set(t *token, kind tokKind, text string, start int) {
 	t.kind = kind
 	t.text = text
-	t.pos = p
+	t.off = start
 	t.closed = false
 }
 
@@ -153,98 +131,98 @@ func (l *lexer) next(t *token) {
 			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
 				i++
 			}
-			l.skipASCII(i - l.off)
+			l.off = i
 			continue
 		}
-		p := l.pos()
+		p := l.off
 		switch c {
 		case '\n':
-			l.advanceTo(l.off + 1)
+			l.off++
 			l.set(t, tokNewline, "\n", p)
 			return
 		case '<':
 			rest := s[l.off:]
 			switch {
 			case strings.HasPrefix(rest, lvarCloseText):
-				l.skipASCII(len(lvarCloseText))
+				l.off += len(lvarCloseText)
 				l.set(t, tokLvarClose, lvarCloseText, p)
 				return
 			case strings.HasPrefix(rest, lactCloseText):
-				l.skipASCII(len(lactCloseText))
+				l.off += len(lactCloseText)
 				l.set(t, tokLactClose, lactCloseText, p)
 				return
 			case strings.HasPrefix(rest, lvarOpenText):
-				l.skipASCII(len(lvarOpenText))
+				l.off += len(lvarOpenText)
 				l.head = tokLvarOpen
 				l.set(t, tokLvarOpen, lvarOpenText, p)
 				return
 			case strings.HasPrefix(rest, lactOpenText):
-				l.skipASCII(len(lactOpenText))
+				l.off += len(lactOpenText)
 				l.head = tokLactOpen
 				l.set(t, tokLactOpen, lactOpenText, p)
 				return
 			}
-			l.skipASCII(1)
+			l.off += 1
 			continue
 		case 'O':
 			if n := outOpenerLen(s[l.off:]); n > 0 {
-				l.skipASCII(n)
+				l.off += n
 				l.inOut = true
-				l.set(t, tokOutOpen, s[p.Offset:l.off], p)
+				l.set(t, tokOutOpen, s[p:l.off], p)
 				return
 			}
 		case '-':
 			if l.inOut {
 				if r, _ := decodeAt(s, l.off+1); isDecimalDigit(r) {
-					l.skipASCII(1)
+					l.off += 1
 					l.lexNumber(t, p)
 					return
 				}
 			}
-			l.skipASCII(1)
+			l.off += 1
 			continue
 		case '"', '\'':
 			if l.inOut {
 				l.lexString(t, p)
 				return
 			}
-			l.skipASCII(1)
+			l.off += 1
 			continue
 		case '.':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokDot, ".", p)
 			return
 		case ',':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokComma, ",", p)
 			return
 		case ':':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokColon, ":", p)
 			return
 		case '[':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokLBracket, "[", p)
 			return
 		case ']':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokRBracket, "]", p)
 			return
 		case '(':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokLParen, "(", p)
 			return
 		case ')':
-			l.skipASCII(1)
+			l.off += 1
 			l.set(t, tokRParen, ")", p)
 			return
 		case '}':
-			l.skipASCII(1)
+			l.off += 1
 			l.inOut = false
 			l.set(t, tokOutClose, "}", p)
 			return
 		case '>':
-			l.skipASCII(1)
+			l.off += 1
 			if l.head != tokEOF {
 				l.body = true
 				l.bodyKind = l.head
@@ -264,9 +242,8 @@ func (l *lexer) next(t *token) {
 		}
 		// Any other character starts no token and is skipped.
 		l.off += size
-		l.col++
 	}
-	l.set(t, tokEOF, "", l.pos())
+	l.set(t, tokEOF, "", l.off)
 	return
 }
 
@@ -298,7 +275,7 @@ func outOpenerLen(s string) int {
 	return 0
 }
 
-func (l *lexer) lexIdent(t *token, p Pos) {
+func (l *lexer) lexIdent(t *token, p int) {
 	s := l.src
 	i := l.off
 	n := 0
@@ -319,8 +296,7 @@ func (l *lexer) lexIdent(t *token, p Pos) {
 		n++
 	}
 	l.off = i
-	l.col += n
-	l.set(t, tokID, s[p.Offset:i], p)
+	l.set(t, tokID, s[p:i], p)
 	return
 }
 
@@ -349,7 +325,7 @@ func digitsRun(s string, i int) (int, int) {
 
 // lexNumber reads digits and dots, then an exponent when a digit follows
 // the 'e' or its sign. p is the token start (a '-' may precede l.off).
-func (l *lexer) lexNumber(t *token, p Pos) {
+func (l *lexer) lexNumber(t *token, p int) {
 	s := l.src
 	i := l.off
 	n := 0
@@ -377,15 +353,14 @@ func (l *lexer) lexNumber(t *token, p Pos) {
 		}
 	}
 	l.off = i
-	l.col += n
-	l.set(t, tokNum, s[p.Offset:i], p)
+	l.set(t, tokNum, s[p:i], p)
 	return
 }
 
 // lexString reads a quoted string in OUT mode: up to the same quote, with
 // \n, \t and \r escapes and any other escaped character standing for
 // itself; unterminated, it runs to the end.
-func (l *lexer) lexString(t *token, p Pos) {
+func (l *lexer) lexString(t *token, p int) {
 	s := l.src
 	quote := s[l.off]
 	start := l.off + 1
@@ -400,7 +375,7 @@ func (l *lexer) lexString(t *token, p Pos) {
 		if i < len(s) {
 			end++
 		}
-		l.advanceTo(end)
+		l.off = end
 		l.set(t, tokStr, text, p)
 		return
 	}
@@ -439,7 +414,7 @@ func (l *lexer) lexString(t *token, p Pos) {
 	if i < len(s) {
 		i++
 	}
-	l.advanceTo(i)
+	l.off = i
 	l.set(t, tokStr, b.String(), p)
 	return
 }
@@ -452,13 +427,32 @@ func (l *lexer) lexBody(t *token) {
 	if l.bodyKind == tokLactOpen {
 		closer = lactCloseText
 	}
-	p := l.pos()
+	p := l.off
 	rest := l.src[l.off:]
 	if k := strings.Index(rest, closer); k >= 0 {
-		l.advanceTo(l.off + k)
-		*t = token{kind: tokBody, text: rest[:k], pos: p, closed: true}
+		l.off += k
+		*t = token{kind: tokBody, text: rest[:k], off: p, closed: true}
 		return
 	}
-	l.advanceTo(len(l.src))
-	*t = token{kind: tokBody, text: rest, pos: p}
+	l.off = len(l.src)
+	*t = token{kind: tokBody, text: rest, off: p}
 }
+
+// position advances from, the position of an earlier offset, to offset off
+// (off >= from.Offset) and returns it. Lines count from 1; columns count
+// characters, from 1 on the first line and from 0 on later lines (the
+// reference's convention).
+func position(src string, from Pos, off int) Pos {
+	seg := src[from.Offset:off]
+	p := Pos{Offset: off, Line: from.Line, Column: from.Column}
+	if strings.IndexByte(seg, '\n') < 0 {
+		p.Column += utf8.RuneCountInString(seg)
+		return p
+	}
+	p.Line += strings.Count(seg, "\n")
+	p.Column = utf8.RuneCountInString(seg[strings.LastIndexByte(seg, '\n')+1:])
+	return p
+}
+
+// startPos is the position of offset 0.
+var startPos = Pos{Offset: 0, Line: 1, Column: 1}

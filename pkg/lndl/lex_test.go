@@ -23,9 +23,9 @@ func lexAll(t *testing.T, src string) []token {
 	return nil
 }
 
-// render writes tokens as "KIND(text)@line:col" separated by spaces; text
-// is omitted for punctuation.
-func render(toks []token) string {
+// render writes tokens of src as "KIND(text)@line:col" separated by
+// spaces; text is omitted for punctuation.
+func render(src string, toks []token) string {
 	parts := make([]string, len(toks))
 	for i, tk := range toks {
 		s := tk.kind.String()
@@ -36,7 +36,8 @@ func render(toks []token) string {
 		if tk.kind == tokBody && !tk.closed {
 			s += "!"
 		}
-		parts[i] = fmt.Sprintf("%s@%d:%d", s, tk.pos.Line, tk.pos.Column)
+		pos := position(src, startPos, tk.off)
+		parts[i] = fmt.Sprintf("%s@%d:%d", s, pos.Line, pos.Column)
 	}
 	return strings.Join(parts, " ")
 }
@@ -99,7 +100,7 @@ func TestLexer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := render(lexAll(t, tt.src)); got != tt.want {
+			if got := render(tt.src, lexAll(t, tt.src)); got != tt.want {
 				t.Errorf("lex(%q)\n got %s\nwant %s", tt.src, got, tt.want)
 			}
 		})
@@ -108,7 +109,7 @@ func TestLexer(t *testing.T) {
 
 func TestLexerInvalidUTF8(t *testing.T) {
 	// Invalid bytes are skipped characters, one column each.
-	got := render(lexAll(t, "a\xff\xfeb"))
+	got := render("a\xff\xfeb", lexAll(t, "a\xff\xfeb"))
 	if want := `ID("a")@1:1 ID("b")@1:4 EOF@1:5`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
@@ -125,5 +126,22 @@ func TestTokKindNames(t *testing.T) {
 	}
 	if got := tokKind(200).String(); got != "UNKNOWN" {
 		t.Errorf("out of range kind = %s", got)
+	}
+}
+
+func TestPosition(t *testing.T) {
+	src := "ab\ncdé\n\nfgh 名前\nx"
+	p := &parser{lx: newLexer(src), cur: startPos}
+	// In order, out of order and repeated offsets all agree with a recount.
+	offs := []int{0, 1, 2, 3, 5, 8, 9, 10, 14, len(src) - 1, len(src), 4, 0, len(src), 7}
+	for _, off := range offs {
+		line, col := naivePosition(src, off)
+		got := p.posAt(off)
+		if got.Offset != off || got.Line != line || got.Column != col {
+			t.Errorf("posAt(%d) = %+v, want line %d column %d", off, got, line, col)
+		}
+		if one := position(src, startPos, off); one != got {
+			t.Errorf("position(%d) = %+v, posAt = %+v", off, one, got)
+		}
 	}
 }

@@ -54,7 +54,7 @@ func Parse(text string) (*Program, error) {
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
-	p := &parser{lx: newLexer(text)}
+	p := &parser{lx: newLexer(text), cur: startPos}
 	p.advance()
 	return p.parseProgram()
 }
@@ -62,12 +62,25 @@ func Parse(text string) (*Program, error) {
 type parser struct {
 	lx  lexer
 	tok token
+	// cur is the last position computed; positions are asked for in
+	// increasing offset order, so computing them costs one pass in all.
+	cur Pos
+}
+
+// posAt returns the position of byte offset off.
+func (p *parser) posAt(off int) Pos {
+	if off < p.cur.Offset {
+		p.cur = startPos
+	}
+	p.cur = position(p.lx.src, p.cur, off)
+	return p.cur
 }
 
 func (p *parser) advance() { p.lx.next(&p.tok) }
 
 func (p *parser) errorAt(t *token, format string, args ...any) *ParseError {
-	return &ParseError{Line: t.pos.Line, Column: t.pos.Column, Reason: fmt.Sprintf(format, args...)}
+	pos := p.posAt(t.off)
+	return &ParseError{Line: pos.Line, Column: pos.Column, Reason: fmt.Sprintf(format, args...)}
 }
 
 // expect consumes a token of the given kind and returns its text.
@@ -208,7 +221,7 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 	}
 	p.advance() // the closing tag
 	p.advance() // the token after it
-	return h, trimLNDLSpace(body.text), open.pos, nil
+	return h, trimLNDLSpace(body.text), p.posAt(open.off), nil
 }
 
 // readName reads an identifier and its dotted continuation (`a.b.c`); a
@@ -216,7 +229,7 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 // whether the name has dots.
 func (p *parser) readName() (string, bool) {
 	name := p.tok.text
-	start := p.tok.pos.Offset
+	start := p.tok.off
 	end := start + len(name)
 	p.advance()
 	if p.tok.kind != tokDot {
@@ -228,18 +241,18 @@ func (p *parser) readName() (string, bool) {
 	contiguous := true
 	dotted := false
 	for p.tok.kind == tokDot {
-		dotOff := p.tok.pos.Offset
+		dotOff := p.tok.off
 		p.advance()
 		if p.tok.kind != tokID {
 			break
 		}
 		id := p.tok
-		if contiguous && (dotOff != end || id.pos.Offset != dotOff+1) {
+		if contiguous && (dotOff != end || id.off != dotOff+1) {
 			contiguous = false
 			b = append(make([]byte, 0, end-start+1+len(id.text)), p.lx.src[start:end]...)
 		}
 		if contiguous {
-			end = id.pos.Offset + len(id.text)
+			end = id.off + len(id.text)
 		} else {
 			b = append(b, '.')
 			b = append(b, id.text...)
@@ -257,7 +270,7 @@ func (p *parser) readName() (string, bool) {
 }
 
 func (p *parser) parseOut() (*Out, error) {
-	out := &Out{Pos: p.tok.pos, Entries: make([]OutEntry, 0, 8)}
+	out := &Out{Pos: p.posAt(p.tok.off), Entries: make([]OutEntry, 0, 8)}
 	p.advance()
 	p.skipNewlines()
 	var start token // the first token of the entry being parsed
