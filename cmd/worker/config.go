@@ -76,6 +76,9 @@ Every flag can also be set in the environment as LIONBUS_<FLAG>, upper case
 with dashes as underscores (LIONBUS_NATS, LIONBUS_PASSWORD, LIONBUS_CONCURRENCY,
 ...); a flag on the command line wins.
 
+Exit status: 0 after a clean shutdown, 1 when the worker cannot start,
+connect or provision (or stops unexpectedly), 2 on a usage error.
+
   worker --demo                       embedded NATS + a scripted demo conversation
   worker --store-dir ./data/nats      embedded NATS, state kept across restarts
   worker --nats nats://nats:4222 --creds worker.creds --concurrency 32
