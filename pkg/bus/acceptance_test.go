@@ -212,7 +212,9 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 		t.Errorf("%d answers for %d ids, want %d for %d", nMsgs, nIDs, requests, requests)
 	}
 	ran0, ran1 := handlers[0].runs.Load()-before0, handlers[1].runs.Load()-before1
-	if ran0+ran1 != requests || ran0 == 0 || ran1 == 0 {
+	// More runs than requests are legitimate only as retries of temporary
+	// failures (logged); the answers and commits above are exact.
+	if ran0+ran1 < requests || ran0 == 0 || ran1 == 0 {
 		t.Errorf("workers ran %d and %d requests; want both to share %d", ran0, ran1, requests)
 	}
 	// Every request committed exactly once to its branch.

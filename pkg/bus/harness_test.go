@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -67,7 +68,7 @@ func (b *busBundle) conn(t testing.TB) (*nats.Conn, jetstream.JetStream, *bus.Re
 // scripted provider and any extra providers.
 func newEngine(t testing.TB, js jetstream.JetStream, res *bus.Resources, extra map[string]ops.Provider) *ops.Engine {
 	t.Helper()
-	st, err := bus.NewStore(js, res, bus.StoreConfig{})
+	st, err := bus.NewStore(js, res, bus.StoreConfig{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("store: %v", err)
 	}
@@ -93,6 +94,9 @@ func (b *busBundle) startWorker(t testing.TB, ctx context.Context, h bus.Handler
 	}
 	if wcfg.FetchWait == 0 {
 		wcfg.FetchWait = 200 * time.Millisecond
+	}
+	if wcfg.Logger.GetLevel() == zerolog.DebugLevel {
+		wcfg.Logger = testLogger(t)
 	}
 	w, err := bus.NewWorker(nc, res, b.codec, h, wcfg)
 	if err != nil {
@@ -220,4 +224,17 @@ func bg(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// testLogger logs warnings and errors through t.Log, so that they show up
+// when a test fails.
+func testLogger(t testing.TB) zerolog.Logger {
+	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
 }
