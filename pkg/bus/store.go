@@ -167,7 +167,11 @@ func (s *Store) load(ctx context.Context, branchID string) (*loaded, error) {
 		}
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	default:
-		return nil, fmt.Errorf("bus: read snapshot of branch %s: %w", branchID, err)
+		// The snapshot is only a cache: rebuild from history.
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("bus: read snapshot of branch %s: %w", branchID, err)
+		}
+		s.log.Warn().Err(err).Str("branch", branchID).Msg("read branch snapshot; rebuilding from history")
 	}
 
 	last, err := s.stream.GetLastMsgForSubject(ctx, subject)
