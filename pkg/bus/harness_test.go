@@ -226,10 +226,10 @@ func bg(t testing.TB) context.Context {
 	return ctx
 }
 
-// testLogger logs warnings and errors through t.Log, so that they show up
+// testLogger logs warnings and errors (retries included) through t.Log, so that they show up
 // when a test fails.
 func testLogger(t testing.TB) zerolog.Logger {
-	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
 }
 
 type testWriter struct{ t testing.TB }

@@ -126,7 +126,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *Request, res *ops.Result, err er
 		code, message, temporary := ErrorCode(err)
 		if temporary && (w.maxDeliver <= 0 || attempt < w.maxDeliver) {
 			delay := w.cfg.Backoff.Delay(attempt)
-			log.Info().Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
+			log.Warn().Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
 			if nerr := msg.NakWithDelay(delay); nerr != nil {
 				log.Warn().Err(nerr).Msg("nak")
 			}
