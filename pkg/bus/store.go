@@ -76,7 +76,7 @@ type StoreConfig struct {
 // them. Each appended message also carries the Nats-Msg-Id
 // "<branch>/<request id>/<event type>", so a re-sent append inside the
 // stream's duplicate window is stored once (a creation needs none: it
-// expects the subject to be empty).
+// expects the subject to be empty; nor does an event without a request id).
 //
 // The branches bucket holds, under the branch id, a msgpack snapshot of the
 // folded branch and the sequence it reflects. Load replays the history
@@ -425,7 +425,10 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 	if err != nil {
 		return nil, err
 	}
-	msgID := branchID + "/" + ev.RequestID + "/" + string(ev.Type)
+	msgID := "" // an event without a request id has nothing to de-duplicate by
+	if ev.RequestID != "" {
+		msgID = branchID + "/" + ev.RequestID + "/" + string(ev.Type)
+	}
 	committed := func(e ops.Event) bool {
 		return ev.RequestID != "" && e.RequestID == ev.RequestID && e.Type == ev.Type
 	}

@@ -593,3 +593,24 @@ func TestStore_undecodable_history_is_an_error(t *testing.T) {
 		t.Fatalf("Load = %v, want ErrCorruptHistory", err)
 	}
 }
+
+func TestStore_events_without_request_id_are_never_deduplicated(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := testCtx(t)
+	if _, err := b.store.Create(ctx, "anon", createdEvent("", "")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := b.store.Append(ctx, "anon", messagesEvent("", fmt.Sprint(i))); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	got, err := b.store.Load(ctx, "anon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(instructions(got), ","); s != "0,1,2" {
+		t.Fatalf("instructions %q, want 0,1,2", s)
+	}
+}
