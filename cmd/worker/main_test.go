@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +203,7 @@ func TestRun_exit_codes(t *testing.T) {
 		{"half TLS", []string{"--tls-cert", "c.pem"}, exitUsage, "--tls-cert and --tls-key go together"},
 		{"bad log level", []string{"--log-level", "loud"}, exitUsage, `invalid --log-level "loud"`},
 		{"bad log format", []string{"--log-format", "xml"}, exitUsage, `invalid --log-format "xml"`},
+		{"port taken", []string{"--port", takenPort(t), "--log-level", "disabled"}, exitFailure, "embedded NATS cannot listen on 127.0.0.1:"},
 		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: bus: connect to nats://127.0.0.1:1"},
 	}
 	for _, tc := range tests {
@@ -310,4 +313,16 @@ func TestRun_gives_up_when_JetStream_never_becomes_ready(t *testing.T) {
 	if !strings.Contains(stderr.String(), "JetStream not ready after 1.5s (--startup-timeout)") {
 		t.Errorf("stderr lacks the startup timeout:\n%s", stderr.String())
 	}
+}
+
+// takenPort listens on a free loopback port for the rest of the test and
+// returns it.
+func takenPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -95,6 +97,9 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err
 		srvLog := log.With().Str("component", "nats-server").Logger()
 		if log.GetLevel() > zerolog.DebugLevel {
 			srvLog = srvLog.Level(max(log.GetLevel(), zerolog.WarnLevel))
+		}
+		if err := portFree(cfg.Host, cfg.Port); err != nil {
+			return nil, err
 		}
 		svc.srv, err = bus.StartServer(ctx, bus.ServerConfig{
 			Host:       cfg.Host,
@@ -228,4 +233,17 @@ func provision(ctx context.Context, js jetstream.JetStream, bc bus.Config, timeo
 		}
 		delay = min(2*delay, provisionMaxDelay)
 	}
+}
+
+// portFree fails fast, with advice, when the embedded server's port is
+// taken (the server itself would only time out).
+func portFree(host string, port int) error {
+	if port <= 0 {
+		return nil
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("embedded NATS cannot listen on %s:%d (%w): is another NATS server or worker running? Use --port N, or --port -1 for a free port", host, port, err)
+	}
+	return l.Close()
 }
