@@ -270,3 +270,31 @@ func TestGlobalFromEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestPublisher_cancel_publishes_on_the_cancel_subject(t *testing.T) {
+	srv := bustest.NewServer(t)
+	nc, _ := bustest.Connect(t, srv)
+	sub, err := nc.SubscribeSync("lion.cancel.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	steps := []step{
+		{name: "cancel", args: []string{"--nats", srv.ClientURL(), "cancel", "req-9"}, wantOut: []string{"cancel sent for request req-9"}},
+		{name: "cancel without id", args: []string{"cancel"}, wantCode: exitUsage, wantErr: []string{"cancel needs exactly one argument"}},
+		{name: "cancel bad id", args: []string{"cancel", "a>b"}, wantCode: exitUsage, wantErr: []string{`request id "a>b"`}},
+	}
+	for _, s := range steps {
+		code, stdout, stderr := call(t, s.stdin, s.args...)
+		s.check(t, code, stdout, stderr)
+	}
+	m, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no cancel message: %v", err)
+	}
+	if m.Subject != "lion.cancel.req-9" {
+		t.Errorf("cancel on %q, want lion.cancel.req-9", m.Subject)
+	}
+}

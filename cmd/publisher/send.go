@@ -109,6 +109,51 @@ func runResult(ctx context.Context, o *options, given map[string]bool, args []st
 	return printReply(o, reply, stdout, stderr)
 }
 
+// runCancel is `publisher cancel ID`: ask the workers to cancel a request.
+func runCancel(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("publisher cancel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addGlobalFlags(fs, o)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: publisher cancel [flags] ID\n\nAsks the workers to cancel request ID: a running request stops and is answered\nwith the code canceled; an answered request is not affected.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	positional, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(positional) != 1 {
+		return usageError(stderr, errors.New("cancel needs exactly one argument: the request id"))
+	}
+	id := positional[0]
+	if !bus.ValidToken(id) {
+		return usageError(stderr, fmt.Errorf("request id %q: want 1 to %d characters of [A-Za-z0-9_-]", id, bus.MaxTokenLength))
+	}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
+		return usageError(stderr, err)
+	}
+	if err := o.validate(); err != nil {
+		return usageError(stderr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	client, nc, code := connect(ctx, o, stderr)
+	if client == nil {
+		return code
+	}
+	defer nc.Close()
+	if err := client.Cancel(ctx, id); err != nil {
+		fmt.Fprintf(stderr, "publisher: cancel %s: %v\n", id, err)
+		return exitNoAnswer
+	}
+	fmt.Fprintf(stdout, "cancel sent for request %s\n", id)
+	return exitOK
+}
+
 // connect returns a client, or nil and the exit code after printing why.
 func connect(ctx context.Context, o *options, stderr io.Writer) (*bus.Client, *nats.Conn, int) {
 	nc, err := bus.Connect(ctx, o.connectConfig())
