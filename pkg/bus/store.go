@@ -293,6 +293,7 @@ func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64
 	if err != nil {
 		return fmt.Errorf("bus: replay history of branch %s: %w", branchID, err)
 	}
+	defer s.dropOrdered(cons)
 	for {
 		want := replayFetchBatch
 		if max > 0 && max-n < want {
@@ -342,6 +343,22 @@ func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64
 			// the caller checks whether it reached to.
 			return ctx.Err()
 		}
+	}
+}
+
+// dropOrdered deletes the server side of an ordered consumer once a replay
+// is done with it, so that many replays in a short time do not pile up
+// consumers until their inactivity threshold (and hit the server's consumer
+// limit). A failure is harmless: the threshold removes it later.
+func (s *Store) dropOrdered(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.js.DeleteConsumer(ctx, s.subj.HistoryStream(), info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.log.Debug().Err(err).Str("consumer", info.Name).Msg("delete replay consumer")
 	}
 }
 
