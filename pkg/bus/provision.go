@@ -244,6 +244,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resour
 			Duplicates:        cfg.DuplicateWindow,
 			Storage:           jetstream.FileStorage,
 			Replicas:          cfg.Replicas,
+			AllowDirect:       true,
 		}},
 		{&r.History, jetstream.StreamConfig{
 			Name:        subj.HistoryStream(),
@@ -254,6 +255,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resour
 			Duplicates:  cfg.DuplicateWindow,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
+			AllowDirect: true,
 		}},
 		{&r.Events, jetstream.StreamConfig{
 			Name:        subj.EventsStream(),
@@ -404,6 +406,10 @@ func compareStream(res string, have, want jetstream.StreamConfig) ([]string, err
 	}
 	if have.Replicas != want.Replicas {
 		tunable("replicas", have.Replicas, want.Replicas)
+	}
+	if want.AllowDirect && !have.AllowDirect {
+		// Only slower: reads go through the JetStream API instead.
+		tunable("allow direct", have.AllowDirect, want.AllowDirect)
 	}
 	return drift, errors.Join(errs...)
 }

@@ -208,6 +208,11 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *Request, log zerolog.Lo
 	for k, v := range stored.Header {
 		out.Header[k] = v
 	}
+	// A direct get adds the stored message's stream metadata; it describes
+	// the stored copy, not the answer.
+	for _, k := range []string{jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer, jetstream.SubjectHeader, jetstream.LastSequenceHeader, "Nats-Num-Pending"} {
+		out.Header.Del(k)
+	}
 	out.Data = stored.Data
 	if err := w.nc.PublishMsg(out); err != nil {
 		log.Warn().Err(err).Msg("republish stored answer")

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -313,6 +316,50 @@ func TestWorker_reply_to_custom_subject(t *testing.T) {
 	}
 	// And it is stored under the request id.
 	mustResult(t, b.await(t, id), nil)
+}
+
+// TestWorker_resent_request_gets_stored_answer: a request sent again after
+// it was answered gets the stored answer on its replyto, as it was sent the
+// first time, without the stream metadata of the stored copy.
+func TestWorker_resent_request_gets_stored_answer(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	b.startWorker(t, nil, echoHandler(), nil, bus.WorkerConfig{})
+	sub, err := b.nc.SubscribeSync("app.inbox.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := bus.EventBuilder{}.Request("op.echo", "", "app.inbox.7", "", map[string]int{"n": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []*nats.Msg
+	for i, msgID := range []string{ev.ID(), ev.ID() + "-later"} {
+		m, err := bus.Encode(b.res.Subjects.Op("op.echo"), ev, bus.Structured)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Header.Set(jetstream.MsgIDHeader, msgID)
+		if _, err := b.js.PublishMsg(bg(t), m); err != nil {
+			t.Fatal(err)
+		}
+		a, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("send %d: no answer on the replyto subject: %v", i+1, err)
+		}
+		answers = append(answers, a)
+	}
+	if string(answers[0].Data) != string(answers[1].Data) {
+		t.Fatalf("second answer differs:\n%s\n%s", answers[0].Data, answers[1].Data)
+	}
+	for _, k := range []string{jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.SubjectHeader, jetstream.TimeStampHeaer} {
+		if v := answers[1].Header.Get(k); v != "" {
+			t.Errorf("resent answer carries %s: %s", k, v)
+		}
+	}
 }
 
 func TestWorker_config_errors(t *testing.T) {
