@@ -126,7 +126,9 @@ func WithID(id string) SubmitOption {
 }
 
 // WithReplyTo asks for the answer on subject as well as on the default
-// reply subject (where Await and Result read it).
+// reply subject (where Await and Result read it). The subject must not be
+// under the prefix (the worker refuses another request's reply subject with
+// invalid_attribute); Submit checks this once the request id is known.
 func WithReplyTo(subject string) SubmitOption {
 	return func(o *submitOptions) error {
 		if subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
@@ -188,6 +190,9 @@ func (c *Client) Submit(ctx context.Context, verb, branchID string, data any, op
 	}
 	if o.id != "" {
 		ev.SetID(o.id)
+	}
+	if own := c.subj.Reply(ev.ID()); strings.HasPrefix(o.replyTo, c.subj.Prefix+".") && o.replyTo != own {
+		return "", fmt.Errorf("%w: reply subject %q is inside %s.>; only the request's own %s may be used there", ErrInvalidOption, o.replyTo, c.subj.Prefix, own)
 	}
 	msg, err := Encode(c.subj.Op(verb), ev, o.mode)
 	if err != nil {

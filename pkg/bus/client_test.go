@@ -23,6 +23,8 @@ func TestClient_invalid_options(t *testing.T) {
 		{"empty id", "communicate", []bus.SubmitOption{bus.WithID("")}},
 		{"id too long", "communicate", []bus.SubmitOption{bus.WithID(strings.Repeat("i", bus.MaxTokenLength+1))}},
 		{"wildcard reply subject", "communicate", []bus.SubmitOption{bus.WithReplyTo("app.>")}},
+		{"another request's reply subject", "communicate", []bus.SubmitOption{bus.WithID("mine"), bus.WithReplyTo("lion.reply.other")}},
+		{"reply subject inside the prefix", "communicate", []bus.SubmitOption{bus.WithReplyTo("lion.history.x")}},
 		{"bad traceparent", "communicate", []bus.SubmitOption{bus.WithTraceParent("00-xyz")}},
 		{"empty source", "communicate", []bus.SubmitOption{bus.WithSource("")}},
 		{"empty verb", "", nil},

@@ -60,7 +60,9 @@ const (
 	// event about that branch.
 	ExtBranchID = "branchid"
 	// ExtReplyTo is the subject a request's answer is published to
-	// (default <prefix>.reply.<id>).
+	// (default <prefix>.reply.<id>). A subject under the prefix is refused
+	// unless it is that default: another <prefix>.reply.<x> would replace
+	// the stored answer of request x.
 	ExtReplyTo = "replyto"
 	// ExtTraceParent is the W3C traceparent (distributed-tracing extension).
 	ExtTraceParent = "traceparent"
@@ -217,9 +219,11 @@ func (c *Codec) fillAnswer(e *EventError, p partial) {
 		e.ID = p.id
 	}
 	switch {
-	case p.replyTo != "" && c.validReplyTo(p.replyTo) == "":
+	case p.replyTo != "" && c.validReplyTo(p.replyTo, e.ID) == "":
 		e.ReplyTo = p.replyTo
-	case p.replyTo == "" && e.ID != "":
+	case e.ID != "":
+		// No replyto, or one that must not be used: the answer is stored
+		// under the request's own reply subject only.
 		e.ReplyTo = c.subjects.Reply(e.ID)
 	}
 	if ValidToken(p.branchID) {
@@ -245,7 +249,7 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 		}
 	}
 	if p.replyTo != "" {
-		if why := c.validReplyTo(p.replyTo); why != "" {
+		if why := c.validReplyTo(p.replyTo, id); why != "" {
 			return nil, eventErrorf(CodeInvalidAttribute, "replyto %q %s", clip(p.replyTo), why)
 		}
 	}
@@ -322,12 +326,15 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	return r, nil
 }
 
-// validReplyTo returns "" when s may be used as a reply subject, else why
-// not. A reply subject is a literal subject (no wildcards, spaces or empty
-// tokens), at most 256 bytes, not a system subject ($...), and under the
-// prefix only as <prefix>.reply.*, so that an answer can never land in the
-// request, history, events, chunk, tool or cancel subjects.
-func (c *Codec) validReplyTo(s string) string {
+// validReplyTo returns "" when s may be used as the reply subject of
+// request id, else why not. A reply subject is a literal subject (no
+// wildcards, spaces or empty tokens), at most 256 bytes, not a system
+// subject ($...), and under the prefix only as the request's own
+// <prefix>.reply.<id>, so that an answer can never land in the request,
+// history, events, chunk, tool or cancel subjects, nor replace the stored
+// answer of another request (the results stream keeps one message per
+// reply subject, and a core publish there is stored too).
+func (c *Codec) validReplyTo(s, id string) string {
 	if len(s) > maxReplyToLength {
 		return fmt.Sprintf("is longer than %d bytes", maxReplyToLength)
 	}
@@ -344,8 +351,12 @@ func (c *Codec) validReplyTo(s string) string {
 	if strings.HasPrefix(s, "$") {
 		return "is a system subject"
 	}
+	own := c.subjects.Reply(id)
+	if strings.HasPrefix(s, c.subjects.Reply("")) && (id == "" || s != own) {
+		return fmt.Sprintf("is the reply subject of another request: under %s only the request's own %s may be used (or leave replyto out)", c.subjects.Reply("*"), own)
+	}
 	if strings.HasPrefix(s, c.subjects.Prefix+".") && !strings.HasPrefix(s, c.subjects.Reply("")) {
-		return fmt.Sprintf("is inside %s.> but not under %s", c.subjects.Prefix, c.subjects.Reply("*"))
+		return fmt.Sprintf("is inside %s.> but not the request's own %s", c.subjects.Prefix, own)
 	}
 	return ""
 }

@@ -306,10 +306,13 @@ func TestCodec_rejects_bad_input(t *testing.T) {
 		{"oversize headers", subj, binary(map[string]string{"ce-big": strings.Repeat("x", 1100)}), []byte(`{}`), bus.CodePayloadTooLarge, "1024", "", ""},
 		{"id not a token", subj, nil, structured(t, map[string]any{"id": "a b"}), bus.CodeInvalidAttribute, "id", "", ""},
 		{"id not a token with replyto", subj, nil, structured(t, map[string]any{"id": "a.b", "replyto": "inbox.x"}), bus.CodeInvalidAttribute, "id", "", "inbox.x"},
-		{"replyto into history", subj, nil, structured(t, map[string]any{"replyto": "lion.history.b1"}), bus.CodeInvalidAttribute, "replyto", "req-1", ""},
-		{"replyto wildcard", subj, nil, structured(t, map[string]any{"replyto": "inbox.>"}), bus.CodeInvalidAttribute, "literal", "req-1", ""},
+		{"replyto into history", subj, nil, structured(t, map[string]any{"replyto": "lion.history.b1"}), bus.CodeInvalidAttribute, "own lion.reply.req-1", "req-1", "lion.reply.req-1"},
+		{"replyto another request's reply", subj, nil, structured(t, map[string]any{"replyto": "lion.reply.req-2"}), bus.CodeInvalidAttribute, "reply subject of another request", "req-1", "lion.reply.req-1"},
+		{"replyto under the reply prefix", subj, nil, structured(t, map[string]any{"replyto": "lion.reply.req-1.x"}), bus.CodeInvalidAttribute, "only the request's own lion.reply.req-1", "req-1", "lion.reply.req-1"},
+		{"replyto another's reply, bad id", subj, nil, structured(t, map[string]any{"id": "a b", "replyto": "lion.reply.req-2"}), bus.CodeInvalidAttribute, "id", "", ""},
+		{"replyto wildcard", subj, nil, structured(t, map[string]any{"replyto": "inbox.>"}), bus.CodeInvalidAttribute, "literal", "req-1", "lion.reply.req-1"},
 		{"replyto not a string", subj, nil, structured(t, map[string]any{"replyto": 12}), bus.CodeInvalidAttribute, "replyto", "req-1", "lion.reply.req-1"},
-		{"replyto system", subj, nil, structured(t, map[string]any{"replyto": "$JS.API.STREAM.DELETE.LION_OPS"}), bus.CodeInvalidAttribute, "system", "req-1", ""},
+		{"replyto system", subj, nil, structured(t, map[string]any{"replyto": "$JS.API.STREAM.DELETE.LION_OPS"}), bus.CodeInvalidAttribute, "system", "req-1", "lion.reply.req-1"},
 		{"bad time", subj, nil, structured(t, map[string]any{"time": "yesterday"}), bus.CodeMalformedEvent, "RFC 3339", "req-1", "lion.reply.req-1"},
 		{"bad source", subj, nil, structured(t, map[string]any{"source": "%zz"}), bus.CodeMalformedEvent, "source", "req-1", "lion.reply.req-1"},
 		{"data and data_base64", subj, nil, structured(t, map[string]any{"data_base64": "e30="}), bus.CodeMalformedEvent, "data_base64", "req-1", "lion.reply.req-1"},
@@ -350,6 +353,26 @@ func TestCodec_rejects_bad_input(t *testing.T) {
 }
 
 // TestCodec_branch_scoped_verbs needs the verb request schemas.
+// TestCodec_accepted_replyto: a reply subject outside the prefix, or the
+// request's own default one, is accepted as given.
+func TestCodec_accepted_replyto(t *testing.T) {
+	t.Parallel()
+	codec := newCodec(t, bus.Config{})
+	subj := codec.Subjects().Op("op.echo")
+	for _, replyTo := range []string{"lion.reply.req-1", "_INBOX.x", "app.answers", "lionx.reply.req-2", "inbox.client-7.lion.reply.req-2"} {
+		t.Run(replyTo, func(t *testing.T) {
+			t.Parallel()
+			req, err := codec.DecodeRequest(&nats.Msg{Subject: subj, Data: structured(t, map[string]any{"replyto": replyTo})})
+			if err != nil {
+				t.Fatalf("DecodeRequest: %v", err)
+			}
+			if req.ReplyTo != replyTo {
+				t.Errorf("ReplyTo = %q, want %q", req.ReplyTo, replyTo)
+			}
+		})
+	}
+}
+
 func TestCodec_branch_scoped_verbs(t *testing.T) {
 	t.Parallel()
 	if !schemas.Has("lionbus.branch.get.request") {

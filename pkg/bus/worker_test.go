@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,6 +360,87 @@ func TestWorker_resent_request_gets_stored_answer(t *testing.T) {
 		if v := answers[1].Header.Get(k); v != "" {
 			t.Errorf("resent answer carries %s: %s", k, v)
 		}
+	}
+}
+
+// TestWorker_replyto_cannot_replace_another_answer: the results stream
+// keeps one answer per reply subject, so a request naming another request's
+// reply subject as its replyto is refused and that answer stays as it was;
+// a replyto outside the prefix gets the answer as well as the stored copy.
+func TestWorker_replyto_cannot_replace_another_answer(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	b.startWorker(t, nil, echoHandler(), nil, bus.WorkerConfig{})
+	first := b.do(t, "op.echo", "", map[string]any{"who": "first"})
+	mustResult(t, first, nil)
+	firstID := first.Event.Extensions()[bus.ExtRequestID].(string)
+
+	tests := []struct {
+		name     string
+		replyTo  string
+		wantCode string // "" for a result
+	}{
+		{"another request's reply subject", b.res.Subjects.Reply(firstID), bus.CodeInvalidAttribute},
+		{"under the reply prefix", b.res.Subjects.Reply(firstID) + ".x", bus.CodeInvalidAttribute},
+		{"inbox", "_INBOX.replyto-test", ""},
+		{"application subject", "app.answers", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sub *nats.Subscription
+			if tt.wantCode == "" {
+				var err error
+				if sub, err = b.nc.SubscribeSync(tt.replyTo); err != nil {
+					t.Fatal(err)
+				}
+				defer sub.Unsubscribe()
+				if err := b.nc.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Published directly: the Client refuses such a replyto itself.
+			ev, err := bus.EventBuilder{}.Request("op.echo", "", tt.replyTo, "", map[string]any{"who": "second"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := ev.ID()
+			m, err := bus.Encode(b.res.Subjects.Op("op.echo"), ev, bus.Structured)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.js.PublishMsg(bg(t), m); err != nil {
+				t.Fatal(err)
+			}
+			r := b.await(t, id)
+			if tt.wantCode != "" {
+				if code := remoteCode(t, r); code != tt.wantCode {
+					t.Fatalf("code = %s, want %s", code, tt.wantCode)
+				}
+				if msg := r.Err().Error(); !strings.Contains(msg, "only the request's own "+b.res.Subjects.Reply(id)) {
+					t.Errorf("message %q does not say which reply subject is allowed", msg)
+				}
+			} else {
+				mustResult(t, r, nil)
+				m, err := sub.NextMsg(10 * time.Second)
+				if err != nil {
+					t.Fatalf("no answer on %s: %v", tt.replyTo, err)
+				}
+				ev, err := b.codec.Decode(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.ID() != r.Event.ID() {
+					t.Errorf("answer on %s is %s, stored answer is %s", tt.replyTo, ev.ID(), r.Event.ID())
+				}
+			}
+			again, err := b.client.Result(bg(t), firstID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Event.ID() != first.Event.ID() {
+				t.Fatalf("answer of %s replaced: %s (%s), was %s", firstID, again.Event.ID(), again.Data, first.Event.ID())
+			}
+		})
 	}
 }
 
