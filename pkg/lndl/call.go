@@ -1,6 +1,7 @@
 package lndl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -930,33 +931,54 @@ func numberID(f float64) string {
 // pythonFloatRepr formats a float the way Python's repr does, so the text
 // always reads as a float: `1000.0`, `2.5`, `1e+23`, `1e-05`, `-0.0`.
 func pythonFloatRepr(f float64) string {
+	var buf [32]byte
+	return string(appendPythonFloatRepr(buf[:0], f))
+}
+
+// appendPythonFloatRepr appends the text of pythonFloatRepr(f) to dst.
+func appendPythonFloatRepr(dst []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
-		return "inf"
+		return append(dst, "inf"...)
 	case math.IsInf(f, -1):
-		return "-inf"
+		return append(dst, "-inf"...)
 	case math.IsNaN(f):
-		return "nan"
+		return append(dst, "nan"...)
 	case f == 0:
 		if math.Signbit(f) {
-			return "-0.0"
+			return append(dst, "-0.0"...)
 		}
-		return "0.0"
+		return append(dst, "0.0"...)
 	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	i := strings.IndexByte(e, 'e')
-	exp, _ := strconv.Atoi(e[i+1:])
+	var ebuf [32]byte
+	e := strconv.AppendFloat(ebuf[:0], f, 'e', -1, 64)
+	i := bytes.IndexByte(e, 'e')
+	exp := 0
+	neg := e[i+1] == '-'
+	for _, c := range e[i+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if neg {
+		exp = -exp
+	}
 	if exp >= -4 && exp < 16 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
+		start := len(dst)
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+		if bytes.IndexByte(dst[start:], '.') < 0 {
+			dst = append(dst, ".0"...)
 		}
-		return s
+		return dst
 	}
-	mant := e[:i]
-	sign := "+"
+	dst = append(dst, e[:i]...)
+	dst = append(dst, 'e')
 	if exp < 0 {
-		sign, exp = "-", -exp
+		dst = append(dst, '-')
+		exp = -exp
+	} else {
+		dst = append(dst, '+')
 	}
-	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
+	if exp < 10 {
+		dst = append(dst, '0')
+	}
+	return strconv.AppendInt(dst, int64(exp), 10)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // Target is the structured result a round assembles: a JSON Schema for an
@@ -27,6 +28,11 @@ type Target struct {
 	// Root is the decoded schema (objects as *Object, numbers as
 	// json.Number).
 	Root any
+
+	// parsed is set by ParseTarget: Type was read from Root.
+	parsed bool
+	// compiled caches the compiled schema (see Target.compiledSchema).
+	compiled atomic.Pointer[compiledTarget]
 }
 
 // Kind is the kind of a [Type].
@@ -190,7 +196,7 @@ func ParseTarget(schema []byte) (*Target, error) {
 	copy(raw, schema)
 	root0 := *t
 	root0.Nullable = false
-	return &Target{Model: t.Model, Type: &root0, Schema: raw, Root: obj}, nil
+	return &Target{Model: t.Model, Type: &root0, Schema: raw, Root: obj, parsed: true}, nil
 }
 
 // Field returns the target field called name, or nil.

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"weak"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -112,25 +109,35 @@ func formatLoc(loc []any) string {
 // A failure is a *[ValidationError] listing every issue; a schema the
 // validator cannot compile is an error wrapping [ErrInvalidTarget].
 func (t *Target) Validate(v any) (any, error) {
+	return t.validate(v, false)
+}
+
+// validate is Validate; forceSchema runs the schema validator even when
+// the target's schema holds nothing the coercion walk has not decided
+// (tests compare both paths).
+func (t *Target) validate(v any, forceSchema bool) (any, error) {
 	if t == nil || t.Type == nil {
 		return nil, fmt.Errorf("%w: no target to validate against", ErrInvalidTarget)
 	}
-	in, err := normalizeInput(v, 0)
-	if err != nil {
-		return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
+	in := v
+	if !isNormalized(v, 0) {
+		var err error
+		if in, err = normalizeInput(v, 0); err != nil {
+			return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
+		}
 	}
-	lv := &laxValidator{}
-	out, _ := lv.value(t.Type, in, []any{}, false)
-	sch, err := t.compiledSchema()
-	if err != nil {
-		return nil, err
+	var lv laxValidator
+	out, _ := lv.value(t.Type, in, &locPath{}, false)
+	ct := t.compiledSchema()
+	if ct.err != nil {
+		return nil, ct.err
 	}
-	if sch != nil {
+	if ct.schema != nil && (forceSchema || !ct.structural || !ct.defaultsFit(lv.defaults)) {
 		plain, err := plainJSON(out, 0)
 		if err != nil {
 			return nil, err
 		}
-		if verr := sch.Validate(plain); verr != nil {
+		if verr := ct.schema.Validate(plain); verr != nil {
 			var ve *jsonschema.ValidationError
 			if !errors.As(verr, &ve) {
 				return nil, fmt.Errorf("lndl: schema validation: %w", verr)
@@ -146,32 +153,79 @@ func (t *Target) Validate(v any) (any, error) {
 	return out, nil
 }
 
-// compiledTarget is the lazily compiled JSON Schema of one Target.
-type compiledTarget struct {
-	once   sync.Once
-	schema *jsonschema.Schema
-	err    error
+// isNormalized reports whether v already has the shapes the coercion walk
+// takes (see normalizeInput) and nests at most MaxJSONDepth deep, so that
+// it can be walked without a copy. Assembled values always do.
+func isNormalized(v any, depth int) bool {
+	if depth > MaxJSONDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string, json.Number, *Placeholder:
+		return true
+	case []any:
+		for _, e := range x {
+			if !isNormalized(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case *Object:
+		ok := true
+		x.Range(func(_ string, e any) bool {
+			ok = isNormalized(e, depth+1)
+			return ok
+		})
+		return ok
+	}
+	return false
 }
 
-// compiledTargets caches compiled schemas by Target. Keys are weak
-// pointers, and an entry is removed once its Target is collected, so the
-// cache holds at most the live Targets.
-var compiledTargets sync.Map // weak.Pointer[Target] -> *compiledTarget
+// compiledTarget is the compiled JSON Schema of one Target.
+type compiledTarget struct {
+	schema *jsonschema.Schema
+	err    error
+	// structural is set when every keyword of the schema is one the
+	// coercion walk already enforces (see structuralSchema): a value the
+	// walk accepts then always satisfies the schema, and the schema
+	// validator has nothing left to check.
+	structural bool
+	// defaultDepth is the deepest nesting of any "default" value.
+	defaultDepth int
+}
 
-// compiledSchema returns t's compiled schema, compiling it on first use.
-// It returns nil (no constraint check) when t carries no schema.
-func (t *Target) compiledSchema() (*jsonschema.Schema, error) {
-	if len(t.Schema) == 0 && t.Root == nil {
-		return nil, nil
+// defaultsFit reports whether the defaults filled at locs stay within
+// MaxJSONDepth, as the schema validator's input must.
+func (ct *compiledTarget) defaultsFit(locs [][]any) bool {
+	for _, loc := range locs {
+		if len(loc)+ct.defaultDepth > MaxJSONDepth {
+			return false
+		}
 	}
-	key := weak.Make(t)
-	c, loaded := compiledTargets.LoadOrStore(key, &compiledTarget{})
-	ct := c.(*compiledTarget)
-	if !loaded {
-		runtime.AddCleanup(t, func(k weak.Pointer[Target]) { compiledTargets.Delete(k) }, key)
+	return true
+}
+
+// compiledSchema returns t's compiled schema, compiling it on first use
+// and caching it in t. Concurrent first uses may each compile it; one
+// result is kept. A Target without a schema gets a compiledTarget with a
+// nil schema: no constraint check.
+func (t *Target) compiledSchema() *compiledTarget {
+	if ct := t.compiled.Load(); ct != nil {
+		return ct
 	}
-	ct.once.Do(func() { ct.schema, ct.err = compileTarget(t) })
-	return ct.schema, ct.err
+	ct := &compiledTarget{}
+	if len(t.Schema) != 0 || t.Root != nil {
+		ct.schema, ct.err = compileTarget(t)
+		if ct.err == nil && t.parsed {
+			if root, ok := t.Root.(*Object); ok {
+				ct.structural, ct.defaultDepth = structuralSchema(root)
+			}
+		}
+	}
+	if t.compiled.CompareAndSwap(nil, ct) {
+		return ct
+	}
+	return t.compiled.Load()
 }
 
 // targetSchemaURL is the name the target schema is registered under; it

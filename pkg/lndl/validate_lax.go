@@ -19,12 +19,44 @@ type laxValidator struct {
 	defaults [][]any
 }
 
-func (lv *laxValidator) add(loc []any, typ, format string, args ...any) {
-	lv.issues = append(lv.issues, ValidationIssue{Loc: loc, Type: typ, Msg: fmt.Sprintf(format, args...)})
+func (lv *laxValidator) add(loc *locPath, typ, format string, args ...any) {
+	lv.issues = append(lv.issues, ValidationIssue{Loc: loc.slice(), Type: typ, Msg: fmt.Sprintf(format, args...)})
 }
 
-func childLoc(loc []any, p any) []any {
-	return append(loc[:len(loc):len(loc)], p)
+// locPath is the location of the value being validated, as a chain from
+// the value to the root. Steps live on the walk's stack; the []any form
+// of a location is built only when an issue or a default is recorded.
+type locPath struct {
+	parent *locPath
+	key    string
+	index  int
+	// isIndex says the step is the list index, not the key.
+	isIndex bool
+	depth   int
+}
+
+// keyed returns the location of the field or dict key k under p.
+func (p *locPath) keyed(k string) locPath {
+	return locPath{parent: p, key: k, depth: p.depth + 1}
+}
+
+// indexed returns the location of list item i under p.
+func (p *locPath) indexed(i int) locPath {
+	return locPath{parent: p, index: i, isIndex: true, depth: p.depth + 1}
+}
+
+// slice returns the location as field names (string) and list indexes
+// (int) from the root; the root is an empty, non-nil slice.
+func (p *locPath) slice() []any {
+	out := make([]any, p.depth)
+	for q := p; q.depth > 0; q = q.parent {
+		if q.isIndex {
+			out[q.depth-1] = q.index
+		} else {
+			out[q.depth-1] = q.key
+		}
+	}
+	return out
 }
 
 // normalizeInput turns any JSON-compatible Go value into the shapes the
@@ -102,11 +134,11 @@ func normalizeInput(v any, depth int) (any, error) {
 // value coerces v to t. It returns the coerced value and true, or v and
 // false after recording the issues. strict disables every conversion (the
 // first pass over a union's variants).
-func (lv *laxValidator) value(t *Type, v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) value(t *Type, v any, loc *locPath, strict bool) (any, bool) {
 	if v == nil && (t.Nullable || t.Kind == KindNull || t.Kind == KindAny) {
 		return nil, true
 	}
-	if len(loc) > MaxJSONDepth {
+	if loc.depth > MaxJSONDepth {
 		lv.add(loc, "too_deep", "value nested deeper than %d", MaxJSONDepth)
 		return v, false
 	}
@@ -139,7 +171,8 @@ func (lv *laxValidator) value(t *Type, v any, loc []any, strict bool) (any, bool
 		out := make([]any, len(arr))
 		good := true
 		for i, e := range arr {
-			c, ok := lv.value(t.Elem, e, childLoc(loc, i), strict)
+			eloc := loc.indexed(i)
+			c, ok := lv.value(t.Elem, e, &eloc, strict)
 			out[i] = c
 			good = good && ok
 		}
@@ -153,7 +186,8 @@ func (lv *laxValidator) value(t *Type, v any, loc []any, strict bool) (any, bool
 		out := NewObject(obj.Len())
 		good := true
 		obj.Range(func(k string, e any) bool {
-			c, ok := lv.value(t.Elem, e, childLoc(loc, k), strict)
+			eloc := loc.keyed(k)
+			c, ok := lv.value(t.Elem, e, &eloc, strict)
 			out.Set(k, c)
 			good = good && ok
 			return true
@@ -168,7 +202,7 @@ func (lv *laxValidator) value(t *Type, v any, loc []any, strict bool) (any, bool
 	return v, false
 }
 
-func (lv *laxValidator) modelValue(t *Type, v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) modelValue(t *Type, v any, loc *locPath, strict bool) (any, bool) {
 	obj, ok := v.(*Object)
 	if !ok {
 		lv.add(loc, "model_type", "input should be an object for model %s", t.Name)
@@ -177,20 +211,20 @@ func (lv *laxValidator) modelValue(t *Type, v any, loc []any, strict bool) (any,
 	out := NewObject(len(t.Model.Fields))
 	good := true
 	for _, f := range t.Model.Fields {
-		floc := childLoc(loc, f.Name)
+		floc := loc.keyed(f.Name)
 		fv, present := obj.Get(f.Name)
 		if !present {
 			switch {
 			case f.HasDefault:
 				out.Set(f.Name, copyJSON(f.Default))
-				lv.defaults = append(lv.defaults, floc)
+				lv.defaults = append(lv.defaults, floc.slice())
 			case f.Required:
-				lv.add(floc, "missing", "field required")
+				lv.add(&floc, "missing", "field required")
 				good = false
 			}
 			continue
 		}
-		c, ok := lv.value(f.Type, fv, floc, strict)
+		c, ok := lv.value(f.Type, fv, &floc, strict)
 		out.Set(f.Name, c)
 		good = good && ok
 	}
@@ -198,7 +232,8 @@ func (lv *laxValidator) modelValue(t *Type, v any, loc []any, strict bool) (any,
 		if ap, ok := t.Schema.Get("additionalProperties"); ok && ap == false {
 			obj.Range(func(k string, _ any) bool {
 				if t.Model.Field(k) == nil {
-					lv.add(childLoc(loc, k), "extra_forbidden", "extra field not permitted")
+					xloc := loc.keyed(k)
+					lv.add(&xloc, "extra_forbidden", "extra field not permitted")
 					good = false
 				}
 				return true
@@ -210,7 +245,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, loc []any, strict bool) (any,
 
 // unionValue tries the variants without coercion, then with it, in
 // order (pydantic's smart mode, simplified).
-func (lv *laxValidator) unionValue(t *Type, v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) unionValue(t *Type, v any, loc *locPath, strict bool) (any, bool) {
 	passes := []bool{true}
 	if !strict {
 		passes = append(passes, false)
@@ -221,8 +256,8 @@ func (lv *laxValidator) unionValue(t *Type, v any, loc []any, strict bool) (any,
 			trial := &laxValidator{}
 			// As in pydantic, a variant's failures are located under
 			// its type's name.
-			vloc := childLoc(loc, variantTag(variant))
-			if c, ok := trial.value(variant, v, vloc, s); ok {
+			vloc := loc.keyed(variantTag(variant))
+			if c, ok := trial.value(variant, v, &vloc, s); ok {
 				lv.defaults = append(lv.defaults, trial.defaults...)
 				return c, true
 			}
@@ -241,7 +276,7 @@ func (lv *laxValidator) unionValue(t *Type, v any, loc []any, strict bool) (any,
 	return v, false
 }
 
-func (lv *laxValidator) enumValue(t *Type, v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) enumValue(t *Type, v any, loc *locPath, strict bool) (any, bool) {
 	cand := v
 	if !strict {
 		switch t.Base {
@@ -384,7 +419,7 @@ func copyJSON(v any) any {
 	return v
 }
 
-func (lv *laxValidator) intValue(v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) intValue(v any, loc *locPath, strict bool) (any, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		s := string(x)
@@ -499,7 +534,7 @@ func stripDigitUnderscores(s string) (string, bool) {
 	return b.String(), true
 }
 
-func (lv *laxValidator) floatValue(v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) floatValue(v any, loc *locPath, strict bool) (any, bool) {
 	var f float64
 	switch x := v.(type) {
 	case json.Number:
@@ -542,7 +577,12 @@ func (lv *laxValidator) floatValue(v any, loc []any, strict bool) (any, bool) {
 		lv.add(loc, "finite_number", "input should be a finite number")
 		return v, false
 	}
-	return json.Number(pythonFloatRepr(f)), true
+	var buf [32]byte
+	repr := appendPythonFloatRepr(buf[:0], f)
+	if n, ok := v.(json.Number); ok && string(n) == string(repr) {
+		return n, true
+	}
+	return json.Number(repr), true
 }
 
 // floatFromString parses a decimal number with optional sign, fraction
@@ -616,7 +656,7 @@ var boolWords = map[string]bool{
 	"1": true, "on": true, "t": true, "true": true, "y": true, "yes": true,
 }
 
-func (lv *laxValidator) boolValue(v any, loc []any, strict bool) (any, bool) {
+func (lv *laxValidator) boolValue(v any, loc *locPath, strict bool) (any, bool) {
 	switch x := v.(type) {
 	case bool:
 		return x, true

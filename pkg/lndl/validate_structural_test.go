@@ -1,0 +1,160 @@
+package lndl
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+)
+
+func TestStructuralSchema(t *testing.T) {
+	cases := []struct {
+		name   string
+		schema string
+		want   bool
+	}{
+		{"bench target", benchSchema, true},
+		{"constraints", validateSchema, false},
+		{"plain fields", `{"properties": {"a": {"type": "string", "title": "A"}, "b": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null}}, "required": ["a"], "type": "object"}`, true},
+		{"minimum", `{"properties": {"a": {"type": "integer", "minimum": 0}}, "type": "object"}`, false},
+		{"oneOf", `{"properties": {"a": {"oneOf": [{"type": "integer"}, {"type": "string"}]}}, "type": "object"}`, false},
+		{"several types", `{"properties": {"a": {"type": ["integer", "string"]}}, "type": "object"}`, false},
+		{"nullable type list", `{"properties": {"a": {"type": ["integer", "null"]}}, "type": "object"}`, true},
+		{"ref with asserting sibling", `{"$defs": {"M": {"properties": {"x": {"type": "string"}}, "type": "object"}}, "properties": {"a": {"$ref": "#/$defs/M", "maxProperties": 1}}, "type": "object"}`, false},
+		{"ref with default", `{"$defs": {"L": {"enum": [1, 2], "type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/L", "default": 1}}, "type": "object"}`, true},
+		{"enum member of another type", `{"properties": {"a": {"enum": ["x", 1], "type": "string"}}, "type": "object"}`, false},
+		{"items without array", `{"properties": {"a": {"items": {"type": "string"}}}, "type": "object"}`, false},
+		{"required not declared", `{"properties": {"a": {}}, "required": ["b"], "type": "object"}`, false},
+		{"closed dict", `{"properties": {"a": {"type": "object", "additionalProperties": false}}, "type": "object"}`, false},
+		{"closed model", `{"properties": {"a": {"type": "string"}}, "additionalProperties": false, "type": "object"}`, true},
+		{"untyped dict values", `{"properties": {"a": {"additionalProperties": {"type": "integer"}}}, "type": "object"}`, false},
+		{"typed dict values", `{"properties": {"a": {"additionalProperties": {"type": "integer"}, "type": "object"}}, "type": "object"}`, true},
+		{"recursive", `{"$defs": {"N": {"properties": {"kids": {"items": {"$ref": "#/$defs/N"}, "type": "array"}}, "type": "object"}}, "properties": {"n": {"$ref": "#/$defs/N"}}, "type": "object"}`, true},
+		{"id", `{"$id": "https://x.invalid/s", "properties": {"a": {}}, "type": "object"}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := validTarget(t, c.schema)
+			ct := tg.compiledSchema()
+			if ct.err != nil {
+				t.Fatal(ct.err)
+			}
+			if ct.structural != c.want {
+				t.Errorf("structural = %v, want %v", ct.structural, c.want)
+			}
+		})
+	}
+}
+
+// stripConstraints removes the keywords that make a schema non-structural
+// from a decoded schema.
+func stripConstraints(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			switch k {
+			case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+				"minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems":
+				continue
+			}
+			out[k] = stripConstraints(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stripConstraints(e)
+		}
+		return out
+	}
+	return v
+}
+
+// TestValidate_structuralSkipIsExact validates the 1500 pydantic replay
+// inputs (many of them failing) against the replay schema without its
+// constraints, once skipping the schema validator as Validate does for
+// such a schema and once running it: values and issues must be identical.
+func TestValidate_structuralSkipIsExact(t *testing.T) {
+	f, err := os.Open("testdata/validate_pydantic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	if !sc.Scan() {
+		t.Fatal("empty file")
+	}
+	var head struct {
+		Schema any `json:"schema"`
+	}
+	if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(stripConstraints(head.Schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := ParseTarget(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tg.compiledSchema().structural {
+		t.Fatal("stripped replay schema is not structural")
+	}
+	var inputs []any
+	for sc.Scan() {
+		var c struct {
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, decodeJSON(t, c.Input))
+	}
+	bt := validTarget(t, benchSchema)
+	for _, size := range []int{1 << 10, 10 << 10} {
+		text, executed := benchResponse(size)
+		v, err := Round(RoundInput{Text: text, Target: bt}).Resolve(executed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareValidatePaths(t, bt, v)
+	}
+	failed := 0
+	for _, in := range inputs {
+		if compareValidatePaths(t, tg, in) {
+			failed++
+		}
+	}
+	if len(inputs) != 1500 || failed < 100 {
+		t.Errorf("%d inputs, %d failing; want 1500 with many failing", len(inputs), failed)
+	}
+}
+
+// compareValidatePaths validates in with and without the schema
+// validator and reports any difference; it returns whether validation
+// failed.
+func compareValidatePaths(t *testing.T, tg *Target, in any) bool {
+	t.Helper()
+	fast, ferr := tg.validate(in, false)
+	full, serr := tg.validate(in, true)
+	if (ferr == nil) != (serr == nil) {
+		t.Errorf("input %s: skipping the validator gives %v, running it %v", compactJSON(in), ferr, serr)
+		return ferr != nil
+	}
+	if ferr == nil {
+		if d := jsonDiff(fast, full); d != "" {
+			t.Errorf("input %s: values differ: %s", compactJSON(in), d)
+		}
+		return false
+	}
+	var fe, se *ValidationError
+	if !errors.As(ferr, &fe) || !errors.As(serr, &se) || !reflect.DeepEqual(fe.Issues, se.Issues) {
+		t.Errorf("input %s: issues differ:\nskipping %v\nrunning  %v", compactJSON(in), ferr, serr)
+	}
+	return true
+}
