@@ -126,8 +126,9 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 			return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
 		}
 	}
-	var lv laxValidator
-	out, _ := lv.value(t.Type, in, &locPath{}, false)
+	var path [16]locStep
+	lv := laxValidator{path: path[:0]}
+	out, _ := lv.value(t.Type, in, false)
 	ct := t.compiledSchema()
 	if ct.err != nil {
 		return nil, ct.err

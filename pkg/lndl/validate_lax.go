@@ -17,43 +17,38 @@ type laxValidator struct {
 	issues []ValidationIssue
 	// defaults are the locations filled from a default.
 	defaults [][]any
+	// path is the location of the value being validated. A trial
+	// validator starts from its parent's path.
+	path []locStep
 }
 
-func (lv *laxValidator) add(loc *locPath, typ, format string, args ...any) {
-	lv.issues = append(lv.issues, ValidationIssue{Loc: loc.slice(), Type: typ, Msg: fmt.Sprintf(format, args...)})
+func (lv *laxValidator) add(typ, format string, args ...any) {
+	lv.issues = append(lv.issues, ValidationIssue{Loc: lv.loc(), Type: typ, Msg: fmt.Sprintf(format, args...)})
 }
 
-// locPath is the location of the value being validated, as a chain from
-// the value to the root. Steps live on the walk's stack; the []any form
-// of a location is built only when an issue or a default is recorded.
-type locPath struct {
-	parent *locPath
-	key    string
-	index  int
+// locStep is one step of the location of the value being validated: a
+// field name or dict key, or a list index.
+type locStep struct {
+	key   string
+	index int
 	// isIndex says the step is the list index, not the key.
 	isIndex bool
-	depth   int
 }
 
-// keyed returns the location of the field or dict key k under p.
-func (p *locPath) keyed(k string) locPath {
-	return locPath{parent: p, key: k, depth: p.depth + 1}
-}
+func (lv *laxValidator) pushKey(k string) { lv.path = append(lv.path, locStep{key: k}) }
+func (lv *laxValidator) pushIndex(i int)  { lv.path = append(lv.path, locStep{index: i, isIndex: true}) }
+func (lv *laxValidator) pop()             { lv.path = lv.path[:len(lv.path)-1] }
 
-// indexed returns the location of list item i under p.
-func (p *locPath) indexed(i int) locPath {
-	return locPath{parent: p, index: i, isIndex: true, depth: p.depth + 1}
-}
-
-// slice returns the location as field names (string) and list indexes
-// (int) from the root; the root is an empty, non-nil slice.
-func (p *locPath) slice() []any {
-	out := make([]any, p.depth)
-	for q := p; q.depth > 0; q = q.parent {
-		if q.isIndex {
-			out[q.depth-1] = q.index
+// loc returns the current location as field names (string) and list
+// indexes (int) from the root; the root is an empty, non-nil slice. It is
+// built only when an issue or a default is recorded.
+func (lv *laxValidator) loc() []any {
+	out := make([]any, len(lv.path))
+	for i, st := range lv.path {
+		if st.isIndex {
+			out[i] = st.index
 		} else {
-			out[q.depth-1] = q.key
+			out[i] = st.key
 		}
 	}
 	return out
@@ -134,45 +129,46 @@ func normalizeInput(v any, depth int) (any, error) {
 // value coerces v to t. It returns the coerced value and true, or v and
 // false after recording the issues. strict disables every conversion (the
 // first pass over a union's variants).
-func (lv *laxValidator) value(t *Type, v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) value(t *Type, v any, strict bool) (any, bool) {
 	if v == nil && (t.Nullable || t.Kind == KindNull || t.Kind == KindAny) {
 		return nil, true
 	}
-	if loc.depth > MaxJSONDepth {
-		lv.add(loc, "too_deep", "value nested deeper than %d", MaxJSONDepth)
+	if len(lv.path) > MaxJSONDepth {
+		lv.add("too_deep", "value nested deeper than %d", MaxJSONDepth)
 		return v, false
 	}
 	switch t.Kind {
 	case KindAny:
 		return v, true
 	case KindNull:
-		lv.add(loc, "none_required", "input should be null")
+		lv.add("none_required", "input should be null")
 		return v, false
 	case KindString:
-		if s, ok := v.(string); ok {
-			return s, true
+		if _, ok := v.(string); ok {
+			return v, true
 		}
-		lv.add(loc, "string_type", "input should be a valid string")
+		lv.add("string_type", "input should be a valid string")
 		return v, false
 	case KindInt:
-		return lv.intValue(v, loc, strict)
+		return lv.intValue(v, strict)
 	case KindFloat:
-		return lv.floatValue(v, loc, strict)
+		return lv.floatValue(v, strict)
 	case KindBool:
-		return lv.boolValue(v, loc, strict)
+		return lv.boolValue(v, strict)
 	case KindEnum:
-		return lv.enumValue(t, v, loc, strict)
+		return lv.enumValue(t, v, strict)
 	case KindList:
 		arr, ok := v.([]any)
 		if !ok {
-			lv.add(loc, "list_type", "input should be a valid list")
+			lv.add("list_type", "input should be a valid list")
 			return v, false
 		}
 		out := make([]any, len(arr))
 		good := true
 		for i, e := range arr {
-			eloc := loc.indexed(i)
-			c, ok := lv.value(t.Elem, e, &eloc, strict)
+			lv.pushIndex(i)
+			c, ok := lv.value(t.Elem, e, strict)
+			lv.pop()
 			out[i] = c
 			good = good && ok
 		}
@@ -180,51 +176,54 @@ func (lv *laxValidator) value(t *Type, v any, loc *locPath, strict bool) (any, b
 	case KindDict:
 		obj, ok := v.(*Object)
 		if !ok {
-			lv.add(loc, "dict_type", "input should be a valid dictionary")
+			lv.add("dict_type", "input should be a valid dictionary")
 			return v, false
 		}
 		out := NewObject(obj.Len())
 		good := true
-		obj.Range(func(k string, e any) bool {
-			eloc := loc.keyed(k)
-			c, ok := lv.value(t.Elem, e, &eloc, strict)
+		for i := range obj.pairs {
+			k, e := obj.pairs[i].key, obj.pairs[i].val
+			lv.pushKey(k)
+			c, ok := lv.value(t.Elem, e, strict)
+			lv.pop()
 			out.Set(k, c)
 			good = good && ok
-			return true
-		})
+		}
 		return out, good
 	case KindModel:
-		return lv.modelValue(t, v, loc, strict)
+		return lv.modelValue(t, v, strict)
 	case KindUnion:
-		return lv.unionValue(t, v, loc, strict)
+		return lv.unionValue(t, v, strict)
 	}
-	lv.add(loc, "value_error", "unsupported target type %s", t.Kind)
+	lv.add("value_error", "unsupported target type %s", t.Kind)
 	return v, false
 }
 
-func (lv *laxValidator) modelValue(t *Type, v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
 	obj, ok := v.(*Object)
 	if !ok {
-		lv.add(loc, "model_type", "input should be an object for model %s", t.Name)
+		lv.add("model_type", "input should be an object for model %s", t.Name)
 		return v, false
 	}
 	out := NewObject(len(t.Model.Fields))
 	good := true
 	for _, f := range t.Model.Fields {
-		floc := loc.keyed(f.Name)
 		fv, present := obj.Get(f.Name)
+		lv.pushKey(f.Name)
 		if !present {
 			switch {
 			case f.HasDefault:
 				out.Set(f.Name, copyJSON(f.Default))
-				lv.defaults = append(lv.defaults, floc.slice())
+				lv.defaults = append(lv.defaults, lv.loc())
 			case f.Required:
-				lv.add(&floc, "missing", "field required")
+				lv.add("missing", "field required")
 				good = false
 			}
+			lv.pop()
 			continue
 		}
-		c, ok := lv.value(f.Type, fv, &floc, strict)
+		c, ok := lv.value(f.Type, fv, strict)
+		lv.pop()
 		out.Set(f.Name, c)
 		good = good && ok
 	}
@@ -232,8 +231,9 @@ func (lv *laxValidator) modelValue(t *Type, v any, loc *locPath, strict bool) (a
 		if ap, ok := t.Schema.Get("additionalProperties"); ok && ap == false {
 			obj.Range(func(k string, _ any) bool {
 				if t.Model.Field(k) == nil {
-					xloc := loc.keyed(k)
-					lv.add(&xloc, "extra_forbidden", "extra field not permitted")
+					lv.pushKey(k)
+					lv.add("extra_forbidden", "extra field not permitted")
+					lv.pop()
 					good = false
 				}
 				return true
@@ -245,7 +245,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, loc *locPath, strict bool) (a
 
 // unionValue tries the variants without coercion, then with it, in
 // order (pydantic's smart mode, simplified).
-func (lv *laxValidator) unionValue(t *Type, v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool) {
 	passes := []bool{true}
 	if !strict {
 		passes = append(passes, false)
@@ -253,11 +253,11 @@ func (lv *laxValidator) unionValue(t *Type, v any, loc *locPath, strict bool) (a
 	var failed [][]ValidationIssue
 	for _, s := range passes {
 		for _, variant := range t.Variants {
-			trial := &laxValidator{}
+			trial := &laxValidator{path: lv.path}
 			// As in pydantic, a variant's failures are located under
 			// its type's name.
-			vloc := loc.keyed(variantTag(variant))
-			if c, ok := trial.value(variant, v, &vloc, s); ok {
+			trial.pushKey(variantTag(variant))
+			if c, ok := trial.value(variant, v, s); ok {
 				lv.defaults = append(lv.defaults, trial.defaults...)
 				return c, true
 			}
@@ -267,7 +267,7 @@ func (lv *laxValidator) unionValue(t *Type, v any, loc *locPath, strict bool) (a
 		}
 	}
 	if strict {
-		lv.add(loc, "union_type", "input matches no variant of the union")
+		lv.add("union_type", "input matches no variant of the union")
 		return v, false
 	}
 	for _, issues := range failed {
@@ -276,13 +276,13 @@ func (lv *laxValidator) unionValue(t *Type, v any, loc *locPath, strict bool) (a
 	return v, false
 }
 
-func (lv *laxValidator) enumValue(t *Type, v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool) {
 	cand := v
 	if !strict {
 		switch t.Base {
 		case KindInt, KindFloat, KindBool:
-			trial := &laxValidator{}
-			if c, ok := trial.value(&Type{Kind: t.Base}, v, loc, false); ok {
+			trial := &laxValidator{path: lv.path}
+			if c, ok := trial.value(&Type{Kind: t.Base}, v, false); ok {
 				cand = c
 			}
 		}
@@ -298,7 +298,7 @@ func (lv *laxValidator) enumValue(t *Type, v any, loc *locPath, strict bool) (an
 	if t.Name == "" {
 		typ = "literal_error"
 	}
-	lv.add(loc, typ, "input should be one of the allowed values")
+	lv.add(typ, "input should be one of the allowed values")
 	return v, false
 }
 
@@ -419,13 +419,13 @@ func copyJSON(v any) any {
 	return v
 }
 
-func (lv *laxValidator) intValue(v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		s := string(x)
 		if isIntegerText(s) {
 			if len(strings.TrimLeft(s, "+-0")) > MaxCallIntDigits {
-				lv.add(loc, "int_parsing_size", "integer longer than %d digits", MaxCallIntDigits)
+				lv.add("int_parsing_size", "integer longer than %d digits", MaxCallIntDigits)
 				return v, false
 			}
 			return x, true
@@ -435,16 +435,16 @@ func (lv *laxValidator) intValue(v any, loc *locPath, strict bool) (any, bool) {
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) {
-			lv.add(loc, "finite_number", "input should be a finite number")
+			lv.add("finite_number", "input should be a finite number")
 			return v, false
 		}
 		if f != math.Trunc(f) {
-			lv.add(loc, "int_from_float", "input should be a valid integer, got a number with a fractional part")
+			lv.add("int_from_float", "input should be a valid integer, got a number with a fractional part")
 			return v, false
 		}
 		// Like pydantic, a float becomes an integer only within 64 bits.
 		if f <= -(1<<63) || f >= 1<<63 {
-			lv.add(loc, "int_parsing_size", "unable to parse input as an integer, value exceeds 64 bits")
+			lv.add("int_parsing_size", "unable to parse input as an integer, value exceeds 64 bits")
 			return v, false
 		}
 		i, _ := new(big.Float).SetFloat64(f).Int(nil)
@@ -464,15 +464,15 @@ func (lv *laxValidator) intValue(v any, loc *locPath, strict bool) (any, bool) {
 		n, err := intFromString(x)
 		switch {
 		case err == errIntTooLong:
-			lv.add(loc, "int_parsing_size", "unable to parse input string as an integer, exceeds %d digits", MaxCallIntDigits)
+			lv.add("int_parsing_size", "unable to parse input string as an integer, exceeds %d digits", MaxCallIntDigits)
 			return v, false
 		case err != nil:
-			lv.add(loc, "int_parsing", "input should be a valid integer, unable to parse string as an integer")
+			lv.add("int_parsing", "input should be a valid integer, unable to parse string as an integer")
 			return v, false
 		}
 		return json.Number(n), true
 	}
-	lv.add(loc, "int_type", "input should be a valid integer")
+	lv.add("int_type", "input should be a valid integer")
 	return v, false
 }
 
@@ -534,22 +534,22 @@ func stripDigitUnderscores(s string) (string, bool) {
 	return b.String(), true
 }
 
-func (lv *laxValidator) floatValue(v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
 	var f float64
 	switch x := v.(type) {
 	case json.Number:
 		var err error
 		if f, err = strconv.ParseFloat(string(x), 64); err != nil && !math.IsInf(f, 0) {
-			lv.add(loc, "float_parsing", "input should be a valid number")
+			lv.add("float_parsing", "input should be a valid number")
 			return v, false
 		}
 		if math.IsInf(f, 0) && isIntegerText(string(x)) {
-			lv.add(loc, "float_type", "input should be a valid number, the integer is too large for a float")
+			lv.add("float_type", "input should be a valid number, the integer is too large for a float")
 			return v, false
 		}
 	case bool:
 		if strict {
-			lv.add(loc, "float_type", "input should be a valid number")
+			lv.add("float_type", "input should be a valid number")
 			return v, false
 		}
 		if x {
@@ -558,23 +558,23 @@ func (lv *laxValidator) floatValue(v any, loc *locPath, strict bool) (any, bool)
 	case string:
 		var ok bool
 		if strict {
-			lv.add(loc, "float_type", "input should be a valid number")
+			lv.add("float_type", "input should be a valid number")
 			return v, false
 		}
 		if f, ok = floatFromString(x); !ok {
-			lv.add(loc, "float_parsing", "input should be a valid number, unable to parse string as a number")
+			lv.add("float_parsing", "input should be a valid number, unable to parse string as a number")
 			return v, false
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
-			lv.add(loc, "finite_number", "input should be a finite number (JSON cannot hold %s)", strings.TrimSpace(x))
+			lv.add("finite_number", "input should be a finite number (JSON cannot hold %s)", strings.TrimSpace(x))
 			return v, false
 		}
 	default:
-		lv.add(loc, "float_type", "input should be a valid number")
+		lv.add("float_type", "input should be a valid number")
 		return v, false
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		lv.add(loc, "finite_number", "input should be a finite number")
+		lv.add("finite_number", "input should be a finite number")
 		return v, false
 	}
 	var buf [32]byte
@@ -656,7 +656,7 @@ var boolWords = map[string]bool{
 	"1": true, "on": true, "t": true, "true": true, "y": true, "yes": true,
 }
 
-func (lv *laxValidator) boolValue(v any, loc *locPath, strict bool) (any, bool) {
+func (lv *laxValidator) boolValue(v any, strict bool) (any, bool) {
 	switch x := v.(type) {
 	case bool:
 		return x, true
@@ -667,7 +667,7 @@ func (lv *laxValidator) boolValue(v any, loc *locPath, strict bool) (any, bool) 
 		if b, ok := boolWords[strings.ToLower(x)]; ok {
 			return b, true
 		}
-		lv.add(loc, "bool_parsing", "input should be a valid boolean, unable to interpret input")
+		lv.add("bool_parsing", "input should be a valid boolean, unable to interpret input")
 		return v, false
 	case json.Number:
 		if strict {
@@ -681,10 +681,10 @@ func (lv *laxValidator) boolValue(v any, loc *locPath, strict bool) (any, bool) 
 		// unparsable; another float or a wider integer is the wrong type.
 		_, intErr := strconv.ParseInt(string(x), 10, 64)
 		if intErr == nil || err == nil && f == math.Trunc(f) && f > -(1<<63) && f < 1<<63 {
-			lv.add(loc, "bool_parsing", "input should be a valid boolean, unable to interpret input")
+			lv.add("bool_parsing", "input should be a valid boolean, unable to interpret input")
 			return v, false
 		}
 	}
-	lv.add(loc, "bool_type", "input should be a valid boolean")
+	lv.add("bool_type", "input should be a valid boolean")
 	return v, false
 }
