@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -64,4 +65,24 @@ func isLowerHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// traceKey is the context key of the trace context of a request.
+type traceKey struct{}
+
+type traceValue struct{ parent, state string }
+
+// ContextWithTraceParent returns ctx carrying the W3C traceparent and
+// tracestate of the request being run. The [Worker] sets them on the
+// context it passes to its Handler, so that what the request causes (the
+// events of an [EventSink], for one) joins the request's trace.
+func ContextWithTraceParent(ctx context.Context, traceParent, traceState string) context.Context {
+	return context.WithValue(ctx, traceKey{}, traceValue{traceParent, traceState})
+}
+
+// TraceParentFromContext returns the traceparent and tracestate set by
+// [ContextWithTraceParent] ("" when there are none).
+func TraceParentFromContext(ctx context.Context) (traceParent, traceState string) {
+	v, _ := ctx.Value(traceKey{}).(traceValue)
+	return v.parent, v.state
 }

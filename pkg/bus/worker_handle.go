@@ -60,7 +60,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	}
 	op := req.Op()
 	op.Attempt = attempt
-	res, err := w.run(hctx, msg, op)
+	res, err := w.run(ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), msg, op)
 
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		// The worker is stopping hard: leave the request unacknowledged
