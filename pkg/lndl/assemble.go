@@ -94,6 +94,9 @@ type assembler struct {
 	known  map[string]any
 	notes  map[string]any
 	calls  map[string]*Placeholder // parsed lact calls by alias
+	// prevCalls are the calls parsed by an earlier assembly of the same
+	// program; read only.
+	prevCalls map[string]*Placeholder
 	texts  map[string]string       // JSON text of object/array results by name
 	// Scratch space reused across fields and groups: parts are consumed
 	// (copied into the value being built) before the next resolve.
@@ -131,8 +134,19 @@ func (p *part) literal() bool { return p.flags&partLiteral != 0 }
 func (p *part) result() bool  { return p.flags&partResult != 0 }
 
 func (a *assembler) assemble(fields []Field) (*Object, error) {
+	return a.reassemble(fields, nil, nil)
+}
+
+// reassemble assembles fields, taking the value of fields[i] from
+// prev.pairs[i] when keep(i) holds: a field whose references resolve as
+// they did when prev was assembled has the same value.
+func (a *assembler) reassemble(fields []Field, prev *Object, keep func(int) bool) (*Object, error) {
 	out := NewObject(len(fields))
-	for _, f := range fields {
+	for i, f := range fields {
+		if prev != nil && keep(i) {
+			out.Set(f.Key, prev.pairs[i].val)
+			continue
+		}
 		var ft *Type
 		if spec := a.target.Field(f.Key); spec != nil {
 			ft = shapeType(spec.Type)
@@ -294,6 +308,9 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 // placeholder parses a lact's call once and returns its placeholder.
 func (a *assembler) placeholder(la *Lact) (*Placeholder, error) {
 	if ph, ok := a.calls[la.Alias]; ok {
+		return ph, nil
+	}
+	if ph, ok := a.prevCalls[la.Alias]; ok {
 		return ph, nil
 	}
 	act, err := parseAction(la.Alias, la.Call)
@@ -708,3 +725,19 @@ func shapeType(t *Type) *Type {
 }
 
 func isModel(t *Type) bool { return t != nil && t.Kind == KindModel }
+
+// refersTo reports whether v holds a reference to a name in names.
+func refersTo(v *Value, names map[string]any) bool {
+	switch v.Kind {
+	case ValueRef:
+		_, ok := names[v.Text]
+		return ok
+	case ValueList:
+		for i := range v.List {
+			if refersTo(&v.List[i], names) {
+				return true
+			}
+		}
+	}
+	return false
+}

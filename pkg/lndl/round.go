@@ -75,6 +75,8 @@ type RoundResult struct {
 	fields []Field
 	target *Target
 	known  map[string]any
+	// calls are the lact calls parsed by the assembly; read only.
+	calls map[string]*Placeholder
 }
 
 // ErrNotSuccess is returned by [RoundResult.Resolve] for a round whose
@@ -140,11 +142,12 @@ func Round(in RoundInput) *RoundResult {
 	}
 	d := newDecls(prog)
 	fields := prog.Out.Fields((&binder{d: d, target: in.Target}).bind)
-	obj, err := newAssembler(d, in.Target, in.ActionResults, res.Notes).assemble(fields)
+	a := newAssembler(d, in.Target, in.ActionResults, res.Notes)
+	obj, err := a.assemble(fields)
 	if err != nil {
 		return res.retry(err)
 	}
-	res.prog, res.d, res.fields, res.known = prog, d, fields, in.ActionResults
+	res.prog, res.d, res.fields, res.known, res.calls = prog, d, fields, in.ActionResults, a.calls
 	res.Outcome = OutcomeSuccess
 	res.Assembled = obj
 	res.Pending = collectPending(obj)
@@ -162,9 +165,11 @@ func (r *RoundResult) retry(err error) *RoundResult {
 // (LNDL-D7, LNDL-D8): every result is placed and coerced like a result
 // known before the round, and fills every place its alias appears. A
 // placeholder remains only for an action without a result. The value is
-// the one to validate (see [Target.Validate]). Resolve reads r.Notes as
-// the scratchpad and modifies nothing; it may be called more than once,
-// also concurrently.
+// the one to validate (see [Target.Validate]). Fields that refer to no
+// executed action are not assembled again: their values are those of
+// r.Assembled, shared, so treat both as read-only. Resolve reads r.Notes
+// as the scratchpad and modifies nothing; it may be called more than
+// once, also concurrently.
 func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 	if r == nil || r.Outcome != OutcomeSuccess || r.prog == nil {
 		return nil, ErrNotSuccess
@@ -179,7 +184,14 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 			known[k] = v
 		}
 	}
-	obj, err := newAssembler(r.d, r.target, known, r.Notes).assemble(r.fields)
+	a := newAssembler(r.d, r.target, known, r.Notes)
+	a.prevCalls = r.calls
+	// Only the fields that refer to an executed action can change; the
+	// others keep the value of the first assembly.
+	first, _ := r.Assembled.(*Object)
+	obj, err := a.reassemble(r.fields, first, func(i int) bool {
+		return !refersTo(&r.fields[i].Value, executed)
+	})
 	if err != nil {
 		return nil, err
 	}
