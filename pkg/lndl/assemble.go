@@ -276,7 +276,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			}
 			continue
 		}
-		if di, ok := a.d.index[name]; ok && di < 0 {
+		if di, ok := a.d.lookup(name); ok && di < 0 {
 			la := &a.d.prog.Lacts[-di-1]
 			p := part{field: la.Field, ref: name, decl: int32(di), flags: partDeclared}
 			if r, ok := a.known[name]; ok {

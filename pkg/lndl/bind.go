@@ -7,7 +7,8 @@ type decls struct {
 	prog *Program
 	// index maps an alias to i >= 0 for Lvars[i], or to -i-1 for
 	// Lacts[i]. The first declaration of an alias wins (the parser
-	// rejects duplicates anyway).
+	// rejects duplicates anyway). It is built only for programs with
+	// more than smallDecls declarations; smaller ones are scanned.
 	index map[string]int
 	// contents holds the lvar bodies as interface values, so a body is
 	// boxed once however often it is referenced and assembled. decls is
@@ -15,11 +16,21 @@ type decls struct {
 	contents []any
 }
 
+// smallDecls is the number of declarations up to which lookup scans the
+// declarations instead of building a map.
+const smallDecls = 24
+
 func newDecls(p *Program) *decls {
-	d := &decls{prog: p, index: make(map[string]int, len(p.Lvars)+len(p.Lacts))}
+	d := &decls{prog: p}
 	d.contents = make([]any, len(p.Lvars))
 	for i := range p.Lvars {
 		d.contents[i] = p.Lvars[i].Content
+	}
+	if len(p.Lvars)+len(p.Lacts) <= smallDecls {
+		return d
+	}
+	d.index = make(map[string]int, len(p.Lvars)+len(p.Lacts))
+	for i := range p.Lvars {
 		if _, dup := d.index[p.Lvars[i].Alias]; !dup {
 			d.index[p.Lvars[i].Alias] = i
 		}
@@ -32,6 +43,25 @@ func newDecls(p *Program) *decls {
 	return d
 }
 
+// lookup returns the index of the declaration of name, as in index.
+func (d *decls) lookup(name string) (int, bool) {
+	if d.index != nil {
+		i, ok := d.index[name]
+		return i, ok
+	}
+	for i := range d.prog.Lvars {
+		if d.prog.Lvars[i].Alias == name {
+			return i, true
+		}
+	}
+	for i := range d.prog.Lacts {
+		if d.prog.Lacts[i].Alias == name {
+			return -i - 1, true
+		}
+	}
+	return 0, false
+}
+
 // headAt returns the head of the declaration at index i (as in index).
 func (d *decls) headAt(i int32) *Head {
 	if i >= 0 {
@@ -42,7 +72,7 @@ func (d *decls) headAt(i int32) *Head {
 
 // head returns the head of the declaration of name.
 func (d *decls) head(name string) (Head, bool) {
-	i, ok := d.index[name]
+	i, ok := d.lookup(name)
 	if !ok {
 		return Head{}, false
 	}
