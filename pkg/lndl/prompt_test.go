@@ -824,3 +824,269 @@ func TestNextRoundPrompt(t *testing.T) {
 		t.Errorf("NextRoundPrompt:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// promptTool is a deterministic stand-in for a tool the operate adapter
+// would call through act().
+type promptTool func(args map[string]any) any
+
+// exchange is the record of one conversation played by converse.
+type exchange struct {
+	outcomes []lndl.Outcome
+	messages []string // the messages opening rounds 2, 3, ...
+	calls    []string // every tool call, as "alias=function"
+	repairs  []error  // the error behind every repair message
+	errs     []error  // every round's RoundResult.Err
+	value    any      // the validated value, nil when exhausted
+	err      error    // the error of the last round when exhausted
+}
+
+// converse plays responses the way the operate adapter of ADR-0024 runs
+// its rounds: a continue runs every pending action; a success candidate
+// runs its pending actions, resolves and validates; a retry or a value
+// that does not validate becomes the next round's repair message. Notes
+// and action results carry over. Round N+1 opens with NextRoundPrompt.
+func converse(t *testing.T, target *lndl.Target, tools map[string]promptTool, maxRounds int, responses ...string) exchange {
+	t.Helper()
+	var ex exchange
+	known := map[string]any{}
+	var notes map[string]any
+	for round := 1; round <= maxRounds; round++ {
+		if round > len(responses) {
+			t.Fatalf("round %d has no scripted response", round)
+		}
+		res := lndl.Round(lndl.RoundInput{Text: responses[round-1], Target: target, ActionResults: known, Notes: notes})
+		ex.outcomes = append(ex.outcomes, res.Outcome)
+		ex.errs = append(ex.errs, res.Err)
+		notes = res.Notes
+		executed := map[string]any{}
+		for _, a := range res.Pending {
+			tool, ok := tools[a.Function]
+			if !ok {
+				t.Fatalf("round %d: no tool %q for %s", round, a.Function, a.Name)
+			}
+			executed[a.Name] = tool(a.Arguments)
+			known[a.Name] = executed[a.Name]
+			ex.calls = append(ex.calls, a.Name+"="+a.Function)
+		}
+		var repair error
+		switch res.Outcome {
+		case lndl.OutcomeRetry:
+			repair = res.Err
+		case lndl.OutcomeSuccess:
+			v, err := res.Resolve(executed)
+			if err == nil {
+				v, err = target.Validate(v)
+			}
+			if err == nil {
+				ex.value = v
+				return ex
+			}
+			repair = err
+		}
+		ex.err = repair
+		if repair != nil {
+			ex.repairs = append(ex.repairs, repair)
+		}
+		if round < maxRounds {
+			ex.messages = append(ex.messages, lndl.NextRoundPrompt(round+1, maxRounds, target, executed, repair))
+		}
+	}
+	return ex
+}
+
+func num(v any) string {
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	return fmt.Sprint(v)
+}
+
+var promptTools = map[string]promptTool{
+	"weather.lookup": func(args map[string]any) any {
+		return fmt.Sprintf("%s, day %s: light snow, -3 C", args["city"], num(args["days"]))
+	},
+	"pricing.quote": func(args map[string]any) any {
+		prices := map[string]int{"eu-west": 412, "us-east": 389}
+		return map[string]any{"region": args["region"], "monthly": prices[args["region"].(string)]}
+	},
+	"search.web": func(args map[string]any) any {
+		return []any{"https://wiki.example/inc-2041", "https://wiki.example/ttl-jitter"}
+	},
+	"docs.summarize": func(args map[string]any) any {
+		return fmt.Sprintf("Summary of %s in %s words: cache eviction storm, fixed by jittered TTLs.", args["url"], num(args["max_words"]))
+	},
+}
+
+func TestModelFollowingThePrompt(t *testing.T) {
+	incident := `{"$defs": {"Report": {"properties": {
+	    "title": {"title": "Title", "type": "string"},
+	    "summary": {"title": "Summary", "type": "string"}},
+	    "required": ["title", "summary"], "title": "Report", "type": "object"}},
+	  "properties": {
+	    "report": {"$ref": "#/$defs/Report"},
+	    "sources": {"items": {"type": "string"}, "title": "Sources", "type": "array"},
+	    "method": {"title": "Method", "type": "string"},
+	    "confidence": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": null, "title": "Confidence"}},
+	  "required": ["report", "sources", "method"], "title": "Incident", "type": "object"}`
+
+	for _, tc := range []struct {
+		name      string
+		schema    string
+		maxRounds int
+		responses []string
+		outcomes  []lndl.Outcome
+		calls     []string
+		value     string   // JSON of the validated value; "" when exhausted
+		messages  []string // exact messages opening the later rounds; nil to skip
+	}{
+		{
+			name:      "one round with prose around the block",
+			schema:    schemaAnswer,
+			maxRounds: 3,
+			responses: []string{"The capital of France is not in doubt, so no tool is needed.\n\n" +
+				"```lndl\n<lvar answer a>Paris</lvar>\nOUT {answer: a, confidence: 0.99}\n```\n\n" +
+				"That is my final answer. (A tag out here, <lvar answer b>Lyon</lvar>, is not read.)\n"},
+			outcomes: []lndl.Outcome{lndl.OutcomeSuccess},
+			value:    `{"answer":"Paris","confidence":0.99}`,
+		},
+		{
+			name:      "look up, then answer",
+			schema:    schemaForecast,
+			maxRounds: 3,
+			responses: []string{
+				"I need the forecast before I can answer.\n\n```lndl\n<lact weather>weather.lookup(city=\"Oslo\", days=1)</lact>\n```\n",
+				"The lookup returned a forecast; committing it.\n\n```lndl\nOUT{city: \"Oslo\", forecast: [weather]}\n```\n",
+			},
+			outcomes: []lndl.Outcome{lndl.OutcomeContinue, lndl.OutcomeSuccess},
+			calls:    []string{"weather=weather.lookup"},
+			value:    `{"city":"Oslo","forecast":"Oslo, day 1: light snow, -3 C"}`,
+			messages: []string{"Round 2 of 3.\nSpecs: city(str), forecast(str)\n\n" +
+				"Action results, by alias (reference an alias in OUT{} to use its result):\n" +
+				"- weather: \"Oslo, day 1: light snow, -3 C\""},
+		},
+		{
+			name:      "two quotes and a note",
+			schema:    schemaRegion,
+			maxRounds: 3,
+			responses: []string{
+				"Plan: get both quotes.\n\n```lndl\n<lvar note.method>Lower standard-tier monthly price wins.</lvar>\n" +
+					"<lact eu>pricing.quote(region=\"eu-west\", tier=\"standard\")</lact>\n" +
+					"<lact us>pricing.quote(region=\"us-east\", tier=\"standard\")</lact>\n```\n",
+				"us-east is cheaper (389 against 412).\n\n```lndl\n<lvar region r>us-east</lvar>\nOUT{region: [r], reasoning: [note.method]}\n```\n",
+			},
+			outcomes: []lndl.Outcome{lndl.OutcomeContinue, lndl.OutcomeSuccess},
+			calls:    []string{"eu=pricing.quote", "us=pricing.quote"},
+			value:    `{"region":"us-east","reasoning":"Lower standard-tier monthly price wins."}`,
+			messages: []string{"Round 2 of 3.\nSpecs: region(str), reasoning(str)\n\n" +
+				"Action results, by alias (reference an alias in OUT{} to use its result):\n" +
+				"- eu: {\"monthly\":412,\"region\":\"eu-west\"}\n" +
+				"- us: {\"monthly\":389,\"region\":\"us-east\"}"},
+		},
+		{
+			name:      "three rounds: notes, results, a re-declared lact and shortcuts",
+			schema:    incident,
+			maxRounds: 4,
+			responses: []string{
+				"First I search.\n\n```lndl\n<lvar note.plan>Search, read the top hit, then report.</lvar>\n" +
+					"<lact hits>search.web(query=\"INC-2041 cache eviction\", limit=2)</lact>\n```\n",
+				"The first hit is the incident page. I will keep it and read it.\n\n```lndl\n" +
+					"<lvar note.source>https://wiki.example/inc-2041</lvar>\n" +
+					"<lact doc>docs.summarize(url=\"https://wiki.example/inc-2041\", max_words=30)</lact>\n```\n",
+				"Everything is known now.\n\n```lndl\n<lvar Report.title t>INC-2041: cache eviction storm</lvar>\n```\n" +
+					"The summary is the result of doc; declaring it again under its alias places it without running it again.\n\n" +
+					"```lndl\n<lact Report.summary doc>docs.summarize(url=\"https://wiki.example/inc-2041\", max_words=30)</lact>\n" +
+					"OUT{t, doc, sources: [hits], method: [note.plan], confidence: 0.8}\n```\n",
+			},
+			outcomes: []lndl.Outcome{lndl.OutcomeContinue, lndl.OutcomeContinue, lndl.OutcomeSuccess},
+			calls:    []string{"hits=search.web", "doc=docs.summarize"},
+			value: `{"report":{"title":"INC-2041: cache eviction storm",` +
+				`"summary":"Summary of https://wiki.example/inc-2041 in 30 words: cache eviction storm, fixed by jittered TTLs."},` +
+				`"sources":["https://wiki.example/inc-2041","https://wiki.example/ttl-jitter"],` +
+				`"method":"Search, read the top hit, then report.","confidence":0.8}`,
+		},
+		{
+			name:      "repair after a duplicate alias",
+			schema:    schemaAnswer,
+			maxRounds: 2,
+			responses: []string{
+				"```lndl\n<lvar answer a>Paris</lvar>\n<lact a>weather.lookup(city=\"Paris\", days=1)</lact>\nOUT{answer: [a], confidence: 0.9}\n```\n",
+				"Renamed the second alias.\n\n```lndl\n<lvar answer a>Paris</lvar>\nOUT{answer: [a], confidence: 0.9}\n```\n",
+			},
+			outcomes: []lndl.Outcome{lndl.OutcomeRetry, lndl.OutcomeSuccess},
+			value:    `{"answer":"Paris","confidence":0.9}`,
+			messages: []string{"Round 2 of 2. This is the last round: commit your result in OUT{} now.\n" +
+				"Specs: answer(str), confidence(float)\n\n" +
+				"Your last response could not be used.\n" +
+				"Error: Parse error at line 2, column 51: Duplicate alias 'a' - aliases must be unique across lvars and lacts\n" +
+				"Where: line 2, column 51 of the text inside your lndl blocks (read as one text).\n" +
+				"Fix: every <lvar> and <lact> needs its own alias; rename one of the two and update OUT{} to match.\n" +
+				"Send the whole response again, corrected."},
+		},
+		{
+			name:      "repair after a value that does not validate",
+			schema:    schemaAnswer,
+			maxRounds: 3,
+			responses: []string{
+				"```lndl\n<lact w>weather.lookup(city=\"Bergen\", days=2)</lact>\nOUT{answer: [w], confidence: \"high\"}\n```\n",
+				"Confidence must be a number.\n\n```lndl\nOUT{answer: [w], confidence: 0.7}\n```\n",
+			},
+			outcomes: []lndl.Outcome{lndl.OutcomeSuccess, lndl.OutcomeSuccess},
+			calls:    []string{"w=weather.lookup"},
+			value:    `{"answer":"Bergen, day 2: light snow, -3 C","confidence":0.7}`,
+			messages: []string{"Round 2 of 3.\nSpecs: answer(str), confidence(float)\n\n" +
+				"Action results, by alias (reference an alias in OUT{} to use its result):\n" +
+				"- w: \"Bergen, day 2: light snow, -3 C\"\n\n" +
+				"Your last response could not be used.\n" +
+				"Error: 1 validation error(s) against the target; confidence: input should be a valid number, unable to parse string as a number [float_parsing]\n" +
+				"Fix: the assembled result does not fit the Specs line. Correct the values of the fields named above (the right type, nothing missing) and commit OUT{} again.\n" +
+				"Send the whole response again, corrected."},
+		},
+		{
+			name:      "no block is thinking, and the budget runs out",
+			schema:    schemaAnswer,
+			maxRounds: 2,
+			responses: []string{
+				"Let me think about this first.",
+				"Still thinking; <lvar answer a>x</lvar> OUT{answer: [a]} outside a block is not read.",
+			},
+			outcomes: []lndl.Outcome{lndl.OutcomeContinue, lndl.OutcomeContinue},
+			messages: []string{"Round 2 of 2. This is the last round: commit your result in OUT{} now.\nSpecs: answer(str), confidence(float)"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := mustTarget(t, tc.schema)
+			ex := converse(t, target, promptTools, tc.maxRounds, tc.responses...)
+			if fmt.Sprint(ex.outcomes) != fmt.Sprint(tc.outcomes) {
+				t.Errorf("outcomes %v, want %v (repairs %v)", ex.outcomes, tc.outcomes, ex.repairs)
+			}
+			if fmt.Sprint(ex.calls) != fmt.Sprint(tc.calls) {
+				t.Errorf("tool calls %v, want %v", ex.calls, tc.calls)
+			}
+			if tc.value == "" {
+				if ex.value != nil {
+					t.Errorf("value %s, want none", mustJSON(t, ex.value))
+				}
+			} else if ex.value == nil {
+				t.Errorf("no value; last error %v", ex.err)
+			} else if got := mustJSON(t, ex.value); got != tc.value {
+				t.Errorf("value\n got %s\nwant %s", got, tc.value)
+			}
+			if tc.messages != nil && fmt.Sprintf("%q", ex.messages) != fmt.Sprintf("%q", tc.messages) {
+				t.Errorf("messages\n got %q\nwant %q", ex.messages, tc.messages)
+			}
+			// Every block the scripted model wrote parses, except in a
+			// round whose error is a ParseError.
+			for i := range ex.outcomes {
+				blocks := lndl.Extract(tc.responses[i])
+				if len(blocks) == 0 {
+					continue
+				}
+				_, err := lndl.Parse(lndl.NormalizeBlock(strings.Join(blocks, "\n\n")))
+				var pe *lndl.ParseError
+				if (err != nil) != errors.As(ex.errs[i], &pe) {
+					t.Errorf("response %d: Parse error %v, round error %v", i+1, err, ex.errs[i])
+				}
+			}
+		})
+	}
+}
