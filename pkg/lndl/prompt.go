@@ -114,29 +114,31 @@ Report.
 Actions run after your response, never inside it:
 - A response with OUT{}: only the lacts that OUT{} references run, and each result takes its
   alias's place. A lact that OUT{} does not reference never runs.
-- A response without OUT{}: every lact in it runs, in order, even one that ran before. The next
-  round's message lists the results by alias; reference them there in OUT{} without declaring
-  them again. Use this when you need to see a result before you can answer.
+- A response without OUT{}: every lact in it runs, even one that ran before. The next round's
+  message lists the results by alias; reference them there in OUT{} without declaring them
+  again. Use this when you need to see a result before you can answer.
 - A response without an lndl block changes nothing and uses up a round.
-A result stays known by its alias for the rest of the exchange. In a response with OUT{}, a lact
-declared again under an alias that already has a result does not run again: the known result is
-used, placed by the new head (a way to give an earlier result a Model.field head).
+A result stays known by its alias for the rest of the exchange, so give new declarations fresh
+aliases. In a response with OUT{}, a lact declared again under an alias that already has a
+result does not run again: the known result is used, placed by the new head (a way to give an
+earlier result a Model.field head).
 
 7. Notes
 
 A note is an lvar whose head starts with note.: <lvar note.plan>compare both regions</lvar>.
 Notes are not result fields; they are your scratchpad, and they carry over to every later round
 of the exchange. Reference a note as note.plan, with note in lower case, in an OUT{} list or as a
-field's value: reasoning: [note.plan]. Declaring note.plan again replaces it. A reference to a
-note that was never declared is left out. Only lvars can be notes.
+field's value: reasoning: [note.plan]. The alias of <lvar note.plan> is plan, so no other
+declaration in the same response may use plan. Declaring note.plan again in a later round
+replaces it. A reference to a note that was never declared is left out. Only lvars can be notes.
 
 8. Rounds
 
 An exchange may take several rounds, up to a fixed limit. Each message after the first begins
-with "Round N of M." and the Specs line, then lists the results of the actions that ran, or says
-why your last response could not be used: it quotes the error (a syntax error with its line and
-column, counted within the text of your lndl blocks) and what to fix. Then send the whole
-response again, corrected. The first response whose OUT{} assembles and matches the Specs ends
+with "Round N of M." and the Specs line, then lists the results of the actions that ran. If your
+last response could not be used, the message then says why: it quotes the error (a syntax error
+with its line and column, counted within the text of your lndl blocks) and what to fix. Then
+send the whole response again, corrected. The first response whose OUT{} assembles and matches the Specs ends
 the exchange, so commit an OUT{} by the last round at the latest.
 
 9. Examples

@@ -646,9 +646,13 @@ func TestRepairPromptBounded(t *testing.T) {
 	}
 
 	long := strings.Repeat("q", 5000)
-	got = lndl.RepairPrompt(&lndl.TypeMismatchError{Alias: long, Declared: long, Expected: long})
-	if len(got) > 2*lndl.MaxPromptErrorBytes {
-		t.Errorf("RepairPrompt of a type mismatch with long names is %d bytes", len(got))
+	for _, err := range []error{
+		&lndl.TypeMismatchError{Alias: long, Declared: long, Expected: long},
+		&lndl.MissingLvarError{Alias: long},
+	} {
+		if got := lndl.RepairPrompt(err); len(got) > 2*lndl.MaxPromptErrorBytes {
+			t.Errorf("RepairPrompt of a %T with long names is %d bytes", err, len(got))
+		}
 	}
 }
 
@@ -1089,4 +1093,211 @@ func TestModelFollowingThePrompt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSystemPromptClaims checks the rules the prompt states in prose, one
+// response each.
+func TestSystemPromptClaims(t *testing.T) {
+	const (
+		generic = `{"properties": {
+		  "answer": {"type": "string"},
+		  "count": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null},
+		  "ok": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": null},
+		  "tags": {"anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "null"}], "default": null}},
+		  "required": ["answer"], "title": "Generic", "type": "object"}`
+		findings = `{"$defs": {"Finding": {"properties": {
+		    "name": {"type": "string"}, "severity": {"type": "string"}},
+		    "required": ["name", "severity"], "title": "Finding", "type": "object"}},
+		  "properties": {"findings": {"items": {"$ref": "#/$defs/Finding"}, "type": "array"}},
+		  "required": ["findings"], "title": "Audit", "type": "object"}`
+	)
+	block := func(s string) string { return "Some prose.\n\n```lndl\n" + s + "\n```\nMore prose.\n" }
+	for _, tc := range []struct {
+		claim     string
+		schema    string
+		results   map[string]any
+		notes     map[string]any
+		text      string
+		outcome   lndl.Outcome
+		pending   []string
+		assembled string // Resolve(nil) before validation
+		value     string // validated value after Resolve(nil)
+		errText   string // start of the retry error
+	}{
+		{
+			claim: "tags in prose are ignored", schema: generic,
+			text:    "<lvar answer a>x</lvar> OUT{answer: [a]}\n" + block("<lvar answer b>y</lvar>\nOUT{answer: [b]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"y","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "blocks are read together, in order", schema: generic,
+			text:    block("<lvar answer a>x</lvar>") + "between\n" + block("OUT{answer: [a]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "a fence line inside an lndl block closes it", schema: generic,
+			text:    "```lndl\n<lvar answer a>x\n```\n</lvar>\nOUT{answer: [a]}\n```\n",
+			outcome: lndl.OutcomeRetry, errText: "Parse error at line 1, column 16: Unclosed lvar tag - missing </lvar>",
+		},
+		{
+			claim: "42 fills an int field and true a bool field", schema: generic,
+			text:    block("<lvar answer a>x</lvar>\n<lvar n>42</lvar>\n<lvar b>true</lvar>\nOUT{answer: [a], count: [n], ok: [b]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":42,"ok":true,"tags":null}`,
+		},
+		{
+			claim: "an alias is declared once per response, across lvars and lacts", schema: generic,
+			text:    block("<lvar a>x</lvar>\n<lact a>f()</lact>\nOUT{answer: [a]}"),
+			outcome: lndl.OutcomeRetry, errText: "Parse error at line 2, column 18: Duplicate alias 'a' - aliases must be unique across lvars and lacts",
+		},
+		{
+			claim: "the alias of note.plan is plan", schema: generic,
+			text:    block("<lvar note.plan>x</lvar>\n<lvar plan>y</lvar>\nOUT{answer: [plan]}"),
+			outcome: lndl.OutcomeRetry, errText: "Parse error at line 2, column 19: Duplicate alias 'plan' - aliases must be unique across lvars and lacts",
+		},
+		{
+			claim: "a lact argument must be a literal", schema: generic,
+			text:    block("<lact a>search(query=topic)</lact>"),
+			outcome: lndl.OutcomeRetry, errText: "lact 'a' body is not a parseable function call: 'search(query=topic)'",
+		},
+		{
+			claim: "OUT with a space before the brace", schema: generic,
+			text:    block("<lvar answer a>x</lvar>\nOUT {answer: [a]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "only the first OUT is read", schema: generic,
+			text:    block("<lvar answer a>x</lvar>\nOUT{answer: [a]}\n<lvar answer b>y</lvar>\nOUT{answer: [b], count: 3}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "literals in a list are values, in order with references", schema: generic,
+			text:      block("<lvar answer a>x</lvar>\n<lvar t>ops</lvar>\nOUT{answer: [a], tags: [\"urgent\", t, 3]}"),
+			outcome:   lndl.OutcomeSuccess,
+			assembled: `{"answer":"x","tags":["urgent","ops",3]}`, // 3 then fails validation: no str
+		},
+		{
+			claim: "one lvar with one item per line fills a list", schema: generic,
+			text:    block("<lvar answer a>x</lvar>\n<lvar tags t>first\nsecond\n</lvar>\nOUT{answer: [a], tags: [t]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":null,"ok":null,"tags":["first","second"]}`,
+		},
+		{
+			claim: "a shortcut of a plain alias goes to the field of that name", schema: generic,
+			text:    block("<lvar answer>x</lvar>\nOUT{answer}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "a shortcut of hint alias goes to the field hint", schema: generic,
+			text:    block("<lvar answer a>x</lvar>\n<lvar count c>7</lvar>\nOUT{a, c}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":7,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "in a flat list of models a new item starts when a field repeats", schema: findings,
+			text: block("<lvar Finding.name n1>a</lvar>\n<lvar Finding.severity s1>high</lvar>\n" +
+				"<lvar Finding.name n2>b</lvar>\n<lvar Finding.severity s2>low</lvar>\nOUT{findings: [n1, s1, n2, s2]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"findings":[{"name":"a","severity":"high"},{"name":"b","severity":"low"}]}`,
+		},
+		{
+			claim: "groups without a field go where their first alias points", schema: findings,
+			text: block("<lvar Finding.name n1>a</lvar>\n<lvar Finding.severity s1>high</lvar>\n" +
+				"<lvar Finding.name n2>b</lvar>\n<lvar Finding.severity s2>low</lvar>\nOUT{[n1, s1], [n2, s2]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"findings":[{"name":"a","severity":"high"},{"name":"b","severity":"low"}]}`,
+		},
+		{
+			claim: "an object result becomes JSON text in a str field", schema: generic,
+			results: map[string]any{"q": map[string]any{"region": "us-east", "monthly": 389}},
+			text:    block("OUT{answer: [q]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"{\"monthly\":389,\"region\":\"us-east\"}","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "with OUT only referenced lacts run", schema: generic,
+			text:    block("<lact answer a>f(x=1)</lact>\n<lact b>g(y=2)</lact>\nOUT{answer: [a]}"),
+			outcome: lndl.OutcomeSuccess, pending: []string{"a"},
+		},
+		{
+			claim: "without OUT every lact runs, even one that ran before", schema: generic,
+			results: map[string]any{"a": "old"},
+			text:    block("<lact a>f(x=1)</lact>\n<lact b>g(y=2)</lact>"),
+			outcome: lndl.OutcomeContinue, pending: []string{"a", "b"},
+		},
+		{
+			claim: "with OUT a re-declared lact with a result does not run again", schema: generic,
+			results: map[string]any{"a": "known"},
+			text:    block("<lact answer a>f(x=1)</lact>\nOUT{answer: [a]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"known","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "an earlier result is referenced without declaring it", schema: generic,
+			results: map[string]any{"w": "snow"},
+			text:    block("OUT{answer: w}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"snow","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "notes carry over and are referenced as note.x", schema: generic,
+			notes:   map[string]any{"plan": "from round one"},
+			text:    block("OUT{answer: [note.plan]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"from round one","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "a note that was never declared is left out", schema: generic,
+			text:    block("<lvar answer a>x</lvar>\nOUT{answer: [a], tags: [note.missing]}"),
+			outcome: lndl.OutcomeSuccess, value: `{"answer":"x","count":null,"ok":null,"tags":null}`,
+		},
+		{
+			claim: "a missing required field is an error", schema: generic,
+			text:    block("<lvar count c>1</lvar>\nOUT{count: [c]}"),
+			outcome: lndl.OutcomeRetry, errText: "OUT{} is missing required field(s): answer",
+		},
+		{
+			claim: "a response without a block changes nothing", schema: generic,
+			notes:   map[string]any{"plan": "kept"},
+			text:    "Thinking, no block yet. <lact a>f()</lact>",
+			outcome: lndl.OutcomeContinue,
+		},
+	} {
+		t.Run(tc.claim, func(t *testing.T) {
+			target := mustTarget(t, tc.schema)
+			res := lndl.Round(lndl.RoundInput{Text: tc.text, Target: target, ActionResults: tc.results, Notes: tc.notes})
+			if res.Outcome != tc.outcome {
+				t.Fatalf("outcome %v (err %v), want %v", res.Outcome, res.Err, tc.outcome)
+			}
+			if tc.outcome == lndl.OutcomeRetry {
+				if res.Err == nil || !strings.HasPrefix(res.Err.Error(), tc.errText) {
+					t.Errorf("error %v, want %q", res.Err, tc.errText)
+				}
+				return
+			}
+			if got := aliases(res.Pending); fmt.Sprint(got) != fmt.Sprint(tc.pending) {
+				t.Errorf("pending %v, want %v", got, tc.pending)
+			}
+			if fmt.Sprint(res.Notes) != fmt.Sprint(nonNil(tc.notes)) {
+				t.Errorf("notes %v, want %v", res.Notes, tc.notes)
+			}
+			if tc.assembled == "" && tc.value == "" {
+				return
+			}
+			v, err := res.Resolve(nil)
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if tc.assembled != "" {
+				if got := mustJSON(t, v); got != tc.assembled {
+					t.Errorf("assembled\n got %s\nwant %s", got, tc.assembled)
+				}
+				return
+			}
+			if v, err = target.Validate(v); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if got := mustJSON(t, v); got != tc.value {
+				t.Errorf("value\n got %s\nwant %s", got, tc.value)
+			}
+		})
+	}
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
