@@ -40,8 +40,6 @@ const (
 	replayFetchBatch = 256
 	replayFetchWait  = time.Second
 
-	// snapshotVersion is the version of the snapshot encoding.
-	snapshotVersion = 1
 )
 
 // ErrAppendConflict is returned (wrapped in a temporary *ops.Error with
@@ -120,13 +118,6 @@ func NewStore(js jetstream.JetStream, res *Resources, cfg StoreConfig) (*Store, 
 		retries: cfg.AppendRetries,
 		log:     cfg.Logger,
 	}, nil
-}
-
-// snapshot is the value stored in the branches bucket.
-type snapshot struct {
-	Version int         `msgpack:"v"`
-	Seq     uint64      `msgpack:"seq"`
-	Branch  *ops.Branch `msgpack:"branch"`
 }
 
 // loaded is a branch with the snapshot revision it was read against.
@@ -394,10 +385,11 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 	}
 	// The branch is new: any snapshot under its id is left over from a
 	// deleted branch, so it is replaced unconditionally.
-	if data, err := encodeSnapshot(b); err == nil {
+	if data, release, err := encodeSnapshot(b); err == nil {
 		if _, err := s.kv.Put(ctx, branchID, data); err != nil {
 			s.log.Warn().Err(err).Str("branch", branchID).Msg("write branch snapshot")
 		}
+		release()
 	}
 	return b, nil
 }
@@ -610,11 +602,12 @@ func (s *Store) Delete(ctx context.Context, branchID string) error {
 // holds the revision l was read against (or an older snapshot). Failures
 // are logged, never returned.
 func (s *Store) writeSnapshot(ctx context.Context, branchID string, l *loaded) {
-	data, err := encodeSnapshot(l.b)
+	data, release, err := encodeSnapshot(l.b)
 	if err != nil {
 		s.log.Warn().Err(err).Str("branch", branchID).Msg("encode branch snapshot")
 		return
 	}
+	defer release()
 	rev := l.rev
 	for try := 0; try < 2; try++ {
 		var nrev uint64
@@ -636,7 +629,7 @@ func (s *Store) writeSnapshot(ctx context.Context, branchID string, l *loaded) {
 			err = gerr
 			break
 		}
-		if snap, derr := decodeSnapshot(entry.Value()); derr == nil && snap.Seq >= l.b.Seq {
+		if seq, derr := snapshotSeq(entry.Value()); derr == nil && seq >= l.b.Seq {
 			return
 		}
 		rev = entry.Revision()
@@ -684,37 +677,6 @@ func decodeEvent(data []byte, seq uint64) (ops.Event, error) {
 	ev.Seq = seq
 	normalizeEventTimes(&ev)
 	return ev, nil
-}
-
-func encodeSnapshot(b *ops.Branch) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	if err := enc.Encode(&snapshot{Version: snapshotVersion, Seq: b.Seq, Branch: b}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func decodeSnapshot(data []byte) (*snapshot, error) {
-	var snap snapshot
-	if err := newDecoder(data).Decode(&snap); err != nil {
-		return nil, fmt.Errorf("decode branch snapshot: %w", err)
-	}
-	if snap.Version != snapshotVersion {
-		return nil, fmt.Errorf("branch snapshot version %d, want %d", snap.Version, snapshotVersion)
-	}
-	if snap.Branch == nil || snap.Branch.Seq != snap.Seq || snap.Seq == 0 {
-		return nil, errors.New("branch snapshot is inconsistent")
-	}
-	b := snap.Branch
-	b.CreatedAt, b.UpdatedAt = b.CreatedAt.UTC(), b.UpdatedAt.UTC()
-	for i := range b.Messages {
-		b.Messages[i].CreatedAt = b.Messages[i].CreatedAt.UTC()
-	}
-	if b.Messages == nil {
-		b.Messages = []ops.Message{}
-	}
-	return &snap, nil
 }
 
 // newDecoder decodes untyped values (message content, metadata) the way

@@ -63,7 +63,10 @@ type Branch struct {
 	Seq uint64 `json:"seq" msgpack:"seq"`
 	// Commits maps the request ids of the most recent EventMessages events
 	// to their sequence, so that a redelivered request is recognised. It
-	// holds at most MaxRememberedCommits entries.
+	// holds at most MaxRememberedCommits entries (see Branch.Apply for the
+	// eviction). Every snapshot of the branch carries it, so a Store should
+	// encode it compactly; only its content, not its encoding, is part of
+	// the contract.
 	Commits map[string]uint64 `json:"commits,omitempty" msgpack:"commits,omitempty"`
 	// CreatedAt and UpdatedAt are the times of the first and last event.
 	CreatedAt time.Time `json:"created_at" msgpack:"created_at"`
