@@ -138,15 +138,21 @@ func parseCall(body string) (Call, error) {
 	}
 	// Every value must be a literal, even one a later duplicate replaces;
 	// only the values that remain must be representable in JSON.
+	var steps [8]argStep
+	path := &argPath{steps: steps[:0]}
 	for i, a := range n.args {
-		if err := checkLiteral(src, a, "arguments['_pos_"+strconv.Itoa(i)+"']"); err != nil {
+		path.push(argStep{kind: stepPositional, index: i})
+		if err := checkLiteral(src, a, path); err != nil {
 			return Call{}, err
 		}
+		path.pop()
 	}
 	for _, kw := range n.kws {
-		if err := checkLiteral(src, kw.value, "arguments['"+kw.name+"']"); err != nil {
+		path.push(argStep{kind: stepArgument, key: kw.name})
+		if err := checkLiteral(src, kw.value, path); err != nil {
 			return Call{}, err
 		}
+		path.pop()
 	}
 	final := make(map[string]*callNode, len(n.args)+len(n.kws))
 	var order []string
@@ -164,10 +170,12 @@ func parseCall(body string) (Call, error) {
 	}
 	args := make(map[string]any, len(final))
 	for _, key := range order {
-		v, err := jsonValue(src, final[key], "arguments['"+key+"']")
+		path.push(argStep{kind: stepArgument, key: key})
+		v, err := jsonValue(src, final[key], path)
 		if err != nil {
 			return Call{}, err
 		}
+		path.pop()
 		args[key] = v
 	}
 	return Call{Function: fn, Arguments: args}, nil
@@ -649,13 +657,13 @@ func (p *callParser) braces(pos int) (*callNode, error) {
 // checkLiteral reports the first part of n that is not a Python literal
 // (a name other than true/false/null, a call, an attribute, a sign on
 // something other than a number, an unhashable dict key or set element).
-func checkLiteral(src string, n *callNode, path string) error {
+func checkLiteral(src string, n *callNode, path *argPath) error {
 	switch n.kind {
 	case nodeConst:
 		return nil
 	case nodeUnary:
 		if x := n.x; x.kind != nodeConst || (x.ck != constInt && x.ck != constFloat && x.ck != constComplex) {
-			return newCallError(src, n.pos, false, "%s: a sign applies only to a number", path)
+			return newCallError(src, n.pos, false, "%s: a sign applies only to a number", path.String())
 		}
 		return nil
 	case nodeName:
@@ -663,16 +671,17 @@ func checkLiteral(src string, n *callNode, path string) error {
 		case "true", "false", "null":
 			return nil
 		}
-		return newCallError(src, n.pos, false, "%s: name '%s' is not a literal", path, n.name)
+		return newCallError(src, n.pos, false, "%s: name '%s' is not a literal", path.String(), n.name)
 	case nodeList, nodeTuple, nodeSet:
 		for i, e := range n.elts {
-			p := path + "[" + strconv.Itoa(i) + "]"
-			if err := checkLiteral(src, e, p); err != nil {
+			path.push(argStep{kind: stepIndex, index: i})
+			if err := checkLiteral(src, e, path); err != nil {
 				return err
 			}
 			if n.kind == nodeSet && !hashable(e) {
-				return newCallError(src, e.pos, false, "%s: set element of type %s is not hashable", p, e.kind)
+				return newCallError(src, e.pos, false, "%s: set element of type %s is not hashable", path.String(), e.kind)
 			}
+			path.pop()
 		}
 		return nil
 	case nodeDict:
@@ -681,15 +690,17 @@ func checkLiteral(src string, n *callNode, path string) error {
 				return err
 			}
 			if !hashable(k) {
-				return newCallError(src, k.pos, false, "%s: dict key of type %s is not hashable", path, k.kind)
+				return newCallError(src, k.pos, false, "%s: dict key of type %s is not hashable", path.String(), k.kind)
 			}
-			if err := checkLiteral(src, n.vals[i], path+"[...]"); err != nil {
+			path.push(argStep{kind: stepAnyKey})
+			if err := checkLiteral(src, n.vals[i], path); err != nil {
 				return err
 			}
+			path.pop()
 		}
 		return nil
 	}
-	return newCallError(src, n.pos, false, "%s: a %s is not a literal", path, n.kind)
+	return newCallError(src, n.pos, false, "%s: a %s is not a literal", path.String(), n.kind)
 }
 
 // hashable reports whether a literal can be a dict key or set element.
@@ -708,13 +719,13 @@ func hashable(n *callNode) bool {
 }
 
 // notJSON is the reason for a value JSON cannot hold (LNDL-D12).
-func notJSON(src string, n *callNode, path, what string) error {
-	return newCallError(src, n.pos, false, "%s: %s is not representable in JSON", path, what)
+func notJSON(src string, n *callNode, path *argPath, what string) error {
+	return newCallError(src, n.pos, false, "%s: %s is not representable in JSON", path.String(), what)
 }
 
 // jsonValue converts a parsed argument to a JSON-compatible value. path
 // names the value in errors.
-func jsonValue(src string, n *callNode, path string) (any, error) {
+func jsonValue(src string, n *callNode, path *argPath) (any, error) {
 	switch n.kind {
 	case nodeConst:
 		return constValue(src, n, path)
@@ -729,14 +740,16 @@ func jsonValue(src string, n *callNode, path string) (any, error) {
 		case "null":
 			return nil, nil
 		}
-		return nil, newCallError(src, n.pos, false, "%s: name '%s' is not a literal", path, n.name)
+		return nil, newCallError(src, n.pos, false, "%s: name '%s' is not a literal", path.String(), n.name)
 	case nodeList, nodeTuple:
 		out := make([]any, len(n.elts))
 		for i, e := range n.elts {
-			v, err := jsonValue(src, e, path+"["+strconv.Itoa(i)+"]")
+			path.push(argStep{kind: stepIndex, index: i})
+			v, err := jsonValue(src, e, path)
 			if err != nil {
 				return nil, err
 			}
+			path.pop()
 			out[i] = v
 		}
 		return out, nil
@@ -745,10 +758,10 @@ func jsonValue(src string, n *callNode, path string) (any, error) {
 	case nodeSet:
 		return nil, notJSON(src, n, path, "value of type set")
 	}
-	return nil, newCallError(src, n.pos, false, "%s: a %s is not a literal", path, n.kind)
+	return nil, newCallError(src, n.pos, false, "%s: a %s is not a literal", path.String(), n.kind)
 }
 
-func constValue(src string, n *callNode, path string) (any, error) {
+func constValue(src string, n *callNode, path *argPath) (any, error) {
 	switch n.ck {
 	case constNone:
 		return nil, nil
@@ -780,10 +793,10 @@ func constValue(src string, n *callNode, path string) (any, error) {
 
 // signedNumber applies a unary sign to a number constant; Python's
 // literal rules allow nothing else under a sign.
-func signedNumber(src string, n *callNode, path string) (any, error) {
+func signedNumber(src string, n *callNode, path *argPath) (any, error) {
 	x := n.x
 	if x.kind != nodeConst || (x.ck != constInt && x.ck != constFloat && x.ck != constComplex) {
-		return nil, newCallError(src, n.pos, false, "%s: a sign applies only to a number", path)
+		return nil, newCallError(src, n.pos, false, "%s: a sign applies only to a number", path.String())
 	}
 	if n.op == '-' {
 		neg := *x
@@ -825,7 +838,7 @@ func pairSurrogates(units []rune) (string, bool) {
 // Python's json module writes them; keys Python considers equal (1, 1.0
 // and True) are one key, keeping the first key's text and the last value,
 // and a later key with the same JSON text replaces an earlier one.
-func dictValue(src string, n *callNode, path string) (any, error) {
+func dictValue(src string, n *callNode, path *argPath) (any, error) {
 	type entry struct {
 		text  string
 		value *callNode
@@ -847,10 +860,12 @@ func dictValue(src string, n *callNode, path string) (any, error) {
 	out := make(map[string]any, len(order))
 	for _, id := range order {
 		e := entries[id]
-		v, err := jsonValue(src, e.value, path+"["+strconv.Quote(e.text)+"]")
+		path.push(argStep{kind: stepDictKey, key: e.text})
+		v, err := jsonValue(src, e.value, path)
 		if err != nil {
 			return nil, err
 		}
+		path.pop()
 		out[e.text] = v
 	}
 	return out, nil
@@ -858,7 +873,7 @@ func dictValue(src string, n *callNode, path string) (any, error) {
 
 // dictKey returns the identity of a dict key (equal for keys Python
 // treats as equal) and its JSON text.
-func dictKey(src string, k *callNode, path string) (id, text string, err error) {
+func dictKey(src string, k *callNode, path *argPath) (id, text string, err error) {
 	if k.kind == nodeName {
 		switch k.name {
 		case "true", "false":
@@ -886,7 +901,7 @@ func dictKey(src string, k *callNode, path string) (id, text string, err error) 
 		if _, err := jsonValue(src, k, path); err != nil {
 			return "", "", err
 		}
-		return "", "", newCallError(src, k.pos, false, "%s: dict key of type %s is not hashable", path, k.kind)
+		return "", "", newCallError(src, k.pos, false, "%s: dict key of type %s is not hashable", path.String(), k.kind)
 	}
 	switch k.ck {
 	case constNone:
@@ -981,4 +996,50 @@ func appendPythonFloatRepr(dst []byte, f float64) []byte {
 		dst = append(dst, '0')
 	}
 	return strconv.AppendInt(dst, int64(exp), 10)
+}
+
+// argPath names the argument value being checked or converted, for
+// error messages: `arguments['key'][0]["k"]`. It is a stack of steps,
+// formatted only when an error is made.
+type argPath struct {
+	steps []argStep
+}
+
+type argStepKind uint8
+
+const (
+	stepArgument   argStepKind = iota // arguments['key']
+	stepPositional                    // arguments['_pos_i']
+	stepIndex                         // [i]
+	stepDictKey                       // ["key"], the key quoted
+	stepAnyKey                        // [...], a dict value
+)
+
+type argStep struct {
+	kind  argStepKind
+	key   string
+	index int
+}
+
+func (p *argPath) push(s argStep) { p.steps = append(p.steps, s) }
+func (p *argPath) pop()           { p.steps = p.steps[:len(p.steps)-1] }
+
+// String writes the path.
+func (p *argPath) String() string {
+	var b strings.Builder
+	for _, s := range p.steps {
+		switch s.kind {
+		case stepArgument:
+			b.WriteString("arguments['" + s.key + "']")
+		case stepPositional:
+			b.WriteString("arguments['_pos_" + strconv.Itoa(s.index) + "']")
+		case stepIndex:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case stepDictKey:
+			b.WriteString("[" + strconv.Quote(s.key) + "]")
+		case stepAnyKey:
+			b.WriteString("[...]")
+		}
+	}
+	return b.String()
 }

@@ -256,7 +256,7 @@ func (lx *callLexer) op() error {
 	if lx.pos+1 < len(lx.src) {
 		next = lx.src[lx.pos+1]
 	}
-	text := string(c)
+	text := lx.src[lx.pos : lx.pos+1]
 	switch c {
 	case '(', '[', '{':
 		if lx.depth >= MaxCallDepth {
@@ -478,6 +478,17 @@ func (lx *callLexer) str(start int, prefix string) error {
 		lx.pos += 3
 	} else {
 		lx.pos++
+	}
+	if !triple && !isBytes {
+		// Fast path: a one-line literal without escapes is its text.
+		rest := src[lx.pos:]
+		if end := strings.IndexByte(rest, q); end >= 0 {
+			if seg := rest[:end]; strings.IndexByte(seg, '\\') < 0 && strings.IndexByte(seg, '\n') < 0 {
+				lx.pos += end + 1
+				lx.emit(callTok{kind: ctString, pos: start, str: strLit{s: seg}})
+				return nil
+			}
+		}
 	}
 	var b strings.Builder
 	var units []rune

@@ -65,6 +65,38 @@ type parser struct {
 	// cur is the last position computed; positions are asked for in
 	// increasing offset order, so computing them costs one pass in all.
 	cur Pos
+	// stack holds the items of the lists being parsed, innermost last;
+	// a finished list is copied out of it into arena.
+	stack []Value
+	// arena is the block finished lists are carved from, so that a
+	// program's lists take a few allocations in all.
+	arena []Value
+}
+
+// Blocks of the list arena: the first holds arenaFirst items, each next
+// one twice as many as the last, up to arenaMax.
+const (
+	arenaFirst = 16
+	arenaMax   = 1024
+)
+
+// finishList returns the items from stack[start:] as a list of their
+// own, with no room to grow into a neighbour, and pops them.
+func (p *parser) finishList(start int) []Value {
+	items := p.stack[start:]
+	n := len(items)
+	if n > cap(p.arena)-len(p.arena) || p.arena == nil {
+		size := arenaFirst
+		if c := cap(p.arena); c > 0 {
+			size = min(2*c, arenaMax)
+		}
+		p.arena = make([]Value, 0, max(size, n))
+	}
+	i := len(p.arena)
+	p.arena = append(p.arena, items...)
+	clear(items)
+	p.stack = p.stack[:start]
+	return p.arena[i : i+n : i+n]
 }
 
 // posAt returns the position of byte offset off.
@@ -393,7 +425,7 @@ func (p *parser) parseList(depth int) (Value, error) {
 	}
 	p.advance()
 	p.skipNewlines()
-	items := make([]Value, 0, 4)
+	start := len(p.stack)
 	for p.tok.kind != tokRBracket && p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
@@ -404,30 +436,30 @@ func (p *parser) parseList(depth int) (Value, error) {
 			if err != nil {
 				return Value{}, err
 			}
-			items = append(items, v)
+			p.stack = append(p.stack, v)
 		case tokID:
 			name, dotted := p.readName()
 			switch {
 			case dotted:
-				items = append(items, Value{Kind: ValueRef, Text: name})
+				p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
 			case asciiEqualFold(name, "true"):
-				items = append(items, Value{Kind: ValueBool, Bool: true})
+				p.stack = append(p.stack, Value{Kind: ValueBool, Bool: true})
 			case asciiEqualFold(name, "false"):
-				items = append(items, Value{Kind: ValueBool, Bool: false})
+				p.stack = append(p.stack, Value{Kind: ValueBool, Bool: false})
 			case asciiEqualFold(name, "null"):
-				items = append(items, Value{Kind: ValueNull})
+				p.stack = append(p.stack, Value{Kind: ValueNull})
 			default:
-				items = append(items, Value{Kind: ValueRef, Text: name})
+				p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
 			}
 		case tokStr:
-			items = append(items, Value{Kind: ValueString, Text: p.tok.text})
+			p.stack = append(p.stack, Value{Kind: ValueString, Text: p.tok.text})
 			p.advance()
 		case tokNum:
 			v, err := p.number(p.tok)
 			if err != nil {
 				return Value{}, err
 			}
-			items = append(items, v)
+			p.stack = append(p.stack, v)
 			p.advance()
 		default:
 			p.advance()
@@ -437,7 +469,7 @@ func (p *parser) parseList(depth int) (Value, error) {
 	if p.tok.kind == tokRBracket {
 		p.advance()
 	}
-	return Value{Kind: ValueList, List: items}, nil
+	return Value{Kind: ValueList, List: p.finishList(start)}, nil
 }
 
 // asciiEqualFold compares s with the lower-case ASCII word w, ignoring
