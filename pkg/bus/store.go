@@ -39,7 +39,6 @@ const (
 	// stored messages arrive at once, so only the end of the log waits.
 	replayFetchBatch = 256
 	replayFetchWait  = time.Second
-
 )
 
 // ErrAppendConflict is returned (wrapped in a temporary *ops.Error with
