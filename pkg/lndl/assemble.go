@@ -97,7 +97,7 @@ type assembler struct {
 	// prevCalls are the calls parsed by an earlier assembly of the same
 	// program; read only.
 	prevCalls map[string]*Placeholder
-	texts  map[string]string       // JSON text of object/array results by name
+	texts     map[string]string // JSON text of object/array results by name
 	// Scratch space reused across fields and groups: parts are consumed
 	// (copied into the value being built) before the next resolve.
 	partBuf []part
