@@ -262,7 +262,7 @@ const (
 	MaxPromptResults = 100
 
 	// maxPromptName bounds a name (an alias, a model) that RepairPrompt
-	// repeats in its advice.
+	// repeats in its advice or ActionResultsPrompt lists.
 	maxPromptName = 200
 )
 
@@ -385,7 +385,9 @@ func parseAdvice(reason string) string {
 // encoding/json writes a map (sorted) or an *Object keeps, no HTML
 // escaping. An error value is written as its message, a value JSON cannot
 // hold as a note saying so. A result longer than [MaxPromptResultBytes]
-// is cut and marked; after [MaxPromptResults] lines the rest are counted.
+// (an alias longer than 200 bytes) is cut and marked; after
+// [MaxPromptResults] lines the rest are counted, so the message is
+// bounded whatever the results hold.
 // The output depends only on the results, never on map order. No results
 // give "".
 func ActionResultsPrompt(results map[string]any) string {
@@ -405,7 +407,7 @@ func ActionResultsPrompt(results map[string]any) string {
 			break
 		}
 		b.WriteString("\n- ")
-		b.WriteString(a)
+		b.WriteString(cutText(a, maxPromptName))
 		b.WriteString(": ")
 		b.WriteString(cutText(resultText(results[a]), MaxPromptResultBytes))
 	}

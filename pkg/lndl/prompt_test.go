@@ -781,6 +781,11 @@ func TestActionResultsPromptBounded(t *testing.T) {
 		t.Errorf("last shown %q, want %q", got, want)
 	}
 
+	longAlias := strings.Repeat("a", 5000)
+	if got := lndl.ActionResultsPrompt(map[string]any{longAlias: 1}); len(got) > 400 {
+		t.Errorf("a 5000-byte alias gives a %d-byte message", len(got))
+	}
+
 	big := strings.Repeat("ü", 3000) // 6000 bytes
 	got := lndl.ActionResultsPrompt(map[string]any{"doc": big})
 	line := strings.Split(got, "\n")[1]
