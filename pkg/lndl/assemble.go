@@ -467,6 +467,9 @@ func (a *assembler) newModelFill(m *Model, src []part) *modelFill {
 	f := &a.fill
 	f.a, f.m, f.src = a, m, src
 	f.keys, f.idx, f.specs, f.next = f.keys[:0], f.idx[:0], f.specs[:0], 0
+	if n := len(m.Fields); cap(f.keys) < n {
+		f.keys, f.idx, f.specs = make([]string, 0, n), make([]int, 0, n), make([]*FieldSpec, 0, n)
+	}
 	if cap(f.slot) < len(m.Fields) {
 		f.slot = make([]int32, len(m.Fields))
 	}

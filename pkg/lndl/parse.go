@@ -73,6 +73,13 @@ type parser struct {
 	arena []Value
 }
 
+// declCap returns the room to make for the declarations opened by tag:
+// how often tag occurs, within MaxDeclarations. Every declaration starts
+// with its tag, so the slice never grows.
+func declCap(src, tag string) int {
+	return min(strings.Count(src, tag), MaxDeclarations)
+}
+
 // Blocks of the list arena: the first holds arenaFirst items, each next
 // one twice as many as the last, up to arenaMax.
 const (
@@ -151,12 +158,12 @@ func (p *parser) parseProgram() (*Program, error) {
 			}
 			if kind == tokLvarOpen {
 				if prog.Lvars == nil {
-					prog.Lvars = make([]Lvar, 0, 8)
+					prog.Lvars = make([]Lvar, 0, declCap(p.lx.src, "<lvar"))
 				}
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
 				if prog.Lacts == nil {
-					prog.Lacts = make([]Lact, 0, 8)
+					prog.Lacts = make([]Lact, 0, declCap(p.lx.src, "<lact"))
 				}
 				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
 			}
@@ -425,6 +432,9 @@ func (p *parser) parseList(depth int) (Value, error) {
 	}
 	p.advance()
 	p.skipNewlines()
+	if p.stack == nil {
+		p.stack = make([]Value, 0, 8)
+	}
 	start := len(p.stack)
 	for p.tok.kind != tokRBracket && p.tok.kind != tokEOF {
 		p.skipNewlines()
