@@ -15,6 +15,11 @@ type Program struct {
 	Lacts []Lact
 	// Out is nil when the text has no OUT block.
 	Out *Out
+
+	// aliases, set by Parse for programs with many declarations, maps
+	// each alias to its declaration (i for Lvars[i], -i-1 for Lacts[i]);
+	// assembly reuses it. Read only.
+	aliases map[string]int
 }
 
 // Head is the head of an <lvar ...> or <lact ...> tag. A namespaced head

@@ -29,6 +29,10 @@ func newDecls(p *Program) *decls {
 	if len(p.Lvars)+len(p.Lacts) <= smallDecls {
 		return d
 	}
+	if p.aliases != nil && len(p.aliases) == len(p.Lvars)+len(p.Lacts) {
+		d.index = p.aliases
+		return d
+	}
 	d.index = make(map[string]int, len(p.Lvars)+len(p.Lacts))
 	for i := range p.Lvars {
 		if _, dup := d.index[p.Lvars[i].Alias]; !dup {

@@ -73,11 +73,11 @@ type parser struct {
 	arena []Value
 }
 
-// declCap returns the room to make for the declarations opened by tag:
-// how often tag occurs, within MaxDeclarations. Every declaration starts
-// with its tag, so the slice never grows.
-func declCap(src, tag string) int {
-	return min(strings.Count(src, tag), MaxDeclarations)
+// declRoom returns the room to make for the lvars of src: a guess from
+// its size (a declaration with its prose rarely takes less than 128
+// bytes), within MaxDeclarations; append grows it when the guess is short.
+func declRoom(src string) int {
+	return min(len(src)/128+8, MaxDeclarations)
 }
 
 // Blocks of the list arena: the first holds arenaFirst items, each next
@@ -140,7 +140,7 @@ func (p *parser) skipNewlines() {
 
 func (p *parser) parseProgram() (*Program, error) {
 	prog := &Program{}
-	var aliases aliasSet
+	aliases := aliasSet{room: min(len(p.lx.src)/64, MaxDeclarations)}
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
@@ -153,17 +153,21 @@ func (p *parser) parseProgram() (*Program, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !aliases.add(head.Alias) {
+			decl := len(prog.Lvars)
+			if kind == tokLactOpen {
+				decl = -len(prog.Lacts) - 1
+			}
+			if !aliases.add(head.Alias, decl, prog) {
 				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 			if kind == tokLvarOpen {
 				if prog.Lvars == nil {
-					prog.Lvars = make([]Lvar, 0, declCap(p.lx.src, "<lvar"))
+					prog.Lvars = make([]Lvar, 0, declRoom(p.lx.src))
 				}
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
 				if prog.Lacts == nil {
-					prog.Lacts = make([]Lact, 0, declCap(p.lx.src, "<lact"))
+					prog.Lacts = make([]Lact, 0, 8)
 				}
 				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
 			}
@@ -173,27 +177,35 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, err
 			}
 			prog.Out = out
+			prog.aliases = aliases.many
 			return prog, nil
 		case tokEOF:
 		default:
 			p.advance()
 		}
 	}
+	prog.aliases = aliases.many
 	return prog, nil
 }
 
 // aliasSet is the set of declared aliases: a slice scanned linearly while
-// small (most responses declare a handful), a map beyond.
+// small (most responses declare a handful), a map beyond. The map holds
+// each alias's declaration as decls.index does, so assembly can reuse it.
 type aliasSet struct {
 	few  [aliasSetSmall]string
 	n    int
-	many map[string]struct{}
+	many map[string]int
+	// room is the size to give the map when it is made.
+	room int
 }
 
 const aliasSetSmall = 16
 
-// add adds alias and reports whether it was new.
-func (a *aliasSet) add(alias string) bool {
+// add adds alias, declared at decl (i for Lvars[i], -i-1 for Lacts[i]),
+// and reports whether it was new. The first aliasSetSmall declarations
+// are in source order, lvars and lacts mixed, so their decl values are
+// only known to the caller: it passes them again through fill.
+func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 	if a.many == nil {
 		for _, x := range a.few[:a.n] {
 			if x == alias {
@@ -205,15 +217,18 @@ func (a *aliasSet) add(alias string) bool {
 			a.n++
 			return true
 		}
-		a.many = make(map[string]struct{}, 2*aliasSetSmall)
-		for _, x := range a.few {
-			a.many[x] = struct{}{}
+		a.many = make(map[string]int, max(2*aliasSetSmall, a.room))
+		for i := range prog.Lvars {
+			a.many[prog.Lvars[i].Alias] = i
+		}
+		for i := range prog.Lacts {
+			a.many[prog.Lacts[i].Alias] = -i - 1
 		}
 	}
 	if _, dup := a.many[alias]; dup {
 		return false
 	}
-	a.many[alias] = struct{}{}
+	a.many[alias] = decl
 	return true
 }
 

@@ -353,17 +353,41 @@ func TestDefaultBinding(t *testing.T) {
 
 func TestAliasSet(t *testing.T) {
 	var a aliasSet
+	prog := &Program{}
 	for i := 0; i < 3*aliasSetSmall; i++ {
 		name := fmt.Sprintf("a%d", i)
-		if !a.add(name) {
+		// Declarations alternate: lvars at even i, lacts at odd i.
+		decl := len(prog.Lvars)
+		if i%2 == 1 {
+			decl = -len(prog.Lacts) - 1
+		}
+		if !a.add(name, decl, prog) {
 			t.Fatalf("add(%s) reported a duplicate", name)
+		}
+		if i%2 == 1 {
+			prog.Lacts = append(prog.Lacts, Lact{Head: Head{Alias: name}})
+		} else {
+			prog.Lvars = append(prog.Lvars, Lvar{Head: Head{Alias: name}})
 		}
 		// Every alias added so far, before and after the switch to a map,
 		// is a duplicate.
 		for j := 0; j <= i; j++ {
-			if a.add(fmt.Sprintf("a%d", j)) {
+			if a.add(fmt.Sprintf("a%d", j), 0, prog) {
 				t.Fatalf("after %d adds, a%d not reported as a duplicate", i+1, j)
 			}
+		}
+	}
+	// The map indexes every declaration as assembly expects.
+	if len(a.many) != 3*aliasSetSmall {
+		t.Fatalf("map holds %d aliases, want %d", len(a.many), 3*aliasSetSmall)
+	}
+	for i := 0; i < 3*aliasSetSmall; i++ {
+		want := i / 2
+		if i%2 == 1 {
+			want = -i/2 - 1
+		}
+		if got := a.many[fmt.Sprintf("a%d", i)]; got != want {
+			t.Errorf("a%d indexed %d, want %d", i, got, want)
 		}
 	}
 }
