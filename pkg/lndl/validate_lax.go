@@ -520,6 +520,13 @@ func stripDigitUnderscores(s string) (string, bool) {
 	if s == "" {
 		return "", false
 	}
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = isDigit(s[i])
+	}
+	if plain {
+		return s, true
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -605,6 +612,34 @@ func floatFromString(s string) (float64, bool) {
 	}
 	mant, exp, hasExp := strings.Cut(strings.ToLower(body), "e")
 	intPart, frac, hasDot := strings.Cut(mant, ".")
+	if strings.IndexByte(s, '_') < 0 {
+		// Without underscores the text parses as it is, once its parts
+		// are checked as below.
+		if intPart == "" && frac == "" {
+			return 0, false
+		}
+		for _, d := range []string{intPart, frac} {
+			if d != "" {
+				if _, ok := stripDigitUnderscores(d); !ok {
+					return 0, false
+				}
+			}
+		}
+		if hasExp {
+			e := exp
+			if e != "" && (e[0] == '+' || e[0] == '-') {
+				e = e[1:]
+			}
+			if _, ok := stripDigitUnderscores(e); !ok {
+				return 0, false
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !math.IsInf(f, 0) {
+			return 0, false
+		}
+		return f, true
+	}
 	var clean strings.Builder
 	if s != body {
 		clean.WriteByte(s[0])
