@@ -21,11 +21,18 @@ type decls struct {
 const smallDecls = 24
 
 func newDecls(p *Program) *decls {
-	d := &decls{prog: p}
+	d := indexDecls(p)
 	d.contents = make([]any, len(p.Lvars))
 	for i := range p.Lvars {
 		d.contents[i] = p.Lvars[i].Content
 	}
+	return d
+}
+
+// indexDecls returns the decls of p without the boxed contents: enough to
+// look aliases up and bind them.
+func indexDecls(p *Program) *decls {
+	d := &decls{prog: p}
 	if len(p.Lvars)+len(p.Lacts) <= smallDecls {
 		return d
 	}
@@ -90,36 +97,33 @@ type binder struct {
 	target *Target
 }
 
-// bind returns the spec (OUT key) a shortcut or group named name fills.
+// bind returns the spec (OUT key) a shortcut or group named name fills
+// (LNDL.md section 4, "Binding"). It is the one implementation of the
+// binding rules; [Program.DefaultBinding] is bind without a target.
 //
-// Without a target: an alias declared `M.f` binds to f, one declared
-// `hint alias` to hint, any other name to its first dot-separated segment.
-// With a target, an alias declared `M.f` binds to M if M is a target
-// field, else to the only target field whose model (or list element
-// model) is named M ignoring case, else to f; `hint alias` binds to hint.
+// An alias declared `M.f` binds to f, one declared `hint alias` to hint,
+// and any other name — undeclared, or a raw alias — to its first
+// dot-separated segment (`note.x` → note; "" for a name starting with a
+// dot). With a target, an alias declared `M.f` binds instead to M if M is
+// a target field, else to the only target field whose model (or list
+// element model) is named M ignoring case, else to f (LNDL-D4).
 func (b *binder) bind(name string) string {
 	h, ok := b.d.head(name)
 	if !ok {
-		if i := strings.IndexByte(name, '.'); i >= 0 {
-			return name[:i]
-		}
-		return name
+		return firstSegment(name)
 	}
-	switch {
-	case h.Namespaced():
-		if b.target != nil && b.target.Model != nil {
-			if b.target.Field(h.Model) != nil {
-				return h.Model
-			}
-			if f := b.uniqueModelField(h.Model); f != "" {
-				return f
-			}
+	if h.Namespaced() && b.target != nil && b.target.Model != nil {
+		if b.target.Field(h.Model) != nil {
+			return h.Model
 		}
-		return h.Field
-	case h.Hint != "":
-		return h.Hint
+		if f := b.uniqueModelField(h.Model); f != "" {
+			return f
+		}
 	}
-	return name
+	if s := h.Spec(); s != "" {
+		return s
+	}
+	return firstSegment(name)
 }
 
 // uniqueModelField returns the only target field whose type, or list

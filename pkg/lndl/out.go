@@ -145,47 +145,9 @@ func (h Head) Spec() string {
 // target, for [Out.Fields] (LNDL.md section 4, "Binding"): an alias
 // declared `Model.field` binds to field, one declared `hint alias` to hint,
 // any other name to its first dot-separated segment (`note.x` → note, `a`
-// → a).
+// → a). Assembly binds with the same rules plus the target's (LNDL-D4).
 func (p *Program) DefaultBinding() func(name string) string {
-	if len(p.Lvars)+len(p.Lacts) <= smallSet {
-		// A linear scan beats building a map for a handful of aliases.
-		return func(name string) string {
-			for i := range p.Lacts {
-				if p.Lacts[i].Alias == name {
-					if s := p.Lacts[i].Spec(); s != "" {
-						return s
-					}
-					return firstSegment(name)
-				}
-			}
-			for i := range p.Lvars {
-				if p.Lvars[i].Alias == name {
-					if s := p.Lvars[i].Spec(); s != "" {
-						return s
-					}
-					return firstSegment(name)
-				}
-			}
-			return firstSegment(name)
-		}
-	}
-	specs := make(map[string]string, len(p.Lvars)+len(p.Lacts))
-	for _, lv := range p.Lvars {
-		if s := lv.Spec(); s != "" {
-			specs[lv.Alias] = s
-		}
-	}
-	for _, la := range p.Lacts {
-		if s := la.Spec(); s != "" {
-			specs[la.Alias] = s
-		}
-	}
-	return func(name string) string {
-		if s, ok := specs[name]; ok {
-			return s
-		}
-		return firstSegment(name)
-	}
+	return (&binder{d: indexDecls(p)}).bind
 }
 
 // smallSet is the size up to which a linear scan is used instead of a map.
