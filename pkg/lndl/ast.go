@@ -108,9 +108,12 @@ type Value struct {
 	Kind ValueKind
 	// Bool is set for ValueBool.
 	Bool bool
-	// Text is the string of a ValueString, the name of a ValueRef, and the
-	// literal text of a ValueInt or ValueFloat (integers may exceed 64 bits;
-	// floats are finite).
+	// Text is the string of a ValueString and the name of a ValueRef. For
+	// a ValueInt or ValueFloat it is the number's canonical JSON text, not
+	// the text as written: an integer exactly, however long, without
+	// leading zeros or a plus sign ("007" → "7", "-0" → "0"); a float as
+	// Python's repr writes it ("1." → "1.0", "1e10" → "10000000000.0",
+	// "6E23" → "6e+23"). Floats are finite.
 	Text string
 	// List holds the items of a ValueList.
 	List []Value
