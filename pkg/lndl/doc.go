@@ -2,14 +2,81 @@
 // multi-round operate adapter to mix free reasoning with declared values
 // (<lvar>), declared tool calls (<lact>) and one commit block (OUT{...}).
 //
-// The package is pure: no I/O, no NATS, no goroutines. Its stages are
-// fenced-block extraction ([Extract]), conservative normalization
-// ([Normalize]), lexing and parsing to a [Program] ([Parse]), lact call
-// parsing ([ParseCall]), assembly against a JSON Schema target, the round
-// classifier used by the adapter, the Specs line renderer and the system
-// prompt.
+// The package is pure: no I/O, no NATS, no goroutines. Every function may
+// be called concurrently; values it returns are not modified afterwards.
 //
-// Every error is an LNDL error: errors.Is(err, ErrLNDL) holds, and errors.As
-// tells the five classes apart (*ParseError, *MissingLvarError,
-// *MissingFieldError, *TypeMismatchError, *InvalidConstructorError).
+// # Stages
+//
+// A model response goes through these stages (LNDL.md sections 1-8);
+// [Round] runs them in order and classifies the response:
+//
+//   - [Extract] finds the ```lndl fenced blocks.
+//   - [Normalize] (or [NormalizeBlock] for text already extracted) makes
+//     the conservative repairs: missing `>` on lacts, curly tags, tag
+//     attributes, `Note.` heads.
+//   - [Parse] lexes and parses the text to a [Program]: its lvars, lacts
+//     and OUT block, with positions. [Out.Fields] merges the OUT entries,
+//     binding shortcuts and groups with [Program.DefaultBinding] or, in
+//     assembly, with the target's rules.
+//   - [ParseCall] parses a lact body, a Python call with literal
+//     arguments, into an [Action]'s function and arguments.
+//   - [ParseTarget] reads a JSON Schema target (as pydantic writes it);
+//     [Assemble] builds the OUT value against it, with a *[Placeholder]
+//     for every action that has not run, and the notes scratchpad.
+//   - [Round] classifies one response as continue, retry or success and
+//     lists the pending actions; [RoundResult.Resolve] assembles again
+//     with their results.
+//   - [Target.Validate] coerces the value laxly, as pydantic does, and
+//     checks it with the JSON Schema validator
+//     (github.com/santhosh-tekuri/jsonschema/v6).
+//   - [Render] writes the `Specs:` line that tells the model the target;
+//     the system prompt teaches the language.
+//
+// # Errors
+//
+// Every error of the language is an LNDL error: errors.Is(err, ErrLNDL)
+// holds, and errors.As tells the five classes apart:
+//
+//   - *[ParseError]: the text does not lex or parse (with line and
+//     column), or exceeds a parser bound;
+//   - *[MissingLvarError]: OUT references an alias nothing declares;
+//   - *[MissingFieldError]: required target fields are absent from OUT;
+//   - *[TypeMismatchError]: an alias declared for one model fills a field
+//     of another;
+//   - *[InvalidConstructorError]: a lact body is not a valid call; its
+//     reason matches [ErrCallLimit] when a call bound was exceeded.
+//
+// Validation fails with a *[ValidationError] listing every issue; it
+// matches both [ErrValidation] and [ErrLNDL]. A schema that cannot be used
+// is an error wrapping [ErrInvalidTarget]; [RoundResult.Resolve] on a
+// round that did not succeed returns [ErrNotSuccess]; [DecodeJSON] rejects
+// input nested too deep with [ErrJSONTooDeep].
+//
+// # Bounds
+//
+// Everything that grows with the input is bounded; hostile input gets a
+// specific error, never a panic, a hang or unbounded memory:
+//
+//   - [MaxInputBytes] (1 MiB): the largest response [Round] and text
+//     [Parse] accept.
+//   - [MaxDepth] (32): the deepest nesting of brackets in an OUT block.
+//   - [MaxDeclarations] (10000): lvars and lacts in one text.
+//   - [MaxOutEntries] (10000): entries in one OUT block.
+//   - [MaxIntDigits] (4300): digits of an integer literal in OUT.
+//   - [MaxCallBodyLen] (1 MiB): the longest lact body [ParseCall] accepts.
+//   - [MaxCallDepth] (32): the deepest nesting of brackets in a call.
+//   - [MaxCallIntDigits] (4300): digits of an integer call argument, and
+//     of an integer [Target.Validate] accepts.
+//   - [MaxSchemaSize] (1 MiB): the largest target schema.
+//   - [MaxTypeDepth] (64): the deepest nesting of types in a target,
+//     counting each $ref step.
+//   - [MaxJSONDepth] (256): the deepest nesting of arrays and objects in
+//     JSON that [DecodeJSON] reads and in a value [Target.Validate]
+//     checks.
+//
+// Float literals must be finite. Parsing, normalization, extraction and a
+// round take time linear in the size of their input; a round's assembled
+// value is linear in the response plus the action results it references.
+// The system prompt functions bound the error messages and action results
+// they quote, as their documentation says.
 package lndl
