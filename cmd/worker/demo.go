@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -84,6 +85,17 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, 
 		return res, nil
 	}
 
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	// Events of an earlier demo (a persistent store) are still in the
+	// events stream: count only what this run adds.
+	eventsBefore, err := demoEventCounts(ctx, js, subj)
+	if err != nil {
+		return err
+	}
+
 	fmt.Fprintf(out, "\n── demo: a scripted conversation, sent over %s.ops.* ──\n\n", subj.Prefix)
 
 	if reuse {
@@ -135,7 +147,70 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, 
 			fmt.Fprintf(out, "        %-10s %s\n", m.Role, clip(messageText(m), 80))
 		}
 	}
+
+	eventsAfter, err := demoEventCounts(ctx, js, subj)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nevents          %s on %s\n", eventsSummary(eventsBefore, eventsAfter), subj.Events(demoBranch, ">"))
 	return nil
+}
+
+// demoEventCounts returns how many events of each type (the last subject
+// token: run_start, message_added, ...) the events stream holds for the
+// demo branch.
+func demoEventCounts(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (map[string]uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
+	defer cancel()
+	stream, err := js.Stream(ctx, subj.EventsStream())
+	if err != nil {
+		return nil, fmt.Errorf("events stream %s: %w", subj.EventsStream(), err)
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subj.Events(demoBranch, ">")))
+	if err != nil {
+		return nil, fmt.Errorf("events stream %s: %w", subj.EventsStream(), err)
+	}
+	counts := make(map[string]uint64, len(info.State.Subjects))
+	for subject, n := range info.State.Subjects {
+		counts[subject[strings.LastIndexByte(subject, '.')+1:]] += n
+	}
+	return counts, nil
+}
+
+// eventOrder is the order event types are listed in: a run's own order,
+// then any other type by name.
+var eventOrder = []string{
+	bus.EventToken(ops.SignalRunStart),
+	bus.EventToken(ops.SignalMessageAdded),
+	bus.EventToken(ops.SignalRunEnd),
+	bus.EventToken(ops.SignalRunFailed),
+}
+
+// eventsSummary renders the events added between two counts, e.g.
+// "12 events (3 run_start, 6 message_added, 3 run_end)".
+func eventsSummary(before, after map[string]uint64) string {
+	added := make(map[string]uint64)
+	var total uint64
+	for tok, n := range after {
+		if n > before[tok] {
+			added[tok] = n - before[tok]
+			total += n - before[tok]
+		}
+	}
+	var parts []string
+	for _, tok := range eventOrder {
+		if n, ok := added[tok]; ok {
+			parts = append(parts, fmt.Sprintf("%d %s", n, tok))
+			delete(added, tok)
+		}
+	}
+	for _, tok := range slices.Sorted(maps.Keys(added)) {
+		parts = append(parts, fmt.Sprintf("%d %s", added[tok], tok))
+	}
+	if len(parts) == 0 {
+		return "0 events"
+	}
+	return fmt.Sprintf("%d events (%s)", total, strings.Join(parts, ", "))
 }
 
 // printTryIt tells how to talk to the running worker from another terminal.
@@ -147,13 +222,14 @@ From another terminal, with the NATS CLI (go install github.com/nats-io/natscli/
 
   nats --server %[1]s sub '%[2]s'
   nats --server %[1]s pub %[3]s "$(cat examples/communicate.json)"
+  nats --server %[1]s sub '%[5]s'    # the run's lifecycle events
 
 or with the publisher:
 
   go run ./cmd/publisher --nats %[1]s communicate --branch %[4]s --instruction "Hi" --chat-model scripted:echo
 
 Ctrl-C to stop.
-`, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch)
+`, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch, subj.Events(demoBranch, ">"))
 }
 
 // isCode reports whether err is a lionbus.error answer with code.

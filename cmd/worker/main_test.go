@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -92,7 +93,11 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 		"system     You are a concise assistant in the lionbus demo.",
 		"user       Which city is the capital of France, and how many people live there?",
 		"assistant  You're welcome. Goodbye!",
+		// Each communicate emits run_start, one message_added per recorded
+		// message (the instruction and the reply) and run_end.
+		"events          12 events (3 run_start, 6 message_added, 3 run_end) on lion.events.demo.>",
 		"pub lion.ops.communicate",
+		"sub 'lion.events.demo.>'",
 	}
 	for _, w := range want {
 		if !strings.Contains(out, w) {
@@ -118,6 +123,10 @@ func TestRun_demo_twice_on_one_store_starts_a_fresh_branch(t *testing.T) {
 		if !strings.Contains(stdout.String(), "branch.history  4 events") {
 			t.Fatalf("run %d: want a fresh 4-event history:\n%s", i+1, stdout)
 		}
+		// The events of the first run are still stored; only this run's count.
+		if !strings.Contains(stdout.String(), "events          12 events (") {
+			t.Errorf("run %d: want the 12 events of this run:\n%s", i+1, stdout)
+		}
 	}
 }
 
@@ -134,6 +143,10 @@ func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 
 	nc, _ := bustest.Connect(t, srv)
 	client, err := bus.NewClient(nc, bus.ClientConfig{Prefix: "joined"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := nc.SubscribeSync("joined.events.b1.>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +184,32 @@ func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 		}
 	}
 
+	// The communicate on b1 was observable as signal events, in order.
+	wantEvents := []struct{ subject, typ string }{
+		{"joined.events.b1.run_start", "lionbus.run.start"},
+		{"joined.events.b1.message_added", "lionbus.message.added"},
+		{"joined.events.b1.message_added", "lionbus.message.added"},
+		{"joined.events.b1.run_end", "lionbus.run.end"},
+	}
+	for i, want := range wantEvents {
+		m, err := events.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("event %d (%s): %v", i+1, want.subject, err)
+		}
+		var ev struct {
+			Type      string `json:"type"`
+			Source    string `json:"source"`
+			RequestID string `json:"requestid"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatalf("event %d: %v: %s", i+1, err, m.Data)
+		}
+		if m.Subject != want.subject || ev.Type != want.typ || ev.Source != "/lionbus/worker/w1" || ev.RequestID == "" {
+			t.Errorf("event %d: subject %s type %s source %s requestid %q, want %s %s /lionbus/worker/w1 and a request id",
+				i+1, m.Subject, ev.Type, ev.Source, ev.RequestID, want.subject, want.typ)
+		}
+	}
+
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)
 	}
@@ -184,6 +223,72 @@ func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `"message":"worker drained"`) {
 		t.Errorf("no drain log line in:\n%s", stderr)
+	}
+}
+
+func TestRun_warns_about_drift_of_existing_streams(t *testing.T) {
+	tests := []struct {
+		name     string
+		prepare  func(ctx context.Context, t *testing.T, js jetstream.JetStream)
+		wantWarn string
+	}{
+		{
+			name: "results stream without direct gets",
+			prepare: func(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+				// As an earlier version created it.
+				if _, err := bus.Provision(ctx, js, bus.Config{Prefix: "drifty"}); err != nil {
+					t.Fatal(err)
+				}
+				st, err := js.Stream(ctx, "DRIFTY_RESULTS")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := st.CachedInfo().Config
+				cfg.AllowDirect = false
+				if _, err := js.UpdateStream(ctx, cfg); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantWarn: "stream DRIFTY_RESULTS: allow direct is false, configured true (left unchanged)",
+		},
+		{
+			name: "shorter results age",
+			prepare: func(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+				if _, err := bus.Provision(ctx, js, bus.Config{Prefix: "drifty", ResultsMaxAge: time.Hour}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantWarn: "DRIFTY_RESULTS: max age is 1h0m0s, configured 24h0m0s (left unchanged)",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := bustest.NewServer(t)
+			_, js := bustest.Connect(t, srv)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tc.prepare(ctx, t, js)
+
+			stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "drifty", "--log-format", "json", "--log-level", "warn")
+			waitFor(t, 30*time.Second, "the worker to start", func() bool {
+				return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
+			})
+			if code := stop(); code != exitOK {
+				t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)
+			}
+			var found bool
+			for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				var rec struct {
+					Level, Message, Drift string
+				}
+				if json.Unmarshal([]byte(line), &rec) == nil && rec.Level == "warn" && strings.Contains(rec.Drift, tc.wantWarn) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no warning with drift %q in:\n%s", tc.wantWarn, stderr)
+			}
+		})
 	}
 }
 

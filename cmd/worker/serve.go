@@ -155,8 +155,14 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err
 	if err := scripted.Register(providers); err != nil {
 		return nil, err
 	}
+	// Lifecycle and message-added signals become CloudEvents on
+	// <prefix>.events.<branch>.<type>, kept in the events stream.
+	sink, err := bus.NewEventSink(js, svc.res, bus.EventBuilder{Source: workerSource(cfg.Name)}, log.With().Str("component", "events").Logger())
+	if err != nil {
+		return nil, err
+	}
 	engineLog := log.With().Str("component", "ops").Logger()
-	engine, err := ops.NewEngine(ops.Config{Store: store, Providers: providers, Logger: &engineLog})
+	engine, err := ops.NewEngine(ops.Config{Store: store, Providers: providers, Signals: sink, Logger: &engineLog})
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +172,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err
 	}
 	svc.worker, err = bus.NewWorker(svc.nc, svc.res, codec, engine, bus.WorkerConfig{
 		Name:         cfg.Name,
+		Source:       workerSource(cfg.Name),
 		MaxInFlight:  cfg.Concurrency,
 		DrainTimeout: cfg.DrainTimeout,
 		Logger:       log,
@@ -180,6 +187,10 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err
 	}
 	return svc, nil
 }
+
+// workerSource is the CloudEvents source of the worker's answers and
+// signal events.
+func workerSource(name string) string { return "/lionbus/worker/" + name }
 
 // stop drains the worker: no new requests, in-flight ones finish within
 // drainTimeout (then they are cancelled and left for redelivery).
