@@ -679,7 +679,7 @@ func floatText(s string) string {
 	if err != nil {
 		return "0.0"
 	}
-	return pyFloatRepr(f)
+	return pythonFloatRepr(f)
 }
 
 // parseAction parses a lact body into an action; every failure is an

@@ -2,6 +2,7 @@ package lndl
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,8 +123,8 @@ func TestSplitPyLines(t *testing.T) {
 		{"a\x1fb", []string{"a\x1fb"}},
 	}
 	for _, tt := range tests {
-		if got := splitPyLines(tt.in); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("splitPyLines(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := slices.Collect(pyLines(tt.in)); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("pyLines(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

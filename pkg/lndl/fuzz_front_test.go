@@ -129,7 +129,7 @@ func checkNumbers(t *testing.T, v Value) {
 		if err != nil {
 			t.Fatalf("float text %q: %v", v.Text, err)
 		}
-		if repr := pyFloatRepr(f); repr != v.Text {
+		if repr := pythonFloatRepr(f); repr != v.Text {
 			t.Fatalf("float text %q is not canonical (%q)", v.Text, repr)
 		}
 	case ValueInt:

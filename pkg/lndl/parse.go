@@ -547,7 +547,7 @@ func (p *parser) number(t token) (Value, error) {
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return invalid()
 	}
-	return Value{Kind: ValueFloat, Text: pyFloatRepr(f)}, nil
+	return Value{Kind: ValueFloat, Text: pythonFloatRepr(f)}, nil
 }
 
 // plainFloatIsRepr reports whether lit, a literal like "0.92" or "-12.5",
@@ -605,32 +605,4 @@ func asciiDigits(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// pyFloatRepr formats f as Python's repr(float) does: the shortest digits
-// that round-trip, fixed notation for exponents -4..15 (with at least one
-// fractional digit), else scientific with a two-digit exponent minimum.
-func pyFloatRepr(f float64) string {
-	if f == 0 {
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
-	mant, expText, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expText)
-	if exp >= -4 && exp < 16 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	sign := "+"
-	if exp < 0 {
-		sign = "-"
-		exp = -exp
-	}
-	return fmt.Sprintf("%se%s%02d", mant, sign, exp)
 }

@@ -112,7 +112,7 @@ func TestPlainFloatIsRepr(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if repr := pyFloatRepr(f); repr != lit {
+		if repr := pythonFloatRepr(f); repr != lit {
 			t.Errorf("fast path keeps %q, repr is %q", lit, repr)
 		}
 	}

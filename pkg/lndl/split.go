@@ -2,30 +2,7 @@ package lndl
 
 import (
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
-
-// isPySpace reports whether r is white space the way the reference's
-// trimming sees it: Go's unicode.IsSpace plus U+001C..U+001F.
-func isPySpace(r rune) bool {
-	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
-}
-
-// trimSpace trims Unicode white space (see isPySpace) from both ends.
-func trimSpace(s string) string {
-	return strings.TrimFunc(s, isPySpace)
-}
-
-// isSplitBreak reports whether r ends a line when a string is split into
-// lines: \n, \r, \v, \f, U+001C..U+001E, U+0085, U+2028 and U+2029.
-func isSplitBreak(r rune) bool {
-	switch r {
-	case '\n', '\r', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
-		return true
-	}
-	return false
-}
 
 // splitList turns the string value of a reference into list items for a
 // list field (LNDL.md section 5), trying in order: the trimmed string is
@@ -37,7 +14,7 @@ func isSplitBreak(r rune) bool {
 // The result never holds more items than the string has bytes, so its
 // size is bounded by the input's.
 func splitList(s string) []any {
-	s = trimSpace(s)
+	s = trimLNDLSpace(s)
 	if s == "" {
 		return []any{}
 	}
@@ -58,13 +35,13 @@ func splitList(s string) []any {
 	}
 	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {
 		inner := s[1 : len(s)-1]
-		if trimSpace(inner) != "" {
+		if trimLNDLSpace(inner) != "" {
 			var items []any
 			for _, p := range strings.Split(inner, ",") {
-				if trimSpace(p) == "" {
+				if trimLNDLSpace(p) == "" {
 					continue
 				}
-				p = strings.Trim(trimSpace(p), `"`)
+				p = strings.Trim(trimLNDLSpace(p), `"`)
 				p = strings.Trim(p, `'`)
 				items = append(items, p)
 			}
@@ -77,7 +54,7 @@ func splitList(s string) []any {
 }
 
 // splitLines returns the non-blank lines of s, right-trimmed, splitting at
-// every line break (isSplitBreak; \r\n counts once).
+// every line break as Python's str.splitlines() does (see pyLines).
 func splitLines(s string) []any {
 	n := 1
 	for i := 0; i < len(s); i++ {
@@ -89,24 +66,10 @@ func splitLines(s string) []any {
 		}
 	}
 	out := make([]any, 0, n)
-	start := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !isSplitBreak(r) {
-			i += size
-			continue
-		}
-		if line := strings.TrimRightFunc(s[start:i], isPySpace); trimSpace(line) != "" {
+	for line := range pyLines(s) {
+		if line = strings.TrimRightFunc(line, isLNDLSpace); trimLNDLSpace(line) != "" {
 			out = append(out, line)
 		}
-		i += size
-		if r == '\r' && i < len(s) && s[i] == '\n' {
-			i++
-		}
-		start = i
-	}
-	if line := strings.TrimRightFunc(s[start:], isPySpace); trimSpace(line) != "" {
-		out = append(out, line)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package lndl
 
 import (
+	"iter"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -141,32 +142,34 @@ func isLineBreak(r rune) bool {
 	return false
 }
 
-// splitPyLines splits s into lines the way Python's str.splitlines() does
-// (line breaks per isLineBreak, "\r\n" as one break, breaks not kept, no
-// empty last line for a trailing break).
-func splitPyLines(s string) []string {
-	var lines []string
-	start := 0
-	for i := 0; i < len(s); {
-		r, size := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRuneInString(s[i:])
-		}
-		if !isLineBreak(r) {
+// pyLines yields the lines of s the way Python's str.splitlines() makes
+// them: line breaks per isLineBreak, "\r\n" as one break, breaks not
+// kept, no empty last line for a trailing break.
+func pyLines(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := 0
+		for i := 0; i < len(s); {
+			r, size := rune(s[i]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRuneInString(s[i:])
+			}
+			if !isLineBreak(r) {
+				i += size
+				continue
+			}
+			if !yield(s[start:i]) {
+				return
+			}
 			i += size
-			continue
+			if r == '\r' && i < len(s) && s[i] == '\n' {
+				i++
+			}
+			start = i
 		}
-		lines = append(lines, s[start:i])
-		i += size
-		if r == '\r' && i < len(s) && s[i] == '\n' {
-			i++
+		if start < len(s) {
+			yield(s[start:])
 		}
-		start = i
 	}
-	if start < len(s) {
-		lines = append(lines, s[start:])
-	}
-	return lines
 }
 
 // crlfToLF replaces every "\r\n" with "\n" (LNDL-D11); a lone '\r' stays.
