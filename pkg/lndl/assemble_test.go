@@ -8,17 +8,13 @@ import (
 )
 
 // Hand-built AST helpers.
-func vRef(name string) Value { return Value{Kind: ValueRef, Text: name} }
-func vStr(s string) Value    { return Value{Kind: ValueString, Text: s} }
-func vInt(s string) Value    { return Value{Kind: ValueInt, Text: s} }
-func vFloat(s string) Value  { return Value{Kind: ValueFloat, Text: s} }
-func vList(items ...Value) Value {
-	return Value{Kind: ValueList, List: items}
-}
+// (ref, lit and list are in parse_test.go.)
+func vInt(s string) Value   { return Value{Kind: ValueInt, Text: s} }
+func vFloat(s string) Value { return Value{Kind: ValueFloat, Text: s} }
 func keyed(key string, v Value) OutEntry { return OutEntry{Kind: EntryKeyed, Key: key, Value: v} }
 func shortcut(name string) OutEntry      { return OutEntry{Kind: EntryShortcut, Name: name} }
 func group(items ...Value) OutEntry {
-	return OutEntry{Kind: EntryGroup, Value: vList(items...)}
+	return OutEntry{Kind: EntryGroup, Value: list(items...)}
 }
 func lvar(model, field, alias, hint, content string) Lvar {
 	return Lvar{Head: Head{Model: model, Field: field, Alias: alias, Hint: hint}, Content: content}
@@ -27,7 +23,7 @@ func lact(model, field, alias, hint, call string) Lact {
 	return Lact{Head: Head{Model: model, Field: field, Alias: alias, Hint: hint}, Call: call}
 }
 
-func mustTarget(t *testing.T, schema string) *Target {
+func mustTarget(t testing.TB, schema string) *Target {
 	t.Helper()
 	tg, err := ParseTarget([]byte(schema))
 	if err != nil {
@@ -60,7 +56,7 @@ func TestAssemble(t *testing.T) {
 			prog: Program{
 				Lvars: []Lvar{lvar("Report", "title", "t", "", "T")},
 				Lacts: []Lact{lact("Report", "summary", "s", "", `summarize(text="x")`)},
-				Out:   &Out{Entries: []OutEntry{keyed("report", vList(vRef("t"), vRef("s"))), keyed("quality", vFloat("0.5"))}},
+				Out:   &Out{Entries: []OutEntry{keyed("report", list(ref("t"), ref("s"))), keyed("quality", vFloat("0.5"))}},
 			},
 			want: `{"report":{"title":"T","summary":{"$action":{"name":"s","function":"summarize","arguments":{"text":"x"}}}},"quality":0.5}`,
 		},
@@ -78,7 +74,7 @@ func TestAssemble(t *testing.T) {
 			schema: reportSchema,
 			prog: Program{
 				Lvars: []Lvar{lvar("Summary", "title", "t", "", "T")},
-				Out:   &Out{Entries: []OutEntry{keyed("report", vList(vRef("t"))), keyed("quality", vInt("1"))}},
+				Out:   &Out{Entries: []OutEntry{keyed("report", list(ref("t"))), keyed("quality", vInt("1"))}},
 			},
 			wantErr: "TypeMismatchError",
 		},
@@ -91,7 +87,7 @@ func TestAssemble(t *testing.T) {
 		{
 			name:    "undeclared alias",
 			schema:  itemsSchema,
-			prog:    Program{Out: &Out{Entries: []OutEntry{keyed("answer", vList(vRef("nope")))}}},
+			prog:    Program{Out: &Out{Entries: []OutEntry{keyed("answer", list(ref("nope")))}}},
 			wantErr: "MissingLvarError",
 		},
 		{
@@ -99,7 +95,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lvars: []Lvar{lvar("Item", "name", "n1", "", "A"), lvar("Item", "tags", "g1", "", "x\ny"), lvar("Item", "name", "n2", "", "B")},
-				Out:   &Out{Entries: []OutEntry{keyed("items", vList(vRef("n1"), vRef("g1"), vRef("n2"), vFloat("2")))}},
+				Out:   &Out{Entries: []OutEntry{keyed("items", list(ref("n1"), ref("g1"), ref("n2"), vFloat("2")))}},
 			},
 			want: `{"items":[{"name":"A","tags":["x","y"]},{"name":"B","score":2.0}]}`,
 		},
@@ -108,7 +104,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lvars: []Lvar{lvar("Item", "name", "n1", "", "A")},
-				Out:   &Out{Entries: []OutEntry{keyed("items", vList(vList(vRef("n1"), vInt("3")), vList(vRef("n1"), vRef("ghost"), vStr("lit"))))}},
+				Out:   &Out{Entries: []OutEntry{keyed("items", list(list(ref("n1"), vInt("3")), list(ref("n1"), ref("ghost"), lit("lit"))))}},
 			},
 			want: `{"items":[{"name":"A","score":3},{"name":"n1 ghost lit"}]}`,
 		},
@@ -117,7 +113,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lvars: []Lvar{lvar("counts", "x", "a", "", "1"), lvar("counts", "x", "b", "", "2"), lvar("", "", "c", "", "3")},
-				Out:   &Out{Entries: []OutEntry{keyed("counts", vList(vRef("a"), vRef("b"), vRef("c"), vInt("5")))}},
+				Out:   &Out{Entries: []OutEntry{keyed("counts", list(ref("a"), ref("b"), ref("c"), vInt("5")))}},
 			},
 			want: `{"counts":{"x":"2"}}`,
 		},
@@ -126,7 +122,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lacts: []Lact{lact("", "", "r", "", "rows()"), lact("", "", "s", "", "text()")},
-				Out:   &Out{Entries: []OutEntry{keyed("items", vList(vRef("r"))), keyed("tags", vList(vRef("s"))), keyed("answer", vList(vRef("o")))}},
+				Out:   &Out{Entries: []OutEntry{keyed("items", list(ref("r"))), keyed("tags", list(ref("s"))), keyed("answer", list(ref("o")))}},
 			},
 			known: map[string]any{
 				"r": []any{map[string]any{"name": "A"}},
@@ -140,7 +136,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lvars: []Lvar{lvar("NOTE", "b", "x", "", "new")},
-				Out:   &Out{Entries: []OutEntry{keyed("tags", vList(vRef("note.a"), vRef("note.b"), vRef("note.zz"), vStr("note.a"))), keyed("answer", vStr("note.a"))}},
+				Out:   &Out{Entries: []OutEntry{keyed("tags", list(ref("note.a"), ref("note.b"), ref("note.zz"), lit("note.a"))), keyed("answer", lit("note.a"))}},
 			},
 			notes: map[string]any{"a": "old", "b": "stale"},
 			want:  `{"tags":["old","new","note.a"],"answer":"old"}`,
@@ -149,7 +145,7 @@ func TestAssemble(t *testing.T) {
 			name: "no target: Any everywhere",
 			prog: Program{
 				Lvars: []Lvar{lvar("", "", "a", "", "1"), lvar("", "", "b", "", "2"), lvar("M", "f", "c", "", "3")},
-				Out:   &Out{Entries: []OutEntry{keyed("x", vList(vRef("a"))), keyed("y", vList(vRef("a"), vRef("b"))), shortcut("c"), keyed("x", vInt("007"))}},
+				Out:   &Out{Entries: []OutEntry{keyed("x", list(ref("a"))), keyed("y", list(ref("a"), ref("b"))), shortcut("c"), keyed("x", vInt("007"))}},
 			},
 			want: `{"x":7,"y":["1","2"],"f":"3"}`,
 		},
@@ -158,7 +154,7 @@ func TestAssemble(t *testing.T) {
 			schema: `{"$defs": {"M": {"properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "title": "M", "type": "object"}}, "properties": {"u": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/M"}, {"type": "null"}]}, "l": {"anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "string"}]}}, "title": "U", "type": "object"}`,
 			prog: Program{
 				Lvars: []Lvar{lvar("", "", "a", "", "1"), lvar("", "", "b", "", "p\nq")},
-				Out:   &Out{Entries: []OutEntry{keyed("u", vList(vRef("a"), vRef("a"))), keyed("l", vList(vRef("b")))}},
+				Out:   &Out{Entries: []OutEntry{keyed("u", list(ref("a"), ref("a"))), keyed("l", list(ref("b")))}},
 			},
 			want: `{"u":{"x":"1","y":"1"},"l":["p","q"]}`,
 		},
@@ -167,7 +163,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lacts: []Lact{lact("", "", "r", "", "rows()")},
-				Out:   &Out{Entries: []OutEntry{keyed("tags", vList(vRef("r")))}},
+				Out:   &Out{Entries: []OutEntry{keyed("tags", list(ref("r")))}},
 			},
 			known: map[string]any{"r": []string{"a", "b"}},
 			want:  `{"tags":["a","b"]}`,
@@ -177,7 +173,7 @@ func TestAssemble(t *testing.T) {
 			schema: itemsSchema,
 			prog: Program{
 				Lacts: []Lact{lact("", "", "a", "", "not a call")},
-				Out:   &Out{Entries: []OutEntry{keyed("answer", vList(vRef("a")))}},
+				Out:   &Out{Entries: []OutEntry{keyed("answer", list(ref("a")))}},
 			},
 			wantErr: "InvalidConstructorError",
 		},

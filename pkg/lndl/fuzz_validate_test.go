@@ -20,7 +20,7 @@ func FuzzValidate(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	tg := validTarget(f, validateSchema)
+	tg := mustTarget(f, validateSchema)
 	f.Fuzz(func(t *testing.T, input string) {
 		in, err := DecodeJSON([]byte(input))
 		if err != nil {

@@ -178,7 +178,7 @@ func TestAssembleHandBuiltModel(t *testing.T) {
 	tg := &Target{Model: &Model{Name: "T", Fields: []*FieldSpec{{Name: "m", Type: &Type{Kind: KindModel, Name: "M", Model: m}}}}}
 	p := &Program{
 		Lvars: []Lvar{lvar("M", "f11", "z", "", "Z"), lvar("", "", "a", "", "A")},
-		Out:   &Out{Entries: []OutEntry{keyed("m", vList(vRef("z"), vRef("a"), vRef("a")))}},
+		Out:   &Out{Entries: []OutEntry{keyed("m", list(ref("z"), ref("a"), ref("a")))}},
 	}
 	v, err := Assemble(p, tg, nil, nil)
 	if err != nil {

@@ -5,7 +5,7 @@ import "testing"
 // BenchmarkValidate validates an assembled value of a realistic size: a
 // few scalars needing coercion, a list of nested models and a dict.
 func BenchmarkValidate(b *testing.B) {
-	tg := validTarget(b, validateSchema)
+	tg := mustTarget(b, validateSchema)
 	in := validJSON(b, `{"s": "title", "i": " 42 ", "f": "0.75", "b": "yes",
 		"tags": ["go", "nats", "lndl"], "scores": {"precision": "9", "recall": 8.0},
 		"items": [{"name": "django", "score": "0.4"}, {"name": "flask", "score": 0.3}, {"name": "fastapi", "score": "1"}],

@@ -36,7 +36,7 @@ func TestStructuralSchema(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tg := validTarget(t, c.schema)
+			tg := mustTarget(t, c.schema)
 			ct := tg.compiledSchema()
 			if ct.err != nil {
 				t.Fatal(ct.err)
@@ -115,7 +115,7 @@ func TestValidate_structuralSkipIsExact(t *testing.T) {
 		}
 		inputs = append(inputs, decodeJSON(t, c.Input))
 	}
-	bt := validTarget(t, benchSchema)
+	bt := mustTarget(t, benchSchema)
 	for _, size := range []int{1 << 10, 10 << 10} {
 		text, executed := benchResponse(size)
 		v, err := Round(RoundInput{Text: text, Target: bt}).Resolve(executed)

@@ -93,15 +93,6 @@ const validateSchema = `{
  "title": "All", "type": "object"
 }`
 
-func validTarget(t testing.TB, schema string) *Target {
-	t.Helper()
-	tg, err := ParseTarget([]byte(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
-}
-
 func validJSON(t testing.TB, s string) any {
 	t.Helper()
 	v, err := DecodeJSON([]byte(s))
@@ -112,7 +103,7 @@ func validJSON(t testing.TB, s string) any {
 }
 
 func TestValidate_coercion(t *testing.T) {
-	tg := validTarget(t, validateSchema)
+	tg := mustTarget(t, validateSchema)
 	base := `"s": "a", "i": 1, "f": 1.5, "b": true`
 	defaults := `"tags": ["x"], "opt": null, "either": 0, "level": 1, "kind": "k", "anything": null, "strict": null`
 	tests := []struct {
@@ -167,7 +158,7 @@ func TestValidate_coercion(t *testing.T) {
 }
 
 func TestValidate_failures(t *testing.T) {
-	tg := validTarget(t, validateSchema)
+	tg := mustTarget(t, validateSchema)
 	tests := []struct {
 		name string
 		in   string
@@ -233,7 +224,7 @@ func TestValidate_failures(t *testing.T) {
 }
 
 func TestValidate_placeholder(t *testing.T) {
-	tg := validTarget(t, `{"properties": {"a": {"type": "string"}, "b": {}}, "required": ["a", "b"], "title": "M", "type": "object"}`)
+	tg := mustTarget(t, `{"properties": {"a": {"type": "string"}, "b": {}}, "required": ["a", "b"], "title": "M", "type": "object"}`)
 	ph := &Placeholder{Action: Action{Name: "x", Function: "fn", Arguments: map[string]any{}}}
 	in := NewObject(2)
 	in.Set("a", "text")
@@ -254,7 +245,7 @@ func TestValidate_placeholder(t *testing.T) {
 }
 
 func TestValidate_orderAndGoValues(t *testing.T) {
-	tg := validTarget(t, validateSchema)
+	tg := mustTarget(t, validateSchema)
 	in := map[string]any{"b": "yes", "f": float32(0.5), "i": int64(3), "s": "a", "items": []map[string]any{{"score": 1, "name": "n"}}}
 	got, err := tg.Validate(in)
 	if err != nil {
@@ -272,7 +263,7 @@ func TestValidate_orderAndGoValues(t *testing.T) {
 }
 
 func TestValidate_defaultsAreCopies(t *testing.T) {
-	tg := validTarget(t, validateSchema)
+	tg := mustTarget(t, validateSchema)
 	in := `{"s": "a", "i": 1, "f": 1, "b": true}`
 	first, err := tg.Validate(validJSON(t, in))
 	if err != nil {
@@ -290,7 +281,7 @@ func TestValidate_defaultsAreCopies(t *testing.T) {
 }
 
 func TestValidate_concurrentFirstUse(t *testing.T) {
-	tg := validTarget(t, validateSchema)
+	tg := mustTarget(t, validateSchema)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
@@ -310,7 +301,7 @@ func TestValidate_concurrentFirstUse(t *testing.T) {
 }
 
 func TestValidate_bounds(t *testing.T) {
-	tg := validTarget(t, `{"properties": {"a": {}}, "title": "M", "type": "object"}`)
+	tg := mustTarget(t, `{"properties": {"a": {}}, "title": "M", "type": "object"}`)
 	deep := strings.Repeat("[", MaxJSONDepth+5) + strings.Repeat("]", MaxJSONDepth+5)
 	var v any
 	if err := json.Unmarshal([]byte(deep), &v); err != nil {
@@ -339,7 +330,7 @@ func TestValidationError_message(t *testing.T) {
 }
 
 func TestValidate_schemaCompiledOnce(t *testing.T) {
-	tg := validTarget(t, validateSchema)
+	tg := mustTarget(t, validateSchema)
 	first := tg.compiledSchema()
 	if first.err != nil || first.schema == nil {
 		t.Fatalf("compiledSchema: %v, %v", first.schema, first.err)
@@ -347,7 +338,7 @@ func TestValidate_schemaCompiledOnce(t *testing.T) {
 	if second := tg.compiledSchema(); second != first {
 		t.Errorf("second compiledSchema = %p; want the cached %p", second, first)
 	}
-	other := validTarget(t, validateSchema)
+	other := mustTarget(t, validateSchema)
 	if third := other.compiledSchema(); third.err != nil || third.schema == first.schema {
 		t.Errorf("another Target shares the compiled schema (%p)", third.schema)
 	}
