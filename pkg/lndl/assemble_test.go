@@ -9,8 +9,8 @@ import (
 
 // Hand-built AST helpers.
 // (ref, lit and list are in parse_test.go.)
-func vInt(s string) Value   { return Value{Kind: ValueInt, Text: s} }
-func vFloat(s string) Value { return Value{Kind: ValueFloat, Text: s} }
+func vInt(s string) Value                { return Value{Kind: ValueInt, Text: s} }
+func vFloat(s string) Value              { return Value{Kind: ValueFloat, Text: s} }
 func keyed(key string, v Value) OutEntry { return OutEntry{Kind: EntryKeyed, Key: key, Value: v} }
 func shortcut(name string) OutEntry      { return OutEntry{Kind: EntryShortcut, Name: name} }
 func group(items ...Value) OutEntry {

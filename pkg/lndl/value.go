@@ -307,39 +307,13 @@ func writeCompact(buf *bytes.Buffer, v any, depth int) error {
 		}
 		buf.WriteByte(']')
 	case *Object:
-		keys := x.Keys()
-		sort.Strings(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeJSONString(buf, k)
-			buf.WriteByte(':')
-			e, _ := x.Get(k)
-			if err := writeCompact(buf, e, depth+1); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
+		return writeSortedObject(buf, x.Keys(), func(k string) any { e, _ := x.Get(k); return e }, depth)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeJSONString(buf, k)
-			buf.WriteByte(':')
-			if err := writeCompact(buf, x[k], depth+1); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
+		return writeSortedObject(buf, keys, func(k string) any { return x[k] }, depth)
 	case float64:
 		buf.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 	default:
@@ -368,6 +342,25 @@ func writeCompact(buf *bytes.Buffer, v any, depth int) error {
 		}
 		buf.Write(c.Bytes())
 	}
+	return nil
+}
+
+// writeSortedObject writes an object whose keys are keys (sorted here)
+// and values get(key), as writeCompact does.
+func writeSortedObject(buf *bytes.Buffer, keys []string, get func(string) any, depth int) error {
+	sort.Strings(keys)
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeJSONString(buf, k)
+		buf.WriteByte(':')
+		if err := writeCompact(buf, get(k), depth+1); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
 	return nil
 }
 
