@@ -1,9 +1,7 @@
 package lndl
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
 	"testing"
 )
 
@@ -11,22 +9,15 @@ import (
 // lact bodies, half accepted and half rejected by CPython's parser and
 // literal rules (see testdata/call_cpython_gen.py), against ParseCall.
 func TestParseCall_cpython(t *testing.T) {
-	f, err := os.Open("testdata/call_cpython.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
 	accepted, rejected, failures := 0, 0, 0
-	for sc.Scan() {
+	for _, line := range readJSONLines(t, "testdata/call_cpython.jsonl") {
 		var c struct {
 			OK        bool            `json:"ok"`
 			Body      string          `json:"body"`
 			Function  string          `json:"function"`
 			Arguments json.RawMessage `json:"arguments"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		if err := json.Unmarshal(line, &c); err != nil {
 			t.Fatal(err)
 		}
 		got, err := ParseCall("a", c.Body)
@@ -53,9 +44,6 @@ func TestParseCall_cpython(t *testing.T) {
 				fail("arguments: %s", d)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if accepted != 2000 || rejected != 2000 {
 		t.Errorf("%d accepted and %d rejected cases, want 2000 each", accepted, rejected)

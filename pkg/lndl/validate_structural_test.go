@@ -1,10 +1,8 @@
 package lndl
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"testing"
 )
@@ -78,20 +76,14 @@ func stripConstraints(v any) any {
 // constraints, once skipping the schema validator as Validate does for
 // such a schema and once running it: values and issues must be identical.
 func TestValidate_structuralSkipIsExact(t *testing.T) {
-	f, err := os.Open("testdata/validate_pydantic.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	if !sc.Scan() {
+	lines := readJSONLines(t, "testdata/validate_pydantic.jsonl")
+	if len(lines) == 0 {
 		t.Fatal("empty file")
 	}
 	var head struct {
 		Schema any `json:"schema"`
 	}
-	if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
+	if err := json.Unmarshal(lines[0], &head); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := json.Marshal(stripConstraints(head.Schema))
@@ -106,11 +98,11 @@ func TestValidate_structuralSkipIsExact(t *testing.T) {
 		t.Fatal("stripped replay schema is not structural")
 	}
 	var inputs []any
-	for sc.Scan() {
+	for _, line := range lines[1:] {
 		var c struct {
 			Input json.RawMessage `json:"input"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		if err := json.Unmarshal(line, &c); err != nil {
 			t.Fatal(err)
 		}
 		inputs = append(inputs, decodeJSON(t, c.Input))
