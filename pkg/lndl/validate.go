@@ -103,8 +103,18 @@ func formatLoc(loc []any) string {
 // After coercion the value is checked against the target's JSON Schema
 // with github.com/santhosh-tekuri/jsonschema/v6 for the constraints
 // (minimum, minLength, pattern, enum, ...). The schema is compiled once
-// per Target, on first use, and cached while the Target is alive. Values
-// nested deeper than [MaxJSONDepth] are rejected.
+// per Target, on first use, and cached in it. For a target from
+// [ParseTarget] whose schema holds only keywords the coercion already
+// enforces (type, properties, required, items, additionalProperties,
+// $ref, anyOf, enum, annotations such as title and default), the
+// validator could report nothing more, so it is not run; the result is
+// the same either way (tested on the pydantic replay). The Target must
+// not be modified after ParseTarget. Values nested deeper than
+// [MaxJSONDepth] are rejected.
+//
+// The result is a new value, but the parts of v it keeps unchanged (the
+// values of Any fields, strings) may be shared with v when v already
+// holds only *Object, []any and JSON scalars; treat both as read-only.
 //
 // A failure is a *[ValidationError] listing every issue; a schema the
 // validator cannot compile is an error wrapping [ErrInvalidTarget].
