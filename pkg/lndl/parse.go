@@ -71,13 +71,15 @@ type parser struct {
 	// arena is the block finished lists are carved from, so that a
 	// program's lists take a few allocations in all.
 	arena []Value
+	// listStart is the offset of the first list's '['.
+	listStart int
 }
 
 // declRoom returns the room to make for the lvars of src: a guess from
-// its size (a declaration with its prose rarely takes less than 128
-// bytes), within MaxDeclarations; append grows it when the guess is short.
+// its size (a declaration rarely takes less than 64 bytes), within
+// MaxDeclarations; append grows it when the guess is short.
 func declRoom(src string) int {
-	return min(len(src)/128+8, MaxDeclarations)
+	return min(len(src)/64+8, MaxDeclarations)
 }
 
 // Blocks of the list arena: the first holds arenaFirst items, each next
@@ -93,7 +95,9 @@ func (p *parser) finishList(start int) []Value {
 	items := p.stack[start:]
 	n := len(items)
 	if n > cap(p.arena)-len(p.arena) || p.arena == nil {
-		size := arenaFirst
+		// The first block is sized from the text left after the list's
+		// start: an item with its separator takes a few bytes.
+		size := min(max(arenaFirst, (len(p.lx.src)-p.listStart)/8), arenaMax)
 		if c := cap(p.arena); c > 0 {
 			size = min(2*c, arenaMax)
 		}
@@ -449,6 +453,7 @@ func (p *parser) parseList(depth int) (Value, error) {
 	p.skipNewlines()
 	if p.stack == nil {
 		p.stack = make([]Value, 0, 8)
+		p.listStart = p.tok.off
 	}
 	start := len(p.stack)
 	for p.tok.kind != tokRBracket && p.tok.kind != tokEOF {
