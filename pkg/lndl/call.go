@@ -951,6 +951,8 @@ func pythonFloatRepr(f float64) string {
 }
 
 // appendPythonFloatRepr appends the text of pythonFloatRepr(f) to dst.
+// The shortest digits come from one 'e' formatting; the fixed form is
+// laid out from them.
 func appendPythonFloatRepr(dst []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
@@ -966,36 +968,57 @@ func appendPythonFloatRepr(dst []byte, f float64) []byte {
 		return append(dst, "0.0"...)
 	}
 	var ebuf [32]byte
-	e := strconv.AppendFloat(ebuf[:0], f, 'e', -1, 64)
+	e := strconv.AppendFloat(ebuf[:0], f, 'e', -1, 64) // [-]d[.ddd]e±XX
 	i := bytes.IndexByte(e, 'e')
 	exp := 0
-	neg := e[i+1] == '-'
 	for _, c := range e[i+2:] {
 		exp = exp*10 + int(c-'0')
 	}
-	if neg {
+	if e[i+1] == '-' {
 		exp = -exp
 	}
-	if exp >= -4 && exp < 16 {
-		start := len(dst)
-		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
-		if bytes.IndexByte(dst[start:], '.') < 0 {
-			dst = append(dst, ".0"...)
-		}
-		return dst
-	}
-	dst = append(dst, e[:i]...)
-	dst = append(dst, 'e')
-	if exp < 0 {
+	mant := e[:i]
+	if mant[0] == '-' {
 		dst = append(dst, '-')
-		exp = -exp
-	} else {
-		dst = append(dst, '+')
+		mant = mant[1:]
 	}
-	if exp < 10 {
-		dst = append(dst, '0')
+	if exp < -4 || exp >= 16 {
+		dst = append(dst, mant...)
+		dst = append(dst, 'e')
+		if exp < 0 {
+			dst = append(dst, '-')
+			exp = -exp
+		} else {
+			dst = append(dst, '+')
+		}
+		if exp < 10 {
+			dst = append(dst, '0')
+		}
+		return strconv.AppendInt(dst, int64(exp), 10)
 	}
-	return strconv.AppendInt(dst, int64(exp), 10)
+	// The significant digits, without the point.
+	var dbuf [24]byte
+	digits := append(dbuf[:0], mant[0])
+	if len(mant) > 2 {
+		digits = append(digits, mant[2:]...)
+	}
+	if exp < 0 {
+		dst = append(dst, "0."...)
+		for range -exp - 1 {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
+	}
+	if len(digits) <= exp+1 {
+		dst = append(dst, digits...)
+		for range exp + 1 - len(digits) {
+			dst = append(dst, '0')
+		}
+		return append(dst, ".0"...)
+	}
+	dst = append(dst, digits[:exp+1]...)
+	dst = append(dst, '.')
+	return append(dst, digits[exp+1:]...)
 }
 
 // argPath names the argument value being checked or converted, for
