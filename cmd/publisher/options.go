@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 	"github.com/lionbus/lionbus/pkg/bus"
 )
 
@@ -18,15 +19,8 @@ const (
 
 // options are the flags every command accepts, before or after its name.
 type options struct {
-	NATSURL  string
-	User     string
-	Password string
-	Token    string
-	NKeySeed string
-	Creds    string
-	TLSCert  string
-	TLSKey   string
-	TLSCA    string
+	NATSURL string
+	natsflags.Credentials
 
 	Prefix  string
 	Timeout time.Duration
@@ -55,14 +49,7 @@ var envFlags = map[string]bool{
 // flag set keeps what the global flag set parsed).
 func addGlobalFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.NATSURL, "nats", o.NATSURL, "NATS server URL (comma-separated list allowed)")
-	fs.StringVar(&o.User, "user", o.User, "NATS user name")
-	fs.StringVar(&o.Password, "password", o.Password, "NATS password")
-	fs.StringVar(&o.Token, "token", o.Token, "NATS authentication token")
-	fs.StringVar(&o.NKeySeed, "nkey", o.NKeySeed, "NATS nkey seed file")
-	fs.StringVar(&o.Creds, "creds", o.Creds, "NATS credentials file (JWT + nkey seed)")
-	fs.StringVar(&o.TLSCert, "tls-cert", o.TLSCert, "TLS client certificate file")
-	fs.StringVar(&o.TLSKey, "tls-key", o.TLSKey, "TLS client private key file")
-	fs.StringVar(&o.TLSCA, "tls-ca", o.TLSCA, "TLS certificate authority file to verify the server")
+	o.Credentials.Register(fs)
 
 	fs.StringVar(&o.Prefix, "prefix", o.Prefix, "subject prefix of the lionbus deployment")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on connecting, sending and waiting for the answer")
@@ -86,8 +73,8 @@ func (o *options) validate() error {
 	if o.ID != "" && !bus.ValidToken(o.ID) {
 		errs = append(errs, fmt.Errorf("--request-id %q: want 1 to %d characters of [A-Za-z0-9_-]", o.ID, bus.MaxTokenLength))
 	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	if err := o.Credentials.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if strings.TrimSpace(o.NATSURL) == "" {
 		errs = append(errs, errors.New("--nats must not be empty"))
@@ -97,44 +84,12 @@ func (o *options) validate() error {
 
 // connectConfig is how to reach NATS.
 func (o *options) connectConfig() bus.ConnectConfig {
-	return bus.ConnectConfig{
-		URL:          o.NATSURL,
-		User:         o.User,
-		Password:     o.Password,
-		Token:        o.Token,
-		NKeySeedFile: o.NKeySeed,
-		CredsFile:    o.Creds,
-		TLSCertFile:  o.TLSCert,
-		TLSKeyFile:   o.TLSKey,
-		TLSCAFile:    o.TLSCA,
-		Name:         "lionbus-publisher",
-		Timeout:      o.Timeout,
-	}
-}
-
-// envPrefix starts the environment variable of every global flag.
-const envPrefix = "LIONBUS_"
-
-// envName is the environment variable of flag name: "tls-ca" is
-// LIONBUS_TLS_CA.
-func envName(name string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	return o.Credentials.ConnectConfig(o.NATSURL, "lionbus-publisher", o.Timeout)
 }
 
 // globalFromEnv sets every flag of fs named in allowed that is not in
-// given (the flags on the command line) from its environment variable,
-// when that is set. lookup is os.LookupEnv.
+// given (the flags on the command line) from its environment variable
+// (LIONBUS_<FLAG>), when that is set. lookup is os.LookupEnv.
 func globalFromEnv(fs *flag.FlagSet, given, allowed map[string]bool, lookup func(string) (string, bool)) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || given[f.Name] || !allowed[f.Name] {
-			return
-		}
-		if v, ok := lookup(envName(f.Name)); ok {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, e)
-			}
-		}
-	})
-	return err
+	return natsflags.SetFromEnv(fs, func(name string) bool { return allowed[name] && !given[name] }, lookup)
 }

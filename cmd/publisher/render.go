@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -20,10 +21,10 @@ func verbOf(typ string) string {
 	return strings.TrimSuffix(v, ".result")
 }
 
-// render prints a result for a human. Branch results show the branch, a
+// renderResult prints a result for a human. Branch results show the branch, a
 // history page shows its events, other results their value: a string as
 // its text, anything else as indented JSON.
-func render(w io.Writer, verb string, res *ops.Result) {
+func renderResult(w io.Writer, verb string, res *ops.Result) {
 	switch verb {
 	case "branch.create", "branch.get", "branch.clone", "branch.clear":
 		var b ops.Branch
@@ -60,7 +61,7 @@ func renderBranch(w io.Writer, b *ops.Branch) {
 		fmt.Fprintf(w, "  tools:       %s\n", strings.Join(b.Settings.Tools, ", "))
 	}
 	for _, m := range b.Messages {
-		fmt.Fprintf(w, "  %-10s %s\n", m.Role, clip(messageText(m), lineWidth))
+		fmt.Fprintf(w, "  %-10s %s\n", m.Role, messageText(m))
 	}
 }
 
@@ -68,7 +69,7 @@ func renderHistory(w io.Writer, events []ops.Event, next uint64, more bool) {
 	for _, ev := range events {
 		fmt.Fprintf(w, "#%-4d %s  %s\n", ev.Seq, ev.Time.Format("2006-01-02 15:04:05"), ev.Type)
 		for _, m := range ev.Messages {
-			fmt.Fprintf(w, "      %-10s %s\n", m.Role, clip(messageText(m), lineWidth))
+			fmt.Fprintf(w, "      %-10s %s\n", m.Role, messageText(m))
 		}
 	}
 	if more {
@@ -87,40 +88,13 @@ func modelText(m *ops.ModelRef) string {
 	if json.Unmarshal(b, &s) == nil {
 		return s
 	}
-	return clip(string(b), lineWidth)
+	return render.Clip(string(b), lineWidth)
 }
 
 // valueText renders a result value: a JSON string as its text, anything
 // else as indented JSON.
-func valueText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return indentJSON(raw)
-}
+func valueText(raw json.RawMessage) string { return render.IndentedValue(raw) }
 
-// messageText is the one-line gist of a recorded message.
-func messageText(m ops.Message) string {
-	for _, k := range []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.KeySystemMessage, ops.KeyPlainContent, ops.KeyFunction} {
-		if v, ok := m.Content[k]; ok {
-			if s, ok := v.(string); ok {
-				return s
-			}
-			b, _ := json.Marshal(v)
-			return string(b)
-		}
-	}
-	b, _ := json.Marshal(m.Content)
-	return string(b)
-}
-
-// clip shortens s to at most n runes, on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
+// messageText is the one-line gist of a recorded message, at most
+// lineWidth runes.
+func messageText(m ops.Message) string { return render.Clip(render.MessageText(m), lineWidth) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 	"github.com/lionbus/lionbus/pkg/bus"
 )
 
@@ -33,15 +34,8 @@ type config struct {
 	MaxPayload int
 
 	// Connection to a real deployment.
-	NATSURL     string
-	User        string
-	Password    string
-	Token       string
-	NKeySeed    string
-	Creds       string
-	TLSCert     string
-	TLSKey      string
-	TLSCA       string
+	NATSURL string
+	natsflags.Credentials
 	ConnTimeout time.Duration
 	// StartupTimeout bounds waiting for JetStream to be ready.
 	StartupTimeout time.Duration
@@ -125,14 +119,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPayload, "max-payload", 0, fmt.Sprintf("largest request accepted, in bytes; larger ones get a payload_too_large error (default %d, at most %d)", bus.DefaultMaxPayload, maxRequestPayload))
 
 	fs.StringVar(&c.NATSURL, "nats", "", "join the NATS deployment at this URL (comma-separated list allowed) instead of starting an embedded server")
-	fs.StringVar(&c.User, "user", "", "NATS user name")
-	fs.StringVar(&c.Password, "password", "", "NATS password")
-	fs.StringVar(&c.Token, "token", "", "NATS authentication token")
-	fs.StringVar(&c.NKeySeed, "nkey", "", "NATS nkey seed file")
-	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file (JWT + nkey seed)")
-	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS client certificate file")
-	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS client private key file")
-	fs.StringVar(&c.TLSCA, "tls-ca", "", "TLS certificate authority file to verify the server")
+	c.Credentials.Register(fs)
 	fs.DurationVar(&c.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for the NATS connection")
 	fs.DurationVar(&c.StartupTimeout, "startup-timeout", 2*time.Minute, "how long to wait for JetStream to be ready (a new cluster electing its leader) before giving up")
 
@@ -176,8 +163,8 @@ func (c config) validate() error {
 	if c.NATSURL != "" && c.StoreDir != "" {
 		errs = append(errs, errors.New("--store-dir is for the embedded server and cannot be used with --nats"))
 	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	if err := c.Credentials.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -124,7 +125,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "  → %s\n", valueText(res.Value))
+		fmt.Fprintf(out, "  → %s\n", render.CompactValue(res.Value))
 		if step.responseFormat != nil {
 			fmt.Fprintf(out, "    (structured output: JSON extracted from the reply and valid against response_format)\n")
 		}
@@ -144,7 +145,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, 
 	for _, ev := range page.Events {
 		fmt.Fprintf(out, "  #%-3d %s\n", ev.Seq, ev.Type)
 		for _, m := range ev.Messages {
-			fmt.Fprintf(out, "        %-10s %s\n", m.Role, clip(messageText(m), 80))
+			fmt.Fprintf(out, "        %-10s %s\n", m.Role, render.Clip(render.MessageText(m), 80))
 		}
 	}
 
@@ -238,31 +239,6 @@ func isCode(err error, code ops.Code) bool {
 	return errors.As(err, &re) && re.Code == string(code)
 }
 
-// valueText renders a result value: a JSON string as its text, anything
-// else as compact JSON.
-func valueText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
-}
-
-// messageText is the one-line gist of a recorded message.
-func messageText(m ops.Message) string {
-	for _, k := range []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.KeySystemMessage, ops.KeyPlainContent, ops.KeyFunction} {
-		if v, ok := m.Content[k]; ok {
-			if s, ok := v.(string); ok {
-				return s
-			}
-			b, _ := json.Marshal(v)
-			return string(b)
-		}
-	}
-	b, _ := json.Marshal(m.Content)
-	return string(b)
-}
-
 // schemaSummary renders an object schema's properties as {name: type, ...}.
 func schemaSummary(schema map[string]any) string {
 	props, _ := schema["properties"].(map[string]any)
@@ -272,14 +248,4 @@ func schemaSummary(schema map[string]any) string {
 		names[i] = fmt.Sprintf("%s: %v", name, p["type"])
 	}
 	return "{" + strings.Join(names, ", ") + "}"
-}
-
-// clip shortens s to at most n runes, on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

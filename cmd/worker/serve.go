@@ -114,20 +114,9 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (_ *service, err
 		svc.url = svc.srv.ClientURL()
 	}
 
-	svc.nc, err = bus.Connect(ctx, bus.ConnectConfig{
-		URL:          svc.url,
-		User:         cfg.User,
-		Password:     cfg.Password,
-		Token:        cfg.Token,
-		NKeySeedFile: cfg.NKeySeed,
-		CredsFile:    cfg.Creds,
-		TLSCertFile:  cfg.TLSCert,
-		TLSKeyFile:   cfg.TLSKey,
-		TLSCAFile:    cfg.TLSCA,
-		Name:         "lionbus-worker " + cfg.Name,
-		Timeout:      cfg.ConnTimeout,
-		Logger:       log.With().Str("component", "nats").Logger(),
-	})
+	cc := cfg.Credentials.ConnectConfig(svc.url, "lionbus-worker "+cfg.Name, cfg.ConnTimeout)
+	cc.Logger = log.With().Str("component", "nats").Logger()
+	svc.nc, err = bus.Connect(ctx, cc)
 	if err != nil {
 		return nil, err
 	}

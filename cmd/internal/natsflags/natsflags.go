@@ -1,0 +1,70 @@
+// Package natsflags holds the command-line pieces the lionbus commands
+// share: the NATS credential and TLS flags, turned into a
+// bus.ConnectConfig, and flags read from LIONBUS_<FLAG> environment
+// variables.
+package natsflags
+
+import (
+	"errors"
+	"flag"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+)
+
+// Credentials are the flags that say how to authenticate to NATS and
+// verify its TLS certificate. The server URL is not among them: each
+// command declares its own --nats, with its own default and help.
+type Credentials struct {
+	User     string
+	Password string
+	Token    string
+	NKeySeed string
+	Creds    string
+	TLSCert  string
+	TLSKey   string
+	TLSCA    string
+}
+
+// Register declares --user, --password, --token, --nkey, --creds,
+// --tls-cert, --tls-key and --tls-ca on fs, bound to c, with c's current
+// values as defaults (so that declaring them again on another flag set
+// keeps what an earlier one parsed).
+func (c *Credentials) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.User, "user", c.User, "NATS user name")
+	fs.StringVar(&c.Password, "password", c.Password, "NATS password")
+	fs.StringVar(&c.Token, "token", c.Token, "NATS authentication token")
+	fs.StringVar(&c.NKeySeed, "nkey", c.NKeySeed, "NATS nkey seed file")
+	fs.StringVar(&c.Creds, "creds", c.Creds, "NATS credentials file (JWT + nkey seed)")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS client certificate file")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS client private key file")
+	fs.StringVar(&c.TLSCA, "tls-ca", c.TLSCA, "TLS certificate authority file to verify the server")
+}
+
+// Validate checks what flag parsing alone cannot: a TLS client certificate
+// needs its key and the other way round.
+func (c Credentials) Validate() error {
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	return nil
+}
+
+// ConnectConfig returns how to reach the NATS servers at url with these
+// credentials; name is the connection name, timeout bounds connecting.
+// The caller may set the remaining fields (Logger, ...).
+func (c Credentials) ConnectConfig(url, name string, timeout time.Duration) bus.ConnectConfig {
+	return bus.ConnectConfig{
+		URL:          url,
+		User:         c.User,
+		Password:     c.Password,
+		Token:        c.Token,
+		NKeySeedFile: c.NKeySeed,
+		CredsFile:    c.Creds,
+		TLSCertFile:  c.TLSCert,
+		TLSKeyFile:   c.TLSKey,
+		TLSCAFile:    c.TLSCA,
+		Name:         name,
+		Timeout:      timeout,
+	}
+}

@@ -1,0 +1,82 @@
+// Package render turns lionbus answers into text for people: result
+// values, recorded messages and JSON, as the worker's demo and the
+// publisher print them.
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// StringValue returns the text of a result value that is a JSON string,
+// and false for any other value.
+func StringValue(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// CompactValue renders a result value on one line: a JSON string as its
+// text, anything else as the JSON it is.
+func CompactValue(raw json.RawMessage) string {
+	if s, ok := StringValue(raw); ok {
+		return s
+	}
+	return string(raw)
+}
+
+// IndentedValue renders a result value for reading: a JSON string as its
+// text, anything else as indented JSON.
+func IndentedValue(raw json.RawMessage) string {
+	if s, ok := StringValue(raw); ok {
+		return s
+	}
+	return IndentJSON(raw)
+}
+
+// IndentJSON pretty-prints raw JSON, or returns it as is when it is not
+// valid.
+func IndentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// messageKeys are the content keys whose value is the gist of a message,
+// in order of preference.
+var messageKeys = []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.KeySystemMessage, ops.KeyPlainContent, ops.KeyFunction}
+
+// MessageText is the gist of a recorded message: its instruction, reply,
+// system text, plain content or function, else its whole content as JSON.
+func MessageText(m ops.Message) string {
+	for _, k := range messageKeys {
+		if v, ok := m.Content[k]; ok {
+			if s, ok := v.(string); ok {
+				return s
+			}
+			b, _ := json.Marshal(v)
+			return string(b)
+		}
+	}
+	b, _ := json.Marshal(m.Content)
+	return string(b)
+}
+
+// Clip shortens s to at most n runes (n >= 1), on one line: runs of white
+// space, newlines included, become one space, and a clipped text ends
+// with "…".
+func Clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

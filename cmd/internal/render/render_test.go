@@ -1,0 +1,70 @@
+package render
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+func TestValues(t *testing.T) {
+	tests := []struct {
+		raw               string
+		compact, indented string
+		isString          bool
+	}{
+		{`"hi there"`, "hi there", "hi there", true},
+		{`{"a":1}`, `{"a":1}`, "{\n  \"a\": 1\n}", false},
+		{`[1,2]`, `[1,2]`, "[\n  1,\n  2\n]", false},
+		{`not json`, `not json`, `not json`, false},
+	}
+	for _, tc := range tests {
+		raw := json.RawMessage(tc.raw)
+		if got := CompactValue(raw); got != tc.compact {
+			t.Errorf("CompactValue(%s) = %q, want %q", tc.raw, got, tc.compact)
+		}
+		if got := IndentedValue(raw); got != tc.indented {
+			t.Errorf("IndentedValue(%s) = %q, want %q", tc.raw, got, tc.indented)
+		}
+		if _, ok := StringValue(raw); ok != tc.isString {
+			t.Errorf("StringValue(%s) ok = %v, want %v", tc.raw, ok, tc.isString)
+		}
+	}
+}
+
+func TestMessageText(t *testing.T) {
+	tests := []struct {
+		content map[string]any
+		want    string
+	}{
+		{map[string]any{ops.KeyInstruction: "do it", ops.KeyAssistantResponse: "no"}, "do it"},
+		{map[string]any{ops.KeyAssistantResponse: "done"}, "done"},
+		{map[string]any{ops.KeySystemMessage: "be brief"}, "be brief"},
+		{map[string]any{ops.KeyInstruction: map[string]any{"city": "Lyon"}}, `{"city":"Lyon"}`},
+		{map[string]any{"other": 1}, `{"other":1}`},
+	}
+	for _, tc := range tests {
+		if got := MessageText(ops.Message{Content: tc.content}); got != tc.want {
+			t.Errorf("MessageText(%v) = %q, want %q", tc.content, got, tc.want)
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"two\nlines   here", 20, "two lines here"},
+		{"abcdefghij", 5, "abcd…"},
+		{"héllo wörld", 6, "héllo…"},
+		{"exact", 5, "exact"},
+	}
+	for _, tc := range tests {
+		if got := Clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
