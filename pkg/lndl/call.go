@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -114,11 +115,19 @@ func parseCall(body string) (Call, error) {
 		src = strings.ReplaceAll(src, "\r\n", "\n")
 		src = strings.ReplaceAll(src, "\r", "\n")
 	}
-	toks, err := lexCall(src)
+	sc := getCallScratch()
+	defer sc.release()
+	toks, err := lexCall(src, sc.toks[:0])
+	sc.toks = toks
 	if err != nil {
 		return Call{}, err
 	}
-	p := &callParser{src: src, toks: toks}
+	if cap(sc.nodes) < len(toks) {
+		// A node is made from a token, so the slab rarely grows.
+		sc.nodes = make([]callNode, 0, min(len(toks), 1024))
+	}
+	p := &callParser{src: src, toks: toks, slab: sc.nodes[:0]}
+	defer func() { sc.nodes = p.slab }()
 	n, err := p.expr()
 	if err != nil {
 		return Call{}, err
@@ -154,13 +163,34 @@ func parseCall(body string) (Call, error) {
 		}
 		path.pop()
 	}
-	final := make(map[string]*callNode, len(n.args)+len(n.kws))
-	var order []string
+	// The final arguments in first-seen order, each with its last value:
+	// found by scanning while few, through an index beyond.
+	var finalBuf [8]finalArg
+	final := finalBuf[:0]
+	var index map[string]int
 	set := func(key string, v *callNode) {
-		if _, ok := final[key]; !ok {
-			order = append(order, key)
+		if index != nil {
+			if i, ok := index[key]; ok {
+				final[i].value = v
+				return
+			}
+			index[key] = len(final)
+		} else {
+			for i := range final {
+				if final[i].key == key {
+					final[i].value = v
+					return
+				}
+			}
+			if len(final) == finalArgScan {
+				index = make(map[string]int, len(n.args)+len(n.kws))
+				for i := range final {
+					index[final[i].key] = i
+				}
+				index[key] = len(final)
+			}
 		}
-		final[key] = v
+		final = append(final, finalArg{key, v})
 	}
 	for i, a := range n.args {
 		set("_pos_"+strconv.Itoa(i), a)
@@ -169,9 +199,10 @@ func parseCall(body string) (Call, error) {
 		set(kw.name, kw.value)
 	}
 	args := make(map[string]any, len(final))
-	for _, key := range order {
+	for _, fa := range final {
+		key := fa.key
 		path.push(argStep{kind: stepArgument, key: key})
-		v, err := jsonValue(src, final[key], path)
+		v, err := jsonValue(src, fa.value, path)
 		if err != nil {
 			return Call{}, err
 		}
@@ -179,6 +210,44 @@ func parseCall(body string) (Call, error) {
 		args[key] = v
 	}
 	return Call{Function: fn, Arguments: args}, nil
+}
+
+// finalArg is an argument of the final call: its key and its last value.
+type finalArg struct {
+	key   string
+	value *callNode
+}
+
+// finalArgScan is how many distinct arguments are found by scanning
+// before an index is built.
+const finalArgScan = 16
+
+// callScratch is the scratch space of one parse: the tokens and the node
+// slab. Parses reuse it through callScratchPool; nothing a parse returns
+// refers to it.
+type callScratch struct {
+	toks  []callTok
+	nodes []callNode
+}
+
+// maxPooledCallItems bounds the tokens and nodes a pooled scratch keeps
+// (about 90 KB in all); a larger one is left to the garbage collector.
+const maxPooledCallItems = 256
+
+var callScratchPool = sync.Pool{New: func() any { return new(callScratch) }}
+
+func getCallScratch() *callScratch { return callScratchPool.Get().(*callScratch) }
+
+// release clears the scratch, so that it keeps no body alive, and pools
+// it when it is small enough.
+func (sc *callScratch) release() {
+	if cap(sc.toks) > maxPooledCallItems || cap(sc.nodes) > maxPooledCallItems {
+		return
+	}
+	clear(sc.toks)
+	clear(sc.nodes)
+	sc.toks, sc.nodes = sc.toks[:0], sc.nodes[:0]
+	callScratchPool.Put(sc)
 }
 
 // functionName names the callee: `fn`, `svc.fn`, or `fn` when the
@@ -190,6 +259,13 @@ func functionName(src string, fn *callNode) (string, error) {
 	case nodeAttr:
 		switch fn.x.kind {
 		case nodeName:
+			// Written without spaces, the name is a piece of the body.
+			x := fn.x
+			if end := x.pos + len(x.name) + 1 + len(fn.name); end <= len(src) &&
+				src[x.pos:x.pos+len(x.name)] == x.name && src[x.pos+len(x.name)] == '.' &&
+				src[end-len(fn.name):end] == fn.name {
+				return src[x.pos:end], nil
+			}
 			return fn.x.name + "." + fn.name, nil
 		case nodeAttr:
 			return fn.x.name + "." + fn.name, nil
@@ -267,23 +343,36 @@ type callKeyword struct {
 // brackets.
 type callParser struct {
 	src  string
-	toks []callTok
+	toks []callTok // ending with a ctEOF token
 	i    int
+	slab []callNode
 }
 
-func (p *callParser) peek() callTok {
+// peek returns the current token; the token list ends with a ctEOF token,
+// which peek keeps returning at the end. The token must not be modified.
+func (p *callParser) peek() *callTok {
 	if p.i < len(p.toks) {
-		return p.toks[p.i]
+		return &p.toks[p.i]
 	}
-	return callTok{kind: ctEOF, pos: len(p.src)}
+	return &p.toks[len(p.toks)-1]
 }
 
-func (p *callParser) next() callTok {
+func (p *callParser) next() *callTok {
 	t := p.peek()
-	if p.i < len(p.toks) {
+	if p.i < len(p.toks)-1 {
 		p.i++
 	}
 	return t
+}
+
+// node returns a new node holding n, carved from the parser's slab so
+// that a body's nodes take a few allocations in all.
+func (p *callParser) node(n callNode) *callNode {
+	if len(p.slab) == cap(p.slab) {
+		p.slab = make([]callNode, 0, min(max(2*cap(p.slab), 4), 256))
+	}
+	p.slab = append(p.slab, n)
+	return &p.slab[len(p.slab)-1]
 }
 
 func (p *callParser) isOp(text string) bool {
@@ -291,7 +380,7 @@ func (p *callParser) isOp(text string) bool {
 	return t.kind == ctOp && t.text == text
 }
 
-func (p *callParser) unexpected(t callTok) error {
+func (p *callParser) unexpected(t *callTok) error {
 	switch t.kind {
 	case ctEOF:
 		return newCallError(p.src, t.pos, false, "unexpected end of body")
@@ -325,7 +414,7 @@ func (p *callParser) expr() (*callNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		n = &callNode{kind: nodeUnary, pos: t.pos, op: t.text[0], x: x}
+		n = p.node(callNode{kind: nodeUnary, pos: t.pos, op: t.text[0], x: x})
 	} else {
 		var err error
 		if n, err = p.primary(); err != nil {
@@ -344,7 +433,7 @@ func (p *callParser) expr() (*callNode, error) {
 		if im.kind != nodeConst || im.ck != constComplex {
 			return nil, newCallError(p.src, t.pos, false, "operator '%s' is not supported", t.text)
 		}
-		n = &callNode{kind: nodeConst, pos: n.pos, ck: constComplex}
+		n = p.node(callNode{kind: nodeConst, pos: n.pos, ck: constComplex})
 		t = p.peek()
 	}
 	switch {
@@ -384,7 +473,7 @@ func (p *callParser) primary() (*callNode, error) {
 			if name.kind != ctName || pythonKeywords[name.text] {
 				return nil, p.unexpected(name)
 			}
-			n = &callNode{kind: nodeAttr, pos: t.pos, name: name.text, x: n}
+			n = p.node(callNode{kind: nodeAttr, pos: t.pos, name: name.text, x: n})
 		case "(":
 			p.i++
 			c, err := p.callArgs(n, t.pos)
@@ -397,7 +486,7 @@ func (p *callParser) primary() (*callNode, error) {
 			if err := p.subscript(); err != nil {
 				return nil, err
 			}
-			n = &callNode{kind: nodeSubscript, pos: t.pos, x: n}
+			n = p.node(callNode{kind: nodeSubscript, pos: t.pos, x: n})
 		default:
 			return n, nil
 		}
@@ -431,7 +520,7 @@ func (p *callParser) subscript() error {
 
 // callArgs parses the arguments of a call after its `(`.
 func (p *callParser) callArgs(fn *callNode, pos int) (*callNode, error) {
-	c := &callNode{kind: nodeCall, pos: pos, fn: fn}
+	c := p.node(callNode{kind: nodeCall, pos: pos, fn: fn})
 	for !p.isOp(")") {
 		t := p.peek()
 		if t.kind == ctOp && t.text == "*" {
@@ -478,16 +567,16 @@ func (p *callParser) atom() (*callNode, error) {
 	case ctName:
 		switch t.text {
 		case "None":
-			return &callNode{kind: nodeConst, pos: t.pos, ck: constNone}, nil
+			return p.node(callNode{kind: nodeConst, pos: t.pos, ck: constNone}), nil
 		case "True", "False":
-			return &callNode{kind: nodeConst, pos: t.pos, ck: constBool, b: t.text == "True"}, nil
+			return p.node(callNode{kind: nodeConst, pos: t.pos, ck: constBool, b: t.text == "True"}), nil
 		}
 		if pythonKeywords[t.text] {
 			return nil, newCallError(p.src, t.pos, false, "keyword '%s' is not supported here", t.text)
 		}
-		return &callNode{kind: nodeName, pos: t.pos, name: t.text}, nil
+		return p.node(callNode{kind: nodeName, pos: t.pos, name: t.text}), nil
 	case ctNumber:
-		n := &callNode{kind: nodeConst, pos: t.pos}
+		n := p.node(callNode{kind: nodeConst, pos: t.pos})
 		switch {
 		case t.num.imag:
 			n.ck = constComplex
@@ -502,7 +591,7 @@ func (p *callParser) atom() (*callNode, error) {
 	case ctOp:
 		switch t.text {
 		case "...":
-			return &callNode{kind: nodeConst, pos: t.pos, ck: constEllipsis}, nil
+			return p.node(callNode{kind: nodeConst, pos: t.pos, ck: constEllipsis}), nil
 		case "(":
 			return p.parens(t.pos)
 		case "[":
@@ -510,7 +599,7 @@ func (p *callParser) atom() (*callNode, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &callNode{kind: nodeList, pos: t.pos, elts: elts}, nil
+			return p.node(callNode{kind: nodeList, pos: t.pos, elts: elts}), nil
 		case "{":
 			return p.braces(t.pos)
 		case "*", "**":
@@ -521,12 +610,12 @@ func (p *callParser) atom() (*callNode, error) {
 }
 
 // strings joins adjacent string literals, starting with first.
-func (p *callParser) strings(first callTok) (*callNode, error) {
+func (p *callParser) strings(first *callTok) (*callNode, error) {
 	parts := []strLit{first.str}
 	for p.peek().kind == ctString {
 		parts = append(parts, p.next().str)
 	}
-	n := &callNode{kind: nodeConst, pos: first.pos, ck: constStr}
+	n := p.node(callNode{kind: nodeConst, pos: first.pos, ck: constStr})
 	if first.str.bytes {
 		n.ck = constBytes
 	}
@@ -573,7 +662,7 @@ func (p *callParser) parens(pos int) (*callNode, error) {
 	if len(elts) == 1 && !comma {
 		return elts[0], nil
 	}
-	return &callNode{kind: nodeTuple, pos: pos, elts: elts}, nil
+	return p.node(callNode{kind: nodeTuple, pos: pos, elts: elts}), nil
 }
 
 // exprList parses comma-separated expressions up to and including the
@@ -601,7 +690,7 @@ func (p *callParser) exprList(closer string) (elts []*callNode, comma bool, err 
 func (p *callParser) braces(pos int) (*callNode, error) {
 	if p.isOp("}") {
 		p.i++
-		return &callNode{kind: nodeDict, pos: pos}, nil
+		return p.node(callNode{kind: nodeDict, pos: pos}), nil
 	}
 	first, err := p.expr()
 	if err != nil {
@@ -623,9 +712,9 @@ func (p *callParser) braces(pos int) (*callNode, error) {
 		if err := p.expect("}"); err != nil {
 			return nil, err
 		}
-		return &callNode{kind: nodeSet, pos: pos, elts: elts}, nil
+		return p.node(callNode{kind: nodeSet, pos: pos, elts: elts}), nil
 	}
-	d := &callNode{kind: nodeDict, pos: pos}
+	d := p.node(callNode{kind: nodeDict, pos: pos})
 	key := first
 	for {
 		if err := p.expect(":"); err != nil {

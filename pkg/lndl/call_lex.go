@@ -97,12 +97,16 @@ func newCallError(src string, off int, limit bool, format string, args ...any) e
 }
 
 // lexCall tokenizes src, which must be valid UTF-8 with '\n' line breaks.
-func lexCall(src string) ([]callTok, error) {
-	lx := &callLexer{src: src, digits: MaxCallIntDigits}
-	lx.toks = make([]callTok, 0, min(len(src)/4+1, 512))
-	if err := lx.run(); err != nil {
-		return nil, err
+// Tokens are appended to buf, which should be empty.
+func lexCall(src string, buf []callTok) ([]callTok, error) {
+	lx := &callLexer{src: src, digits: MaxCallIntDigits, toks: buf}
+	if want := min(len(src)/4+2, 512); cap(lx.toks) < want {
+		lx.toks = make([]callTok, 0, want)
 	}
+	if err := lx.run(); err != nil {
+		return lx.toks, err
+	}
+	lx.emit(callTok{kind: ctEOF, pos: len(src)})
 	return lx.toks, nil
 }
 
@@ -208,6 +212,14 @@ func (lx *callLexer) run() error {
 			start := lx.pos
 			lx.pos += size
 			for lx.pos < len(lx.src) {
+				if c := lx.src[lx.pos]; c < utf8.RuneSelf {
+					// ASCII: a letter, a digit or '_' continues a name.
+					if !isASCIINameStart(c) && !isDigit(c) {
+						break
+					}
+					lx.pos++
+					continue
+				}
 				r, size := utf8.DecodeRuneInString(lx.src[lx.pos:])
 				if !isCallNameContinue(r) {
 					break
