@@ -2,6 +2,7 @@ package lndl
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -60,8 +61,15 @@ func FuzzNormalize(f *testing.F) {
 func FuzzParse(f *testing.F) {
 	f.Add("<lvar Report.title t>x</lvar>\n<lact s>f(a=1)</lact>\nOUT{report: [t, s], n: 1.5, k: \"v\", [t]}")
 	f.Add("OUT{a: [0.92, -0.0001, 3.50, 007, 1e16, 123456789012345.6, 0.00001]}")
+	f.Add("<lvar a>x</lvar><lvar  M . f  b >y</lvar>\n<lact h c>f()</lact><lvar\td.e>z</lvar>\n<lvarx a>w</lvar>")
+	f.Add("<lvar a b c>x</lvar>\n<lvar a.>x</lvar>\n<lvar a.b.c>x</lvar>\n<lvar é>x</lvar>\n<lvar aé>x</lvar>")
 	f.Fuzz(func(t *testing.T, text string) {
 		prog, err := Parse(text)
+		// The fast path for declarations agrees with the token parser.
+		slow, slowErr := parse(text, false)
+		if !reflect.DeepEqual(prog, slow) || fmt.Sprint(err) != fmt.Sprint(slowErr) {
+			t.Fatalf("Parse = %+v, %v; token parser = %+v, %v", prog, err, slow, slowErr)
+		}
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) || !errors.Is(err, ErrLNDL) {

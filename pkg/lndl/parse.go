@@ -50,11 +50,17 @@ const (
 // most [MaxIntDigits] digits; float literals must be finite. Parse runs in
 // time linear in len(text).
 func Parse(text string) (*Program, error) {
+	return parse(text, true)
+}
+
+// parse is Parse; fast selects the fast path for declarations (see
+// fastDecl), which tests turn off to compare.
+func parse(text string, fast bool) (*Program, error) {
 	if len(text) > MaxInputBytes {
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
-	p := &parser{lx: newLexer(text), cur: startPos}
+	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast}
 	p.advance()
 	return p.parseProgram()
 }
@@ -73,6 +79,9 @@ type parser struct {
 	arena []Value
 	// listStart is the offset of the first list's '['.
 	listStart int
+	// noFastPath turns fastDecl off, so that tests can compare it with
+	// the token parser.
+	noFastPath bool
 }
 
 // declRoom returns the room to make for the lvars of src: a guess from
@@ -153,9 +162,12 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, p.errorAt(&p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
 			}
 			kind := p.tok.kind
-			head, body, pos, err := p.parseDecl()
-			if err != nil {
-				return nil, err
+			head, body, pos, ok := p.fastDecl(kind)
+			if !ok {
+				var err error
+				if head, body, pos, err = p.parseDecl(); err != nil {
+					return nil, err
+				}
 			}
 			decl := len(prog.Lvars)
 			if kind == tokLactOpen {
@@ -234,6 +246,87 @@ func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 	}
 	a.many[alias] = decl
 	return true
+}
+
+// fastDecl parses the declaration at the current token (an opening tag)
+// when it has the shape models write: a head of ASCII words on the tag's
+// line, then a closed body. It reads the text directly instead of making
+// a token of every word, and yields what parseDecl would. For anything
+// else it reports false and consumes nothing, and parseDecl parses the
+// declaration (and reports any error).
+func (p *parser) fastDecl(kind tokKind) (Head, string, Pos, bool) {
+	if p.noFastPath {
+		return Head{}, "", Pos{}, false
+	}
+	s := p.lx.src
+	i := p.lx.off
+	// The head's tokens: up to four words, with '.' as a word of its own.
+	var words [4]string
+	n := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
+			i++
+		}
+		if i >= len(s) {
+			return Head{}, "", Pos{}, false
+		}
+		c := s[i]
+		if c == '>' {
+			break
+		}
+		if n == len(words) {
+			return Head{}, "", Pos{}, false
+		}
+		if c == '.' {
+			words[n] = "."
+			n++
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf || !isIdentStart(rune(c)) {
+			return Head{}, "", Pos{}, false
+		}
+		start := i
+		for i < len(s) && s[i] < utf8.RuneSelf && asciiIdentPart[s[i]] {
+			i++
+		}
+		if i < len(s) && s[i] >= utf8.RuneSelf {
+			// A non-ASCII letter may continue the word.
+			return Head{}, "", Pos{}, false
+		}
+		words[n] = s[start:i]
+		n++
+	}
+	var h Head
+	isWord := func(w string) bool { return w != "" && w != "." }
+	switch {
+	case n == 1 && isWord(words[0]):
+		h.Alias = words[0]
+	case n == 2 && isWord(words[0]) && isWord(words[1]):
+		h.Hint, h.Alias = words[0], words[1]
+	case n >= 3 && isWord(words[0]) && words[1] == "." && isWord(words[2]) && (n == 3 || isWord(words[3])):
+		h.Model, h.Field, h.Alias = words[0], words[2], words[2]
+		if n == 4 {
+			h.Alias = words[3]
+		}
+	default:
+		return Head{}, "", Pos{}, false
+	}
+	closer := lvarCloseText
+	if kind == tokLactOpen {
+		closer = lactCloseText
+	}
+	rest := s[i+1:]
+	k := strings.Index(rest, closer)
+	if k < 0 {
+		return Head{}, "", Pos{}, false
+	}
+	open := p.tok.off
+	p.lx.head = tokEOF
+	p.lx.body = false
+	p.lx.off = i + 1 + k + len(closer)
+	p.advance() // the token after the closing tag
+	return h, trimLNDLSpace(rest[:k]), p.posAt(open), true
 }
 
 // parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current
