@@ -84,15 +84,16 @@ type parser struct {
 	noFastPath bool
 }
 
-// declRoom returns the room to make for the lvars of src: a guess from
-// its size (a declaration rarely takes less than 64 bytes), within
-// MaxDeclarations; append grows it when the guess is short.
+// declRoom returns the room to make for the declarations of src: every
+// declaration has an opening and a closing tag, each starting with '<', so
+// half their number (counted in one fast pass) is rarely short, within
+// MaxDeclarations; append grows the slice when it is.
 func declRoom(src string) int {
-	return min(len(src)/64+8, MaxDeclarations)
+	return min(strings.Count(src, "<")/2+1, MaxDeclarations)
 }
 
-// Blocks of the list arena: the first holds arenaFirst items, each next
-// one twice as many as the last, up to arenaMax.
+// Blocks of the list arena: the first holds at least arenaFirst items,
+// each next one twice as many as the last, up to arenaMax.
 const (
 	arenaFirst = 16
 	arenaMax   = 1024
@@ -104,9 +105,12 @@ func (p *parser) finishList(start int) []Value {
 	items := p.stack[start:]
 	n := len(items)
 	if n > cap(p.arena)-len(p.arena) || p.arena == nil {
-		// The first block is sized from the text left after the list's
-		// start: an item with its separator takes a few bytes.
-		size := min(max(arenaFirst, (len(p.lx.src)-p.listStart)/8), arenaMax)
+		// The first block is sized from the text left after the first
+		// list's start: an item is followed by ',' or ']' unless only
+		// white space separates it from the next, so counting those
+		// (in one fast pass each) is rarely short.
+		rest := p.lx.src[p.listStart:]
+		size := min(max(arenaFirst, strings.Count(rest, ",")+strings.Count(rest, "]")), arenaMax)
 		if c := cap(p.arena); c > 0 {
 			size = min(2*c, arenaMax)
 		}
@@ -153,13 +157,16 @@ func (p *parser) skipNewlines() {
 
 func (p *parser) parseProgram() (*Program, error) {
 	prog := &Program{}
-	aliases := aliasSet{room: min(len(p.lx.src)/64, MaxDeclarations)}
+	aliases := aliasSet{mapRoom: min(len(p.lx.src)/64, MaxDeclarations), room: -1}
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
 		switch p.tok.kind {
 		case tokLvarOpen, tokLactOpen:
 			if len(prog.Lvars)+len(prog.Lacts) >= MaxDeclarations {
 				return nil, p.errorAt(&p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
+			}
+			if aliases.room < 0 {
+				aliases.room = declRoom(p.lx.src)
 			}
 			kind := p.tok.kind
 			head, body, pos, ok := p.fastDecl(kind)
@@ -178,7 +185,7 @@ func (p *parser) parseProgram() (*Program, error) {
 			}
 			if kind == tokLvarOpen {
 				if prog.Lvars == nil {
-					prog.Lvars = make([]Lvar, 0, declRoom(p.lx.src))
+					prog.Lvars = make([]Lvar, 0, aliases.room)
 				}
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
@@ -211,7 +218,10 @@ type aliasSet struct {
 	few  [aliasSetSmall]string
 	n    int
 	many map[string]int
-	// room is the size to give the map when it is made.
+	// mapRoom is the size to give the map when it is made.
+	mapRoom int
+	// room is the size to give the lvar slice, or -1 before the first
+	// declaration.
 	room int
 }
 
@@ -233,7 +243,7 @@ func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 			a.n++
 			return true
 		}
-		a.many = make(map[string]int, max(2*aliasSetSmall, a.room))
+		a.many = make(map[string]int, max(2*aliasSetSmall, a.mapRoom))
 		for i := range prog.Lvars {
 			a.many[prog.Lvars[i].Alias] = i
 		}
