@@ -3,6 +3,7 @@ package lndl
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -118,6 +119,42 @@ func TestPlainFloatIsRepr(t *testing.T) {
 	}
 	if !plainFloatIsRepr("0.92") || plainFloatIsRepr("0.920") || plainFloatIsRepr("1e5") {
 		t.Error("fast path classification wrong")
+	}
+	// Random plain decimals of every length up to 18 digits on each side
+	// of the point, with runs of zeros: every one the fast path accepts
+	// must be its own repr.
+	rng := rand.New(rand.NewPCG(1, 2))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			if rng.IntN(3) == 0 {
+				b[i] = '0'
+			} else {
+				b[i] = byte('0' + rng.IntN(10))
+			}
+		}
+		return string(b)
+	}
+	accepted := 0
+	for range 200000 {
+		lit := digits(1+rng.IntN(18)) + "." + digits(1+rng.IntN(18))
+		if rng.IntN(4) == 0 {
+			lit = "-" + lit
+		}
+		if !plainFloatIsRepr(lit) {
+			continue
+		}
+		accepted++
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repr := pythonFloatRepr(f); repr != lit {
+			t.Fatalf("fast path keeps %q, repr is %q", lit, repr)
+		}
+	}
+	if accepted < 10000 {
+		t.Fatalf("only %d random literals took the fast path", accepted)
 	}
 }
 

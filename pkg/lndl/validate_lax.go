@@ -545,6 +545,10 @@ func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
 	var f float64
 	switch x := v.(type) {
 	case json.Number:
+		if plainFloatIsRepr(string(x)) {
+			// Fast path: a plain decimal that is already its own repr.
+			return x, true
+		}
 		var err error
 		if f, err = strconv.ParseFloat(string(x), 64); err != nil && !math.IsInf(f, 0) {
 			lv.add("float_parsing", "input should be a valid number")
@@ -567,6 +571,10 @@ func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
 		if strict {
 			lv.add("float_type", "input should be a valid number")
 			return v, false
+		}
+		if plainFloatIsRepr(x) {
+			// Fast path: a plain decimal that is already its own repr.
+			return json.Number(x), true
 		}
 		if f, ok = floatFromString(x); !ok {
 			lv.add("float_parsing", "input should be a valid number, unable to parse string as a number")
