@@ -189,8 +189,9 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 	// Only the fields that refer to an executed action can change; the
 	// others keep the value of the first assembly.
 	first, _ := r.Assembled.(*Object)
+	changed := newRefNames(executed)
 	obj, err := a.reassemble(r.fields, first, func(i int) bool {
-		return !refersTo(&r.fields[i].Value, executed)
+		return !changed.refersTo(&r.fields[i].Value)
 	})
 	if err != nil {
 		return nil, err
