@@ -279,12 +279,17 @@ func cleanTagHeads(text string) string {
 	var b strings.Builder
 	copied := 0
 	for pos := 0; pos < len(text); {
-		k := strings.Index(text[pos:], "<l")
+		// The next "<l": bodies hold closing tags, so most '<' are
+		// followed by '/', and one IndexByte per '<' beats strings.Index.
+		k := strings.IndexByte(text[pos:], '<')
 		if k < 0 {
 			break
 		}
 		i := pos + k
 		pos = i + 1
+		if pos >= len(text) || text[pos] != 'l' {
+			continue
+		}
 		tag, ok := tagAt(text, i, "<")
 		if !ok {
 			continue
@@ -335,20 +340,40 @@ func headIsClean(raw string) bool {
 		return false
 	}
 	for i := 1; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c == '=' || c >= utf8.RuneSelf:
-			return false
-		case c == ' ':
+		switch headByteClass[raw[i]] {
+		case headByteWord:
+		case headByteSpace:
 			if raw[i-1] == ' ' {
 				return false
 			}
-		case isLNDLSpace(rune(c)):
+		default:
 			return false
 		}
 	}
 	return true
 }
+
+// Classes of the bytes of a tag head for headIsClean.
+const (
+	headByteWord  = iota // may appear anywhere in a clean head
+	headByteSpace        // ' ': a single separator
+	headByteOther        // '=', other white space, any non-ASCII byte
+)
+
+// headByteClass classifies every byte value for headIsClean.
+var headByteClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '=' || c >= utf8.RuneSelf:
+			t[c] = headByteOther
+		case c == ' ':
+			t[c] = headByteSpace
+		case isLNDLSpace(rune(c)):
+			t[c] = headByteOther
+		}
+	}
+	return t
+}()
 
 // cleanHead drops `word="value"` attributes from a tag head, re-joins the
 // remaining words with single spaces and puts the value of the last name
@@ -428,12 +453,17 @@ func lowerNoteHeads(text string) string {
 	var b strings.Builder
 	copied := 0
 	for pos := 0; pos < len(text); {
-		k := strings.Index(text[pos:], "<l")
+		// The next "<l": bodies hold closing tags, so most '<' are
+		// followed by '/', and one IndexByte per '<' beats strings.Index.
+		k := strings.IndexByte(text[pos:], '<')
 		if k < 0 {
 			break
 		}
 		i := pos + k
 		pos = i + 1
+		if pos >= len(text) || text[pos] != 'l' {
+			continue
+		}
 		tag, ok := tagAt(text, i, "<")
 		if !ok {
 			continue
