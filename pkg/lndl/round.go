@@ -212,11 +212,39 @@ func copyNotes(notes map[string]any) map[string]any {
 // list item, a group), so deeper action results are not walked.
 const maxPlaceholderDepth = 8
 
+// pendingScan is how many pending actions collectPending scans for a
+// repeated alias before it indexes them.
+const pendingScan = 16
+
 // collectPending returns the actions of the placeholders in v, depth
 // first (arrays in order, objects in insertion order), each alias once.
 func collectPending(v any) []Action {
 	pending := []Action{}
-	seen := map[string]bool{}
+	// The aliases seen: found by scanning pending while it is short, in
+	// a map beyond.
+	var seen map[string]bool
+	isNew := func(name string) bool {
+		if seen != nil {
+			if seen[name] {
+				return false
+			}
+			seen[name] = true
+			return true
+		}
+		for i := range pending {
+			if pending[i].Name == name {
+				return false
+			}
+		}
+		if len(pending) == pendingScan {
+			seen = make(map[string]bool, 2*pendingScan)
+			for i := range pending {
+				seen[pending[i].Name] = true
+			}
+			seen[name] = true
+		}
+		return true
+	}
 	var walk func(v any, depth int)
 	walk = func(v any, depth int) {
 		if depth > maxPlaceholderDepth {
@@ -224,8 +252,7 @@ func collectPending(v any) []Action {
 		}
 		switch x := v.(type) {
 		case *Placeholder:
-			if !seen[x.Action.Name] {
-				seen[x.Action.Name] = true
+			if isNew(x.Action.Name) {
 				pending = append(pending, x.Action)
 			}
 		case *Object:

@@ -66,6 +66,21 @@ func splitLines(s string) []any {
 		}
 	}
 	out := make([]any, 0, n)
+	if n == 1+strings.Count(s, "\n") {
+		// Fast path: every line break is a '\n'.
+		for len(s) > 0 {
+			line := s
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				line, s = s[:i], s[i+1:]
+			} else {
+				s = ""
+			}
+			if line = strings.TrimRightFunc(line, isLNDLSpace); trimLNDLSpace(line) != "" {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
 	for line := range pyLines(s) {
 		if line = strings.TrimRightFunc(line, isLNDLSpace); trimLNDLSpace(line) != "" {
 			out = append(out, line)
