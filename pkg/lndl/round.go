@@ -175,7 +175,12 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 		return nil, ErrNotSuccess
 	}
 	known := r.known
-	if len(executed) > 0 {
+	switch {
+	case len(executed) == 0:
+	case len(r.known) == 0:
+		// Nothing to merge: the assembly only reads the results.
+		known = executed
+	default:
 		known = make(map[string]any, len(r.known)+len(executed))
 		for k, v := range r.known {
 			known[k] = v
