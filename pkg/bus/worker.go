@@ -67,7 +67,9 @@ type WorkerConfig struct {
 	// [Backoff.Delay]): a request that failed temporarily on delivery n is
 	// redelivered after Backoff[n-1]. Default DefaultBackoff. After the
 	// consumer's MaxDeliver deliveries the last attempt answers with the
-	// error instead.
+	// error instead. Likewise a request that a stopping worker abandons
+	// on its last delivery is answered with ops.CodeUnavailable, since a
+	// nak would leave it unanswered for good.
 	Backoff Backoff
 
 	// DrainTimeout bounds how long Stop waits for in-flight requests before
@@ -226,7 +228,8 @@ func (w *Worker) Name() string { return w.cfg.Name }
 // Start starts consuming in the background and returns at once. Cancelling
 // ctx stops the worker hard: no new fetches, and running handlers are
 // cancelled without their requests being acknowledged, so that the server
-// delivers them again (to another worker). It returns ErrWorkerStarted when
+// delivers them again (to another worker); a request on its last allowed
+// delivery (MaxDeliver) is answered with ops.CodeUnavailable instead. It returns ErrWorkerStarted when
 // called twice.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
@@ -360,8 +363,11 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
 	defer w.wg.Done()
 	used := 0
 	for msg := range batch.Messages() {
-		if w.fetchCtx.Err() != nil {
-			// Stopping: hand it straight back for another worker.
+		if w.fetchCtx.Err() != nil && !w.lastDelivery(deliveryAttempt(msg)) {
+			// Stopping: hand it straight back for another worker. A
+			// request on its last delivery would never come back, so it
+			// runs here (a graceful stop drains it; a hard stop answers
+			// it unavailable).
 			_ = msg.Nak()
 			continue
 		}

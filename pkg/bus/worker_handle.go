@@ -25,10 +25,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	defer w.wg.Done()
 	defer func() { <-w.slots }()
 
-	attempt := 1
-	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 0 {
-		attempt = int(meta.NumDelivered)
-	}
+	attempt := deliveryAttempt(msg)
 	req, err := w.codec.DecodeRequestJS(msg)
 	if err != nil {
 		var ee *EventError
@@ -45,6 +42,11 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	remove, added := w.cancels.add(req.ID(), cancel)
 	switch added {
 	case wasCancelled:
+		// A cancel that came after the request was answered (a late
+		// Ctrl-C, say) must not replace that answer on a redelivery.
+		if w.answerFromStore(msg, req, log) {
+			return
+		}
 		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log)
 		return
 	case alreadyRunning:
@@ -63,16 +65,41 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	res, err := w.run(ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), msg, op)
 
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
-		// The worker is stopping hard: leave the request unacknowledged
-		// (a nak makes the server redeliver it at once).
-		log.Warn().Err(err).Msg("request abandoned by a stopping worker; it will be redelivered")
-		_ = msg.Nak()
-		return
+		if !w.lastDelivery(attempt) {
+			// The worker is stopping hard: leave the request
+			// unacknowledged (a nak makes the server redeliver it at
+			// once).
+			log.Warn().Err(err).Msg("request abandoned by a stopping worker; it will be redelivered")
+			_ = msg.Nak()
+			return
+		}
+		// No delivery is left after this one: a nak would leave the
+		// request unanswered for good, so answer it instead.
+		log.Warn().Err(err).Msg("request abandoned by a stopping worker on its last delivery; answered unavailable")
+		err = &ops.Error{
+			Code:    ops.CodeUnavailable,
+			Message: fmt.Sprintf("request %s was abandoned by a stopping worker on its last allowed delivery (%d)", req.ID(), attempt),
+			Err:     err,
+		}
 	}
 	if err != nil && errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", req.ID()), Err: err}
 	}
 	w.finish(msg, req, res, err, attempt, log)
+}
+
+// deliveryAttempt returns msg's delivery count (1 for the first delivery).
+func deliveryAttempt(msg jetstream.Msg) int {
+	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 0 {
+		return int(meta.NumDelivered)
+	}
+	return 1
+}
+
+// lastDelivery reports whether delivery attempt is the last the consumer
+// allows (MaxDeliver): a request nakked then is never delivered again.
+func (w *Worker) lastDelivery(attempt int) bool {
+	return w.maxDeliver > 0 && attempt >= w.maxDeliver
 }
 
 // run calls the handler, reporting progress while it runs and turning a
