@@ -117,8 +117,8 @@ func parseCall(body string) (Call, error) {
 	}
 	sc := getCallScratch()
 	defer sc.release()
-	toks, err := lexCall(src, sc.toks[:0])
-	sc.toks = toks
+	toks, opens, err := lexCall(src, sc.toks[:0], sc.opens)
+	sc.toks, sc.opens = toks, opens
 	if err != nil {
 		return Call{}, err
 	}
@@ -147,8 +147,8 @@ func parseCall(body string) (Call, error) {
 	}
 	// Every value must be a literal, even one a later duplicate replaces;
 	// only the values that remain must be representable in JSON.
-	var steps [8]argStep
-	path := &argPath{steps: steps[:0]}
+	path := &argPath{steps: sc.steps[:0]}
+	defer func() { sc.steps = path.steps }()
 	for i, a := range n.args {
 		path.push(argStep{kind: stepPositional, index: i})
 		if err := checkLiteral(src, a, path); err != nil {
@@ -228,6 +228,8 @@ const finalArgScan = 16
 type callScratch struct {
 	toks  []callTok
 	nodes []callNode
+	opens []int     // offsets of open brackets, for the lexer
+	steps []argStep // the path to the argument being converted
 }
 
 // maxPooledCallItems bounds the tokens and nodes a pooled scratch keeps
@@ -241,12 +243,14 @@ func getCallScratch() *callScratch { return callScratchPool.Get().(*callScratch)
 // release clears the scratch, so that it keeps no body alive, and pools
 // it when it is small enough.
 func (sc *callScratch) release() {
-	if cap(sc.toks) > maxPooledCallItems || cap(sc.nodes) > maxPooledCallItems {
+	if cap(sc.toks) > maxPooledCallItems || cap(sc.nodes) > maxPooledCallItems ||
+		cap(sc.opens) > MaxCallDepth || cap(sc.steps) > maxPooledCallItems {
 		return
 	}
 	clear(sc.toks)
 	clear(sc.nodes)
-	sc.toks, sc.nodes = sc.toks[:0], sc.nodes[:0]
+	clear(sc.steps[:cap(sc.steps)])
+	sc.toks, sc.nodes, sc.opens, sc.steps = sc.toks[:0], sc.nodes[:0], sc.opens[:0], sc.steps[:0]
 	callScratchPool.Put(sc)
 }
 

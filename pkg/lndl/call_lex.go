@@ -97,17 +97,18 @@ func newCallError(src string, off int, limit bool, format string, args ...any) e
 }
 
 // lexCall tokenizes src, which must be valid UTF-8 with '\n' line breaks.
-// Tokens are appended to buf, which should be empty.
-func lexCall(src string, buf []callTok) ([]callTok, error) {
-	lx := &callLexer{src: src, digits: MaxCallIntDigits, toks: buf}
+// Tokens are appended to buf, which should be empty; opens is scratch
+// space for the bracket offsets, returned for reuse.
+func lexCall(src string, buf []callTok, opens []int) ([]callTok, []int, error) {
+	lx := &callLexer{src: src, digits: MaxCallIntDigits, toks: buf, opens: opens[:0]}
 	if want := min(len(src)/4+2, 512); cap(lx.toks) < want {
 		lx.toks = make([]callTok, 0, want)
 	}
 	if err := lx.run(); err != nil {
-		return lx.toks, err
+		return lx.toks, lx.opens, err
 	}
 	lx.emit(callTok{kind: ctEOF, pos: len(src)})
-	return lx.toks, nil
+	return lx.toks, lx.opens, nil
 }
 
 func isCallNameStart(r rune) bool {
