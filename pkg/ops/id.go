@@ -33,3 +33,12 @@ func checkID(field, id string) error {
 
 // NewID returns a new random id (a UUID v4), valid as a branch id.
 func NewID() string { return uuid.NewString() }
+
+// requestScopedID returns the id of the branch that request requestID
+// creates when the request names none: a UUID (version 5) derived from the
+// request id, so that every delivery of one request picks the same id and a
+// redelivery after the creation committed finds that branch instead of
+// creating a second one. Different request ids give different ids.
+func requestScopedID(requestID string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("urn:lionbus:request:"+requestID)).String()
+}

@@ -21,7 +21,8 @@ type branchCreateData struct {
 }
 
 // branchCreate starts a branch. The id is data.branch_id or the request's
-// branch id (they must agree when both are given), else a new UUID.
+// branch id (they must agree when both are given), else a UUID derived from
+// the request id (see requestScopedID), so a redelivery finds its branch.
 // A redelivered create (same request id) answers the existing branch.
 func (e *Engine) branchCreate(ctx context.Context, req Request) (*Result, error) {
 	var d branchCreateData
@@ -36,7 +37,7 @@ func (e *Engine) branchCreate(ctx context.Context, req Request) (*Result, error)
 		id = req.BranchID
 	}
 	if id == "" {
-		id = NewID()
+		id = requestScopedID(req.ID)
 	}
 	if err := checkID("branch_id", id); err != nil {
 		return nil, err
@@ -60,7 +61,12 @@ func (e *Engine) branchCreate(ctx context.Context, req Request) (*Result, error)
 func (e *Engine) createBranch(ctx context.Context, req Request, id string, ev Event) (*Result, error) {
 	b, err := e.store.Create(ctx, id, ev)
 	replayed := false
-	if errors.Is(err, ErrBranchExists) {
+	switch {
+	case errors.Is(err, ErrAlreadyCommitted) && b != nil:
+		// A store that recognises the request's own creation says so
+		// directly, with the branch.
+		replayed = true
+	case errors.Is(err, ErrBranchExists):
 		first, herr := e.store.History(ctx, id, 0, 1)
 		if herr != nil || len(first) == 0 || first[0].RequestID != req.ID {
 			return nil, Errorf(CodeBranchExists, "branch %q already exists", id)
@@ -69,7 +75,7 @@ func (e *Engine) createBranch(ctx context.Context, req Request, id string, ev Ev
 			return nil, storeErr("load", err)
 		}
 		replayed = true
-	} else if err != nil {
+	case err != nil:
 		return nil, storeErr("create", err)
 	}
 	return branchResult(b, replayed)
@@ -116,8 +122,8 @@ type branchCloneData struct {
 }
 
 // branchClone copies the request's branch (settings, messages and model-call
-// count; message ids are kept) into a new branch: data.branch_id or a new
-// UUID.
+// count; message ids are kept) into a new branch: data.branch_id or a UUID
+// derived from the request id (see requestScopedID).
 func (e *Engine) branchClone(ctx context.Context, req Request) (*Result, error) {
 	if err := requireBranchID(req); err != nil {
 		return nil, err
@@ -128,7 +134,7 @@ func (e *Engine) branchClone(ctx context.Context, req Request) (*Result, error) 
 	}
 	id := d.BranchID
 	if id == "" {
-		id = NewID()
+		id = requestScopedID(req.ID)
 	}
 	if err := checkID("data.branch_id", id); err != nil {
 		return nil, err
