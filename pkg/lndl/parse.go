@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -60,10 +61,25 @@ func parse(text string, fast bool) (*Program, error) {
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
-	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast}
+	sp := valueStackPool.Get().(*[]Value)
+	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, stack: (*sp)[:0], listStart: -1}
 	p.advance()
-	return p.parseProgram()
+	prog, err := p.parseProgram()
+	// Finished lists were copied out of the stack: it is scratch space,
+	// cleared (an error may leave items on it) and pooled when small.
+	clear(p.stack)
+	if cap(p.stack) <= maxPooledStack {
+		*sp = p.stack[:0]
+		valueStackPool.Put(sp)
+	}
+	return prog, err
 }
+
+// valueStackPool holds the parsers' list stacks for reuse.
+var valueStackPool = sync.Pool{New: func() any { return new([]Value) }}
+
+// maxPooledStack bounds the items of a pooled list stack (56 KB).
+const maxPooledStack = 1024
 
 type parser struct {
 	lx  lexer
@@ -77,7 +93,7 @@ type parser struct {
 	// arena is the block finished lists are carved from, so that a
 	// program's lists take a few allocations in all.
 	arena []Value
-	// listStart is the offset of the first list's '['.
+	// listStart is the offset of the first list's '[', -1 before it.
 	listStart int
 	// noFastPath turns fastDecl off, so that tests can compare it with
 	// the token parser.
@@ -554,8 +570,7 @@ func (p *parser) parseList(depth int) (Value, error) {
 	}
 	p.advance()
 	p.skipNewlines()
-	if p.stack == nil {
-		p.stack = make([]Value, 0, 8)
+	if p.listStart < 0 {
 		p.listStart = p.tok.off
 	}
 	start := len(p.stack)
