@@ -684,7 +684,7 @@ func plainFloatIsRepr(lit string) bool {
 	if !ok || intPart == "" || frac == "" || frac[len(frac)-1] == '0' {
 		return false
 	}
-	if strings.TrimLeft(intPart, "0123456789") != "" || strings.TrimLeft(frac, "0123456789") != "" {
+	if !allASCIIDigits(intPart) || !allASCIIDigits(frac) {
 		return false
 	}
 	if intPart != "0" {
@@ -692,6 +692,16 @@ func plainFloatIsRepr(lit string) bool {
 	}
 	sig := strings.TrimLeft(frac, "0")
 	return len(frac)-len(sig) <= 3 && len(sig) <= 15
+}
+
+// allASCIIDigits reports whether s holds only the digits 0-9.
+func allASCIIDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // quoteLiteral quotes a literal for an error message, shortening a very

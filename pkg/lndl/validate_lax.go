@@ -547,7 +547,7 @@ func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
 	case json.Number:
 		if plainFloatIsRepr(string(x)) {
 			// Fast path: a plain decimal that is already its own repr.
-			return x, true
+			return v, true
 		}
 		var err error
 		if f, err = strconv.ParseFloat(string(x), 64); err != nil && !math.IsInf(f, 0) {
