@@ -206,7 +206,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
 				if prog.Lacts == nil {
-					prog.Lacts = make([]Lact, 0, 8)
+					prog.Lacts = make([]Lact, 0, 4)
 				}
 				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
 			}
