@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"os"
 )
 
 // MaxParseRetries is the upper clamp of num_parse_retries (ADR-0021 D3);
@@ -155,12 +157,22 @@ func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model Mod
 		if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
-		return nil, &ProviderError{Provider: model.Provider, Message: err.Error(), Err: err}
+		// A plain error is final unless it is a network or I/O timeout,
+		// which a later attempt may well not hit.
+		return nil, &ProviderError{Provider: model.Provider, Message: err.Error(), Temporary: isTimeout(err), Err: err}
 	}
 	if comp == nil {
 		return nil, &ProviderError{Provider: model.Provider, Message: "returned no completion"}
 	}
 	return comp, nil
+}
+
+// isTimeout reports whether err is a timeout that does not match
+// context.DeadlineExceeded: a net.Error that timed out, or an I/O deadline
+// (os.ErrDeadlineExceeded).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // assistantMessage records a completion.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -690,6 +692,9 @@ func TestEngine_provider_failures_and_observers(t *testing.T) {
 		}, ops.CodeProvider, false},
 		{"wrapped temporary provider error", func(context.Context, ops.Call) (*ops.Completion, error) {
 			return nil, fmt.Errorf("call: %w", &ops.ProviderError{Provider: "p", Message: "429", Temporary: true})
+		}, ops.CodeProvider, true},
+		{"network timeout is a temporary provider error", func(context.Context, ops.Call) (*ops.Completion, error) {
+			return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 		}, ops.CodeProvider, true},
 		{"nil completion", func(context.Context, ops.Call) (*ops.Completion, error) {
 			return nil, nil
