@@ -41,11 +41,14 @@ type Call struct {
 	// BranchID and RequestID identify the branch and the request.
 	BranchID  string
 	RequestID string
-	// Index is the deterministic position of this call in the branch's model
-	// calls: Branch.ModelCalls (the calls recorded in committed history)
-	// plus the calls this operation already made. Every worker computes the
-	// same Index for the same call of the same request, also on redelivery,
-	// because it is derived from persisted state only.
+	// Index is the position of this call in the branch's model calls:
+	// Branch.ModelCalls (the calls recorded in committed history, as the
+	// operation loaded the branch) plus the calls this operation already
+	// made. It is derived from persisted state only, so every worker
+	// computes the same Index for the same call of a request against the
+	// same branch state, also on redelivery. It is not unique: operations
+	// running concurrently on one branch see the same ModelCalls, and a
+	// redelivery that follows another operation's commit sees a larger one.
 	Index uint64
 	// Attempt is the request's delivery attempt, from 1.
 	Attempt int

@@ -16,10 +16,24 @@
 // is the number of model calls recorded in the branch's committed history
 // (ops.Branch.ModelCalls) plus the calls the current operation has already
 // made. It is derived from persisted state only, so every worker, in any
-// process, picks the same reply for the same call, and a redelivered request
-// picks the same replies as its first delivery. Calls that are not recorded
-// (chat, or an operation that failed before committing) do not advance the
-// script.
+// process, picks the same reply for the same call. Calls that are not
+// recorded (chat, or an operation that failed before committing) do not
+// advance the script.
+//
+// The index is read from the branch as the operation loaded it, which has
+// two consequences (limitations of a script keyed by position):
+//
+//   - Two operations running concurrently on one branch load the same
+//     ModelCalls, so both get the same reply; both commit (one after the
+//     other), and the script then advances by both, skipping a reply.
+//     Scripts meant to be followed reply by reply need the operations on
+//     one branch to run one at a time.
+//   - A redelivered request picks the same replies as its first delivery
+//     when nothing else committed on the branch in between (always the
+//     case for a request redelivered after it committed: it is answered
+//     from history without calling the model). If another operation
+//     committed in between, the redelivery starts further along the
+//     script.
 //
 // # Scripted errors
 //
