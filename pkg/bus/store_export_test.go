@@ -37,3 +37,7 @@ func DecodeSnapshotForTest(data []byte) (*ops.Branch, error) {
 	}
 	return snap.Branch, nil
 }
+
+// EncodeEventForTest exposes the history event encoding, which tests use to
+// publish an event as an append whose acknowledgement was lost would have.
+func EncodeEventForTest(ev ops.Event) ([]byte, error) { return encodeEvent(ev) }

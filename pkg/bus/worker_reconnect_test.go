@@ -1,0 +1,110 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// The server drops the worker's connection while a request runs: the
+// request is still answered exactly once and acknowledged after the client
+// library reconnects, the fetch loop and the cancel subscription keep
+// working, and nothing runs twice.
+func TestWorker_connection_lost_mid_request(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	nc, err := nats.Connect(b.srv.ClientURL(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	res, err := bus.Provision(bg(t), mustJS(t, nc), b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan string, 4)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	h := bus.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		calls.Add(1)
+		started <- req.Verb
+		switch req.Verb {
+		case "op.hold":
+			<-release
+		case "op.wait":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return &ops.Result{Value: json.RawMessage(`"done"`)}, nil
+	})
+	w, err := bus.NewWorker(nc, res, b.codec, h, bus.WorkerConfig{FetchWait: 200 * time.Millisecond, ProgressInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	ans := b.watchAnswers(t)
+
+	id, err := b.client.Submit(bg(t), "op.hold", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cid, err := nc.GetClientID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconnected := nc.Statistics.Reconnects
+	if err := b.srv.NATSServer().DisconnectClientByID(cid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "reconnect", func() bool {
+		return nc.IsConnected() && nc.Stats().Reconnects > reconnected
+	})
+	close(release)
+	mustResult(t, b.await(t, id), nil)
+	waitFor(t, 10*time.Second, "request acked", func() bool {
+		info, err := b.res.Workers.Info(bg(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+
+	// The worker still fetches, and still hears cancels.
+	id2, err := b.client.Submit(bg(t), "op.wait", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := <-started; v != "op.wait" {
+		t.Fatalf("started %s", v)
+	}
+	if err := b.client.Cancel(bg(t), id2); err != nil {
+		t.Fatal(err)
+	}
+	if code := remoteCode(t, b.await(t, id2)); code != string(ops.CodeCanceled) {
+		t.Fatalf("code %s, want canceled", code)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
+	}
+	if n := ans.count(id); n != 1 {
+		t.Fatalf("%d answers to the request that ran across the reconnect, want 1", n)
+	}
+}
+
+func mustJS(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
