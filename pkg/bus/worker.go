@@ -265,7 +265,10 @@ func (w *Worker) Start(ctx context.Context) error {
 func (w *Worker) closeStopped() { w.closeOnce.Do(func() { close(w.stopped) }) }
 
 // Stopped returns a channel that is closed when the worker has stopped:
-// its fetch loop and every handler have returned.
+// its fetch loop and every handler have returned. Besides Stop and the
+// cancellation of Start's context, a worker stops by itself when its
+// connection is closed (a connection that is only disconnected is waited
+// for).
 func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
 
 // Stop stops the worker gracefully: it fetches no more requests and waits
@@ -346,6 +349,13 @@ func (w *Worker) loop() {
 		if err != nil {
 			w.release(n)
 			if w.fetchCtx.Err() != nil {
+				return
+			}
+			if w.nc.IsClosed() {
+				// A closed connection never comes back (a disconnected
+				// one does, and is retried below): stop instead of
+				// retrying forever.
+				w.log.Error().Err(err).Msg("connection closed; worker stops")
 				return
 			}
 			w.log.Warn().Err(err).Msg("fetch requests")

@@ -108,3 +108,26 @@ func mustJS(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 	}
 	return js
 }
+
+// A worker whose connection is closed (not merely disconnected) cannot
+// fetch again: it stops by itself instead of retrying forever.
+func TestWorker_stops_when_its_connection_is_closed(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{})
+	nc, _, res := b.conn(t)
+	w, err := bus.NewWorker(nc, res, b.codec, echoHandler(), bus.WorkerConfig{FetchWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	time.Sleep(200 * time.Millisecond)
+	nc.Close()
+	select {
+	case <-w.Stopped():
+	case <-time.After(5 * time.Second):
+		t.Fatal("worker still running 5s after its connection was closed")
+	}
+}
