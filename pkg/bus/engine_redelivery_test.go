@@ -3,6 +3,7 @@ package bus_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -49,5 +50,33 @@ func TestEngine_redelivered_create_and_clone_answer_the_same_branch(t *testing.T
 		if r.BranchID != first || !r.Replayed {
 			t.Fatalf("%s: redelivery answered branch %q (replayed %v), want %q replayed", tt.name, r.BranchID, r.Replayed, first)
 		}
+	}
+}
+
+// A branch whose history cannot be decoded stays so: a request on it is
+// answered at once with an internal error instead of being retried through
+// the whole backoff schedule as if the store were unavailable.
+func TestEngine_corrupt_history_is_not_retried(t *testing.T) {
+	t.Parallel()
+	b := setupBus(t, bus.Config{MaxDeliver: 3})
+	_, js, res := b.conn(t)
+	h := countRuns(newEngine(t, js, res, nil))
+	b.startWorker(t, nil, h, nil, bus.WorkerConfig{Backoff: bus.Backoff{10 * time.Millisecond}})
+	b.createBranch(t, "broken")
+	if _, err := b.js.Publish(bg(t), b.res.Subjects.History("broken"), []byte("\xc1garbage")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.res.Branches.Delete(bg(t), "broken"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := b.client.Submit(bg(t), "communicate", "broken", map[string]any{"instruction": "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := remoteCode(t, b.await(t, id)); code != string(ops.CodeInternal) {
+		t.Fatalf("code %s, want %s", code, ops.CodeInternal)
+	}
+	if n := h.ran(id); n != 1 {
+		t.Fatalf("request ran %d times, want 1", n)
 	}
 }

@@ -49,8 +49,15 @@ var ErrAppendConflict = errors.New("bus: too many concurrent appends to one bran
 // ErrCorruptHistory is returned (wrapped) when a message in a branch's
 // history cannot be decoded as an event, or the events do not fold (see
 // ops.ErrEventOrder). The branch cannot be loaded until an operator
-// repairs its history.
+// repairs its history. It comes wrapped in a final (not temporary)
+// *ops.Error with code ops.CodeInternal, since retrying cannot help.
 var ErrCorruptHistory = errors.New("bus: corrupt branch history")
+
+// corrupt returns err, which wraps ErrCorruptHistory, as a final
+// ops.CodeInternal error.
+func corrupt(err error) error {
+	return &ops.Error{Code: ops.CodeInternal, Message: err.Error(), Err: err}
+}
 
 // StoreConfig configures a [Store]. The zero value is usable.
 type StoreConfig struct {
@@ -209,7 +216,7 @@ func (s *Store) catchUp(ctx context.Context, branchID string, l *loaded, last ui
 			l.b = &ops.Branch{}
 		}
 		if err := l.b.Apply(ev); err != nil {
-			return fmt.Errorf("%w: replay history of branch %s: %w", ErrCorruptHistory, branchID, err)
+			return corrupt(fmt.Errorf("%w: replay history of branch %s: %w", ErrCorruptHistory, branchID, err))
 		}
 		if seen != nil {
 			seen(ev)
@@ -671,7 +678,7 @@ func encodeEvent(ev ops.Event) ([]byte, error) {
 func decodeEvent(data []byte, seq uint64) (ops.Event, error) {
 	var ev ops.Event
 	if err := newDecoder(data).Decode(&ev); err != nil {
-		return ops.Event{}, fmt.Errorf("%w: decode history event at seq %d: %w", ErrCorruptHistory, seq, err)
+		return ops.Event{}, corrupt(fmt.Errorf("%w: decode history event at seq %d: %w", ErrCorruptHistory, seq, err))
 	}
 	ev.Seq = seq
 	normalizeEventTimes(&ev)

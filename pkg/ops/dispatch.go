@@ -145,14 +145,17 @@ func asError(ctx context.Context, err error) *Error {
 }
 
 // storeErr classifies a Store failure: sentinels keep their meaning, context
-// errors stay context errors, anything else is a temporary CodeUnavailable.
+// errors stay context errors, an *Error from the store keeps its own code
+// and Temporary flag (a store reports lasting damage, such as undecodable
+// history, as a final error), anything else is a temporary CodeUnavailable.
 func storeErr(op string, err error) error {
+	var oe *Error
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrBranchNotFound), errors.Is(err, ErrBranchExists),
 		errors.Is(err, ErrAlreadyCommitted), errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, context.DeadlineExceeded), errors.As(err, &oe):
 		return err
 	}
 	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("store %s: %v", op, err), Temporary: true, Err: err}
