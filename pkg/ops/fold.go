@@ -65,7 +65,7 @@ func (b *Branch) Apply(ev Event) error {
 		b.Messages = systemOnly(b.Messages)
 	case EventUpdated:
 		if ev.Settings != nil {
-			b.update(*ev.Settings)
+			b.update(*ev.Settings, ev)
 		}
 	default:
 		return fmt.Errorf("ops: unknown history event type %q at seq %d", ev.Type, ev.Seq)
@@ -110,8 +110,10 @@ func (b *Branch) remember(requestID string, seq uint64) {
 	}
 }
 
-// update merges the non-empty fields of s into the branch settings.
-func (b *Branch) update(s Settings) {
+// update merges the non-empty fields of s, from ev, into the branch
+// settings. A system message it has to add gets an id derived from the
+// branch and ev's sequence, so that every fold of the history agrees.
+func (b *Branch) update(s Settings, ev Event) {
 	if s.System != "" && s.System != b.Settings.System {
 		b.Settings.System = s.System
 		replaced := false
@@ -123,7 +125,7 @@ func (b *Branch) update(s Settings) {
 			}
 		}
 		if !replaced {
-			msg := Message{ID: NewID(), Kind: KindSystem, Role: RoleSystem, Content: map[string]any{"system_message": s.System}}
+			msg := Message{ID: eventScopedID(b.ID, ev.Seq, "system"), Kind: KindSystem, Role: RoleSystem, Content: map[string]any{"system_message": s.System}}
 			b.Messages = append([]Message{msg}, b.Messages...)
 		}
 	}
