@@ -95,6 +95,10 @@ type StoreConfig struct {
 // the branch is then rebuilt from its whole history on every load, which is
 // correct but slow, so long-lived branches should be cleared or cloned.
 //
+// Snapshots name history positions by stream sequence, so the history
+// stream must not be deleted and re-created (restarting its sequences)
+// while the branches bucket keeps its snapshots: purge the bucket too.
+//
 // A Store is safe for concurrent use by several goroutines and processes.
 type Store struct {
 	js      jetstream.JetStream
@@ -425,6 +429,13 @@ func (s *Store) existing(ctx context.Context, branchID string, ev ops.Event) (*o
 // branch) when an event of the same request and type is already in history,
 // and a temporary *ops.Error wrapping ErrAppendConflict when it lost the
 // race to other writers AppendRetries times in a row.
+//
+// Limitation: Append appends to the branch that has the id when it runs.
+// An operation that loaded the branch earlier (before its model call, say)
+// and whose branch was meanwhile deleted and created again under the same
+// id appends to the new branch; only a deletion without re-creation is
+// reported (ops.ErrBranchNotFound). Clients that re-create branch ids
+// should not delete a branch with operations still running on it.
 func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err

@@ -120,6 +120,13 @@ type WorkerConfig struct {
 //
 // Several workers, in one process or many, share the consumer; each runs at
 // most MaxInFlight requests and fetches no more than it has room for.
+//
+// Limitations, all on a request's last allowed delivery (the consumer's
+// MaxDeliver): when its answer cannot be stored (the server unreachable for
+// the whole publish timeout) it is logged and lost, since no delivery is
+// left to retry it; and a delivery postponed because the same request id is
+// already running in this worker is not delivered again, the running one
+// answering for both.
 type Worker struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream

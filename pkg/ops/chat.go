@@ -321,6 +321,9 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 // commit appends the exchange's messages with its outcome (res, or the
 // failure operr) as one EventMessages, then emits message.added signals.
 // A concurrent duplicate (ErrAlreadyCommitted) is answered from history.
+// A branch deleted during the operation fails it with CodeBranchNotFound;
+// one deleted and created again under the same id receives the exchange
+// (a limitation: stores append by branch id, not by branch incarnation).
 func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Result, operr *Error) (*Result, error) {
 	outcome, err := encodeOutcome(res, operr)
 	if err != nil {
