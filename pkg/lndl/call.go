@@ -100,6 +100,14 @@ func ParseCall(alias, body string) (Call, error) {
 }
 
 func parseCall(body string) (Call, error) {
+	if c, ok := fastCall(body); ok {
+		return c, nil
+	}
+	return parseCallFull(body)
+}
+
+// parseCallFull is parseCall without the fast path.
+func parseCallFull(body string) (Call, error) {
 	if len(body) > MaxCallBodyLen {
 		return Call{}, fmt.Errorf("body of %d bytes exceeds %d bytes: %w", len(body), MaxCallBodyLen, ErrCallLimit)
 	}
