@@ -63,6 +63,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("OUT{a: [0.92, -0.0001, 3.50, 007, 1e16, 123456789012345.6, 0.00001]}")
 	f.Add("<lvar a>x</lvar><lvar  M . f  b >y</lvar>\n<lact h c>f()</lact><lvar\td.e>z</lvar>\n<lvarx a>w</lvar>")
 	f.Add("<lvar a b c>x</lvar>\n<lvar a.>x</lvar>\n<lvar a.b.c>x</lvar>\n<lvar é>x</lvar>\n<lvar aé>x</lvar>")
+	f.Add("OUT{a: [x, y.z, [1, -2.5], true, NULL], b: q, c: -7, d: False,\n e: [[a, b], [c]], f: []}")
+	f.Add("OUT{a: [x], b: 1.5, c: \"s\", [g], h}")
 	f.Fuzz(func(t *testing.T, text string) {
 		prog, err := Parse(text)
 		// The fast path for declarations agrees with the token parser.

@@ -95,8 +95,10 @@ type parser struct {
 	arena []Value
 	// listStart is the offset of the first list's '[', -1 before it.
 	listStart int
-	// noFastPath turns fastDecl off, so that tests can compare it with
-	// the token parser.
+	// fi is the offset fastOut has read to.
+	fi int
+	// noFastPath turns fastDecl and fastOut off, so that tests can
+	// compare them with the token parser.
 	noFastPath bool
 }
 
@@ -447,6 +449,9 @@ func (p *parser) readName() (string, bool) {
 }
 
 func (p *parser) parseOut() (*Out, error) {
+	if out, ok := p.fastOut(); ok {
+		return out, nil
+	}
 	out := &Out{Pos: p.posAt(p.tok.off), Entries: make([]OutEntry, 0, 8)}
 	p.advance()
 	p.skipNewlines()
