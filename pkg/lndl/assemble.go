@@ -93,10 +93,12 @@ type assembler struct {
 	d      *decls
 	known  map[string]any
 	notes  map[string]any
-	calls  map[string]*Placeholder // parsed lact calls by alias
+	// calls[i] is the placeholder of the parsed call of Lacts[i], nil
+	// when not parsed; made on the first call parsed.
+	calls []*Placeholder
 	// prevCalls are the calls parsed by an earlier assembly of the same
-	// program; read only.
-	prevCalls map[string]*Placeholder
+	// program, as calls; read only.
+	prevCalls []*Placeholder
 	texts     map[string]string // JSON text of object/array results by name
 	// Scratch space reused across fields and groups: parts are consumed
 	// (copied into the value being built) before the next resolve.
@@ -283,7 +285,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 				p.value = normalizeResult(r)
 				p.flags |= partResult
 			} else {
-				ph, err := a.placeholder(la)
+				ph, err := a.placeholder(-di - 1)
 				if err != nil {
 					return nil, err
 				}
@@ -305,23 +307,25 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 	return parts, nil
 }
 
-// placeholder parses a lact's call once and returns its placeholder.
-func (a *assembler) placeholder(la *Lact) (*Placeholder, error) {
-	if ph, ok := a.calls[la.Alias]; ok {
-		return ph, nil
+// placeholder parses the call of Lacts[i] once and returns its
+// placeholder.
+func (a *assembler) placeholder(i int) (*Placeholder, error) {
+	if a.calls != nil && a.calls[i] != nil {
+		return a.calls[i], nil
 	}
-	if ph, ok := a.prevCalls[la.Alias]; ok {
-		return ph, nil
+	if a.prevCalls != nil && a.prevCalls[i] != nil {
+		return a.prevCalls[i], nil
 	}
+	la := &a.d.prog.Lacts[i]
 	act, err := parseAction(la.Alias, la.Call)
 	if err != nil {
 		return nil, err
 	}
 	ph := &Placeholder{Action: act}
 	if a.calls == nil {
-		a.calls = make(map[string]*Placeholder)
+		a.calls = make([]*Placeholder, len(a.d.prog.Lacts))
 	}
-	a.calls[la.Alias] = ph
+	a.calls[i] = ph
 	return ph, nil
 }
 

@@ -75,8 +75,9 @@ type RoundResult struct {
 	fields []Field
 	target *Target
 	known  map[string]any
-	// calls are the lact calls parsed by the assembly; read only.
-	calls map[string]*Placeholder
+	// calls are the lact calls parsed by the assembly, by lact index;
+	// read only.
+	calls []*Placeholder
 }
 
 // ErrNotSuccess is returned by [RoundResult.Resolve] for a round whose
