@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -136,8 +137,17 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 			return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
 		}
 	}
-	var path [16]locStep
-	lv := laxValidator{path: path[:0]}
+	pp := locPathPool.Get().(*[]locStep)
+	lv := laxValidator{path: (*pp)[:0]}
+	defer func() {
+		// Trials may have grown their own copies; lv.path is the
+		// pooled buffer or one grown from it.
+		if cap(lv.path) <= maxPooledLocPath {
+			clear(lv.path[:cap(lv.path)])
+			*pp = lv.path[:0]
+			locPathPool.Put(pp)
+		}
+	}()
 	out, _ := lv.value(t.Type, in, false)
 	ct := t.compiledSchema()
 	if ct.err != nil {
@@ -163,6 +173,15 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 	}
 	return out, nil
 }
+
+// locPathPool holds the location buffers of validations for reuse.
+var locPathPool = sync.Pool{New: func() any {
+	s := make([]locStep, 0, 16)
+	return &s
+}}
+
+// maxPooledLocPath bounds the steps of a pooled location buffer.
+const maxPooledLocPath = 64
 
 // isNormalized reports whether v already has the shapes the coercion walk
 // takes (see normalizeInput) and nests at most MaxJSONDepth deep, so that
