@@ -1,0 +1,137 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Bounds on a registry entry. They keep one entry well under the default
+// NATS max payload and keep names usable as subject tokens.
+const (
+	// MaxNameLength bounds a tool name (it becomes a subject token).
+	MaxNameLength = 128
+	// MaxDescriptionLength bounds a description, in bytes.
+	MaxDescriptionLength = 8 << 10
+	// MaxParametersSize bounds the JSON Schema of the parameters, in bytes.
+	MaxParametersSize = 64 << 10
+)
+
+// ErrInvalidEntry is matched (errors.Is) by every error of [Entry.Validate]
+// and [DecodeEntry].
+var ErrInvalidEntry = errors.New("tools: invalid registry entry")
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Entry is a tool's record in the registry bucket: key = Name, value = the
+// JSON form of Entry. The field names are part of lionbus's public protocol.
+type Entry struct {
+	// Name is the tool's name: 1 to MaxNameLength characters of
+	// [A-Za-z0-9_-]; it is also the registry key.
+	Name string `json:"name"`
+	// Description tells a model what the tool does.
+	Description string `json:"description"`
+	// Parameters is the JSON Schema (2020-12) of the tool's arguments
+	// object.
+	Parameters json.RawMessage `json:"parameters"`
+	// Subject is where the tool answers invocations, normally
+	// "<prefix>.tool.<name>".
+	Subject string `json:"subject"`
+	// Version is the tool's version, free-form (e.g. "1.2.0").
+	Version string `json:"version,omitempty"`
+}
+
+// DecodeEntry decodes and validates a registry value stored under key.
+// The key must equal the entry's name.
+func DecodeEntry(key string, value []byte) (*Entry, error) {
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.DisallowUnknownFields()
+	var e Entry
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalidEntry, key, err)
+	}
+	if e.Name != key {
+		return nil, fmt.Errorf("%w: key %q holds the entry of %q", ErrInvalidEntry, key, e.Name)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Validate checks the entry: a valid name, a bounded description, a subject
+// with no wildcards, and parameters that are a compilable JSON Schema of an
+// object.
+func (e *Entry) Validate() error {
+	if len(e.Name) == 0 || len(e.Name) > MaxNameLength || !nameRE.MatchString(e.Name) {
+		return fmt.Errorf("%w: name %q must be 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, e.Name, MaxNameLength)
+	}
+	if len(e.Description) > MaxDescriptionLength {
+		return fmt.Errorf("%w: %s: description is %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Description), MaxDescriptionLength)
+	}
+	if !validSubject(e.Subject) {
+		return fmt.Errorf("%w: %s: subject %q must be a literal subject (dot-separated tokens, no wildcards or spaces)", ErrInvalidEntry, e.Name, e.Subject)
+	}
+	if len(e.Parameters) == 0 {
+		return fmt.Errorf("%w: %s: parameters (a JSON Schema) are required", ErrInvalidEntry, e.Name)
+	}
+	if len(e.Parameters) > MaxParametersSize {
+		return fmt.Errorf("%w: %s: parameters are %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Parameters), MaxParametersSize)
+	}
+	if err := checkParameters(e.Parameters); err != nil {
+		return fmt.Errorf("%w: %s: parameters: %v", ErrInvalidEntry, e.Name, err)
+	}
+	return nil
+}
+
+// checkParameters compiles the schema (no external references) and requires
+// it to describe an object.
+func checkParameters(raw json.RawMessage) error {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return errors.New("must be a JSON Schema object")
+	}
+	if t, ok := obj["type"]; !ok || t != "object" {
+		return errors.New(`must have "type": "object" (the arguments are an object)`)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const url = "lionbus:tool-parameters.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return err
+	}
+	if _, err := c.Compile(url); err != nil {
+		return err
+	}
+	return nil
+}
+
+// noLoader refuses every external reference: a registry entry must be
+// self-contained.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %q is not allowed", url)
+}
+
+func validSubject(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n") {
+			return false
+		}
+	}
+	return true
+}
