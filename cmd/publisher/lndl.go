@@ -40,8 +40,10 @@ Stages:
 
 Flags:
   --vectors          read JSON Lines on stdin, each line the "input" object of
-                     a conformance vector of the stage, and write one JSON line
-                     per input: the object the vector's "expect" describes
+                     a conformance vector of the stage (or the whole vector
+                     line, so a vector file can be piped in as it is), and
+                     write one JSON line per input: the object the vector's
+                     "expect" describes
   --target FILE      target JSON Schema (round, render; render also reads
                      the schema from stdin when --target is absent)
   --results FILE     JSON object, alias -> result of actions run in earlier
@@ -62,6 +64,7 @@ retry, a failed validation, a parse error, a malformed vector line);
 Example:
   publisher lndl round --target schema.json --results results.json < response.txt
   publisher lndl call --vectors < inputs.jsonl
+  publisher lndl round --vectors < pkg/lndl/testdata/conformance/round.jsonl
 `
 
 // lndlStages maps each stage to the function turning one vector input
@@ -121,7 +124,7 @@ func runLNDL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 				return 2
 			}
 		}
-		return lndlVectors(ctx, run, stdin, stdout, stderr)
+		return lndlVectors(ctx, stage, run, stdin, stdout, stderr)
 	}
 	if stage != "round" && stage != "render" && (*target != "" || *results != "" || *notes != "" || *executed != "") {
 		fmt.Fprintf(stderr, "publisher lndl %s: --target, --results, --notes and --executed apply to round (and --target to render)\n", stage)
@@ -198,9 +201,10 @@ func lndlPrint(run func(json.RawMessage) (any, error), input map[string]any, std
 }
 
 // lndlVectors reads vector inputs, one JSON object a line, and writes one
-// result line per input. A line that is not a valid input gets an
+// result line per input. A line may also be a whole conformance vector (see
+// lndlVectorLineInput), so a vector file can be piped in as it is. A line that is not a valid input gets an
 // {"error": {"class": "InputError", ...}} line and the exit status 1.
-func lndlVectors(ctx context.Context, run func(json.RawMessage) (any, error), stdin io.Reader, stdout, stderr io.Writer) int {
+func lndlVectors(ctx context.Context, stage string, run func(json.RawMessage) (any, error), stdin io.Reader, stdout, stderr io.Writer) int {
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 64<<10), lndlMaxInput)
 	w := bufio.NewWriter(stdout)
@@ -217,7 +221,11 @@ func lndlVectors(ctx context.Context, run func(json.RawMessage) (any, error), st
 		if len(line) == 0 {
 			continue
 		}
-		out, err := run(line)
+		input, err := lndlVectorLineInput(stage, line)
+		var out any
+		if err == nil {
+			out, err = run(input)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "publisher lndl: line %d: %v\n", lineNo, err)
 			out = lndlErrorObject("InputError", err.Error())
@@ -237,6 +245,27 @@ func lndlVectors(ctx context.Context, run func(json.RawMessage) (any, error), st
 		return 1
 	}
 	return status
+}
+
+// lndlVectorLineInput returns the stage input a --vectors line carries: the
+// line itself, or, for a whole conformance vector line (an object with
+// "stage", "input" and "expect"; no stage input has those keys), its
+// "input", after checking the vector is one of this stage.
+func lndlVectorLineInput(stage string, line []byte) (json.RawMessage, error) {
+	var v struct {
+		Stage  *string         `json:"stage"`
+		Input  json.RawMessage `json:"input"`
+		Expect json.RawMessage `json:"expect"`
+	}
+	if err := json.Unmarshal(line, &v); err != nil || v.Stage == nil || v.Input == nil || v.Expect == nil {
+		// Not a whole vector: the line is the input (and run reports
+		// what is wrong with it).
+		return line, nil
+	}
+	if *v.Stage != stage {
+		return nil, fmt.Errorf("a vector of stage %q given to stage %q", *v.Stage, stage)
+	}
+	return v.Input, nil
 }
 
 // lndlWriteJSON writes v as one JSON value and a newline, with <, > and &

@@ -206,37 +206,57 @@ func TestRunLNDL_vectors(t *testing.T) {
 			if len(vectors) != n {
 				t.Fatalf("%d vectors, want %d", len(vectors), n)
 			}
-			var stdin bytes.Buffer
+			// Each line the vector's input object, then the vector file
+			// piped in as it is (whole vector lines).
+			var inputs bytes.Buffer
 			for _, v := range vectors {
-				stdin.Write(v.Input)
-				stdin.WriteByte('\n')
+				inputs.Write(v.Input)
+				inputs.WriteByte('\n')
 			}
-			var stdout, stderr bytes.Buffer
-			if code := runLNDL(context.Background(), []string{stage, "--vectors"}, &stdin, &stdout, &stderr); code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr.String())
+			file, err := os.ReadFile(filepath.Join(lndlVectorDir, stage+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-			if len(lines) != len(vectors) {
-				t.Fatalf("%d output lines for %d inputs", len(lines), len(vectors))
-			}
-			for i, v := range vectors {
-				got, _ := lndlDecode(t, []byte(lines[i])).(map[string]any)
-				exp := lndlDecode(t, v.Expect).(map[string]any)
-				var d string
-				switch {
-				case stage != "round" && exp["error"] != nil:
-					ge, _ := got["error"].(map[string]any)
-					d = lndlCheckError(ge, exp["error"].(map[string]any))
-				case stage == "round":
-					d = lndlCheckRound(got, exp)
-				default:
-					d = lndlDiff("$", got, exp)
-				}
-				if d != "" {
-					t.Errorf("%s: %s\n got: %s", v.ID, d, lines[i])
-				}
+			for _, in := range []struct {
+				name  string
+				stdin []byte
+			}{{"inputs", inputs.Bytes()}, {"vector file", file}} {
+				t.Run(in.name, func(t *testing.T) {
+					lndlCheckVectorOutput(t, stage, vectors, in.stdin)
+				})
 			}
 		})
+	}
+}
+
+// lndlCheckVectorOutput runs `lndl <stage> --vectors` on stdin and checks
+// one output line per vector against the vector's expect.
+func lndlCheckVectorOutput(t *testing.T, stage string, vectors []lndlTestVector, stdin []byte) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := runLNDL(context.Background(), []string{stage, "--vectors"}, bytes.NewReader(stdin), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(lines) != len(vectors) {
+		t.Fatalf("%d output lines for %d inputs", len(lines), len(vectors))
+	}
+	for i, v := range vectors {
+		got, _ := lndlDecode(t, []byte(lines[i])).(map[string]any)
+		exp := lndlDecode(t, v.Expect).(map[string]any)
+		var d string
+		switch {
+		case stage != "round" && exp["error"] != nil:
+			ge, _ := got["error"].(map[string]any)
+			d = lndlCheckError(ge, exp["error"].(map[string]any))
+		case stage == "round":
+			d = lndlCheckRound(got, exp)
+		default:
+			d = lndlDiff("$", got, exp)
+		}
+		if d != "" {
+			t.Errorf("%s: %s\n got: %s", v.ID, d, lines[i])
+		}
 	}
 }
 
@@ -416,5 +436,19 @@ func TestLNDLUnescapeHTML(t *testing.T) {
 		if err := json.Unmarshal([]byte(tt.want), &b); err != nil || a != b {
 			t.Errorf("%s and %s decode differently (%q, %q, %v)", tt.in, tt.want, a, b, err)
 		}
+	}
+}
+
+func TestRunLNDL_vectorOfAnotherStage(t *testing.T) {
+	line := `{"id": "x", "stage": "extract", "input": {"text": "a"}, "expect": {"blocks": []}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	code := runLNDL(context.Background(), []string{"normalize", "--vectors"}, strings.NewReader(line), &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	got := lndlDecode(t, stdout.Bytes()).(map[string]any)
+	e, _ := got["error"].(map[string]any)
+	if e["class"] != "InputError" || !strings.Contains(fmt.Sprint(e["message"]), `stage "extract" given to stage "normalize"`) {
+		t.Fatalf("output %s", stdout.String())
 	}
 }
