@@ -53,12 +53,63 @@ func NormalizeBlock(text string) string {
 }
 
 func repairTags(text string) string {
+	if !needsRepair(text) {
+		return text
+	}
 	text = fixMissingGT(text)
 	text = curlyOpenTags(text)
 	text = curlyCloseTags(text)
 	text = cleanTagHeads(text)
 	text = lowerNoteHeads(text)
 	return text
+}
+
+// needsRepair reports whether any repair of repairTags could change text.
+// It is false for most text, which then takes one scan instead of one per
+// repair. The curly and note repairs are assumed needed when their
+// trigger is present. The others are looked for at every '<': a
+// missing-'>' lact, or a tag head that is not clean. cleanTagHeads looks
+// at a subset of those places (it skips the inside of heads), so it
+// changes nothing when none of them needs cleaning.
+func needsRepair(text string) bool {
+	if strings.Contains(text, "{l") || strings.Contains(text, "{/l") || strings.Contains(text, "Note.") {
+		return true
+	}
+	for pos := 0; pos < len(text); {
+		k := strings.IndexByte(text[pos:], '<')
+		if k < 0 {
+			return false
+		}
+		i := pos + k
+		pos = i + 1
+		if pos >= len(text) || text[pos] != 'l' {
+			continue
+		}
+		tag, ok := tagAt(text, i, "<")
+		if !ok {
+			continue
+		}
+		after := i + 1 + len(tag)
+		if tag == "lact" {
+			if _, _, _, _, ok := matchMissingGT(text, after); ok {
+				return true
+			}
+		}
+		headStart := spaceRun(text, after)
+		if headStart == after {
+			continue
+		}
+		gt := strings.IndexByte(text[headStart:], '>')
+		if gt < 0 {
+			// No '>' here means none for any later tag, and a
+			// missing-'>' repair needs the '>' of its "</lact>".
+			return false
+		}
+		if !headIsClean(text[after : headStart+gt]) {
+			return true
+		}
+	}
+	return false
 }
 
 // spaceRun returns the end of the run of white space starting at i.
