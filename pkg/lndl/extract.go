@@ -43,11 +43,13 @@ func isLNDLLang(lang string) bool {
 	return len(lang) == 4 && strings.EqualFold(lang, "lndl")
 }
 
-// fenceLine describes one line that can close a fence: its kind ('`' or
-// '~') and byte offsets.
+// fenceLine describes one line that begins with a fence: its kind ('`' or
+// '~'), byte offsets and whether it can close a block.
 type fenceLine struct {
 	kind       byte
 	start, end int // the line's start and the end of its text (before '\n')
+	// closer is set when only spaces and tabs follow the fence.
+	closer bool
 }
 
 // scanFences calls fn for every fenced block of text (any language), in
@@ -57,57 +59,80 @@ type fenceLine struct {
 // closer with a cursor that only moves forward, so the scan is linear even
 // with many unclosed openers.
 func scanFences(text string, fn func(lang, body string)) {
-	if !strings.Contains(text, "```") && !strings.Contains(text, "~~~") {
+	var buf [8]fenceLine
+	lines := fenceLines(text, buf[:0])
+	if len(lines) == 0 {
 		return
 	}
-	var closers [2][]fenceLine // by kind: 0 backtick, 1 tilde
-	for start := 0; start < len(text); {
-		end := strings.IndexByte(text[start:], '\n')
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += start
-		}
-		if k, ok := fenceKind(text, start); ok && onlySpaceTab(text[start+3:end]) {
-			closers[kindIndex(k)] = append(closers[kindIndex(k)], fenceLine{kind: k, start: start, end: end})
-		}
-		start = end + 1
-	}
+	// cursor[k] is the first line that may still close a fence of kind
+	// k; it only moves forward.
 	var cursor [2]int
-	for start := 0; start < len(text); {
-		end := strings.IndexByte(text[start:], '\n')
-		if end < 0 {
+	start := 0
+	for _, l := range lines {
+		if l.start < start {
+			continue
+		}
+		if l.end == len(text) {
 			// The last line has no newline: it cannot open a block.
 			return
 		}
-		end += start
-		next := end + 1
-		k, ok := fenceKind(text, start)
+		next := l.end + 1
+		lang, ok := openerLang(text[l.start+3 : l.end])
 		if !ok {
-			start = next
 			continue
 		}
-		lang, ok := openerLang(text[start+3 : end])
-		if !ok {
-			start = next
-			continue
-		}
-		ki := kindIndex(k)
-		list := closers[ki]
+		ki := kindIndex(l.kind)
 		c := cursor[ki]
-		for c < len(list) && list[c].start < next {
+		for c < len(lines) && (lines[c].start < next || lines[c].kind != l.kind || !lines[c].closer) {
 			c++
 		}
 		cursor[ki] = c
-		if c == len(list) {
+		if c == len(lines) {
 			// No closer: this line opens nothing; later lines may.
-			start = next
 			continue
 		}
-		closer := list[c]
+		closer := lines[c]
 		fn(lang, text[next:closer.start])
 		start = closer.end + 1
 	}
+}
+
+// fenceLines appends to lines the lines of text that begin with three
+// backticks or three tildes, in order. It looks only at the occurrences of the fences,
+// skipping to the next line after each; the next occurrence of each kind
+// is kept until passed, so the scan is linear.
+func fenceLines(text string, lines []fenceLine) []fenceLine {
+	// next[k] is the offset of the next occurrence of fence kind k at or
+	// after pos, -1 when there is none, or -2 to look again.
+	next := [2]int{-2, -2}
+	fences := [2]string{"```", "~~~"}
+	for pos := 0; pos < len(text); {
+		i := -1
+		for k := range next {
+			if next[k] == -2 || next[k] >= 0 && next[k] < pos {
+				if j := strings.Index(text[pos:], fences[k]); j >= 0 {
+					next[k] = pos + j
+				} else {
+					next[k] = -1
+				}
+			}
+			if next[k] >= 0 && (i < 0 || next[k] < i) {
+				i = next[k]
+			}
+		}
+		if i < 0 {
+			break
+		}
+		end := len(text)
+		if nl := strings.IndexByte(text[i:], '\n'); nl >= 0 {
+			end = i + nl
+		}
+		if i == 0 || text[i-1] == '\n' {
+			lines = append(lines, fenceLine{kind: text[i], start: i, end: end, closer: onlySpaceTab(text[i+3 : end])})
+		}
+		pos = end + 1
+	}
+	return lines
 }
 
 // fenceKind reports whether the line at start begins with three backticks
