@@ -321,6 +321,34 @@ func curlyCloseTags(text string) string {
 	return strings.ReplaceAll(text, "{/lact}", "</lact>")
 }
 
+// nextTagHead finds the first `<lvar` or `<lact` at or after pos that is
+// followed by white space: its offset i, its name, the end of the name
+// (after) and where the head starts past the white space. ok is false when
+// there is none.
+func nextTagHead(text string, pos int) (i int, tag string, after, headStart int, ok bool) {
+	for pos < len(text) {
+		// The next "<l": bodies hold closing tags, so most '<' are
+		// followed by '/', and one IndexByte per '<' beats strings.Index.
+		k := strings.IndexByte(text[pos:], '<')
+		if k < 0 {
+			break
+		}
+		i = pos + k
+		pos = i + 1
+		if pos >= len(text) || text[pos] != 'l' {
+			continue
+		}
+		if tag, ok = tagAt(text, i, "<"); !ok {
+			continue
+		}
+		after = i + 1 + len(tag)
+		if headStart = spaceRun(text, after); headStart > after {
+			return i, tag, after, headStart, true
+		}
+	}
+	return 0, "", 0, 0, false
+}
+
 // cleanTagHeads rewrites every `<lvar WS HEAD>` and `<lact WS HEAD>`: XML
 // attributes dropped, words re-joined, a name attribute promoted first.
 func cleanTagHeads(text string) string {
@@ -329,27 +357,12 @@ func cleanTagHeads(text string) string {
 	}
 	var b strings.Builder
 	copied := 0
-	for pos := 0; pos < len(text); {
-		// The next "<l": bodies hold closing tags, so most '<' are
-		// followed by '/', and one IndexByte per '<' beats strings.Index.
-		k := strings.IndexByte(text[pos:], '<')
-		if k < 0 {
+	for pos := 0; ; {
+		i, tag, after, headStart, ok := nextTagHead(text, pos)
+		if !ok {
 			break
 		}
-		i := pos + k
 		pos = i + 1
-		if pos >= len(text) || text[pos] != 'l' {
-			continue
-		}
-		tag, ok := tagAt(text, i, "<")
-		if !ok {
-			continue
-		}
-		after := i + 1 + len(tag)
-		headStart := spaceRun(text, after)
-		if headStart == after {
-			continue
-		}
 		gt := strings.IndexByte(text[headStart:], '>')
 		if gt < 0 {
 			// No '>' here means none for any later tag either.
@@ -503,25 +516,13 @@ func lowerNoteHeads(text string) string {
 	}
 	var b strings.Builder
 	copied := 0
-	for pos := 0; pos < len(text); {
-		// The next "<l": bodies hold closing tags, so most '<' are
-		// followed by '/', and one IndexByte per '<' beats strings.Index.
-		k := strings.IndexByte(text[pos:], '<')
-		if k < 0 {
+	for pos := 0; ; {
+		i, tag, _, ns, ok := nextTagHead(text, pos)
+		if !ok {
 			break
 		}
-		i := pos + k
 		pos = i + 1
-		if pos >= len(text) || text[pos] != 'l' {
-			continue
-		}
-		tag, ok := tagAt(text, i, "<")
-		if !ok {
-			continue
-		}
-		after := i + 1 + len(tag)
-		ns := spaceRun(text, after)
-		if ns == after || !strings.HasPrefix(text[ns:], "Note.") {
+		if !strings.HasPrefix(text[ns:], "Note.") {
 			continue
 		}
 		b.WriteString(text[copied:i])
