@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Action is a tool call declared by a lact: the lact's alias, the
@@ -52,8 +53,9 @@ func Assemble(p *Program, target *Target, known, notes map[string]any) (any, err
 		return nil, nil
 	}
 	d := newDecls(p)
-	a := newAssembler(d, target, known, mergeNotes(notes, p))
-	obj, err := a.assemble(p.Out.Fields((&binder{d: d, target: target}).bind))
+	a := getAssembler(d, target, known, mergeNotes(notes, p))
+	defer a.release()
+	obj, err := a.assemble(p.Out.keyedFields((&binder{d: d, target: target}).bind))
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +108,37 @@ type assembler struct {
 	fill    modelFill
 }
 
-func newAssembler(d *decls, target *Target, known, notes map[string]any) *assembler {
-	return &assembler{target: target, d: d, known: known, notes: notes}
+// assemblerPool holds assemblers between uses, so that their scratch
+// space is made once.
+var assemblerPool = sync.Pool{New: func() any { return new(assembler) }}
+
+// Bounds of the scratch space a pooled assembler keeps.
+const (
+	maxPooledParts  = 1024
+	maxPooledFields = 64
+)
+
+// getAssembler returns a pooled assembler set up for one assembly; the
+// caller takes a.calls, if it keeps them, and calls release.
+func getAssembler(d *decls, target *Target, known, notes map[string]any) *assembler {
+	a := assemblerPool.Get().(*assembler)
+	a.target, a.d, a.known, a.notes = target, d, known, notes
+	return a
+}
+
+// release clears the assembler's references and pools it.
+func (a *assembler) release() {
+	a.target, a.d, a.known, a.notes, a.calls, a.prevCalls, a.texts = nil, nil, nil, nil, nil, nil, nil
+	if cap(a.partBuf) > maxPooledParts || cap(a.fill.keys) > maxPooledFields || cap(a.fill.slot) > maxPooledFields {
+		return
+	}
+	clear(a.partBuf[:cap(a.partBuf)])
+	a.partBuf = a.partBuf[:0]
+	a.fill.release()
+	clear(a.fill.keys[:cap(a.fill.keys)])
+	clear(a.fill.specs[:cap(a.fill.specs)])
+	a.fill.m = nil
+	assemblerPool.Put(a)
 }
 
 // part is one resolved list item: its value and the field it names.
@@ -135,18 +166,23 @@ const (
 func (p *part) literal() bool { return p.flags&partLiteral != 0 }
 func (p *part) result() bool  { return p.flags&partResult != 0 }
 
-func (a *assembler) assemble(fields []Field) (*Object, error) {
+func (a *assembler) assemble(fields []OutEntry) (*Object, error) {
 	return a.reassemble(fields, nil, nil)
 }
 
 // reassemble assembles fields, taking the value of fields[i] from
 // prev.pairs[i] when keep(i) holds: a field whose references resolve as
 // they did when prev was assembled has the same value.
-func (a *assembler) reassemble(fields []Field, prev *Object, keep func(int) bool) (*Object, error) {
+//
+// The keys of fields are distinct (see [Out.keyedFields]), so
+// each is appended without a lookup; the object has the same keys as
+// prev, so prev has passed the required-field check.
+func (a *assembler) reassemble(fields []OutEntry, prev *Object, keep func(int) bool) (*Object, error) {
 	out := NewObject(len(fields))
-	for i, f := range fields {
+	for i := range fields {
+		f := &fields[i]
 		if prev != nil && keep(i) {
-			out.Set(f.Key, prev.pairs[i].val)
+			out.setNew(f.Key, prev.pairs[i].val)
 			continue
 		}
 		var ft *Type
@@ -157,9 +193,9 @@ func (a *assembler) reassemble(fields []Field, prev *Object, keep func(int) bool
 		if err != nil {
 			return nil, err
 		}
-		out.Set(f.Key, v)
+		out.setNew(f.Key, v)
 	}
-	if a.target != nil && a.target.Model != nil {
+	if prev == nil && a.target != nil && a.target.Model != nil {
 		var missing []string
 		for _, spec := range a.target.Model.Fields {
 			if spec.Required && !out.Has(spec.Name) {
@@ -398,7 +434,7 @@ func (a *assembler) shape(parts []part, ft *Type) any {
 				fill.set(f, i)
 			}
 		}
-		return fill.object()
+		return fill.object(a)
 	}
 	if len(parts) == 1 {
 		return a.coerce(&parts[0], ft)
@@ -426,7 +462,7 @@ func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 		if field == "" {
 			f := cur.nextUnset()
 			if f == "" {
-				items = append(items, cur.object())
+				items = append(items, cur.object(a))
 				cur.reset()
 				f = cur.nextUnset()
 			}
@@ -436,13 +472,13 @@ func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 			continue
 		}
 		if cur.has(field) {
-			items = append(items, cur.object())
+			items = append(items, cur.object(a))
 			cur.reset()
 		}
 		cur.set(field, i)
 	}
 	if len(cur.keys) > 0 {
-		items = append(items, cur.object())
+		items = append(items, cur.object(a))
 	}
 	if items == nil {
 		items = []any{}
@@ -452,7 +488,6 @@ func (a *assembler) shapeModelList(parts []part, m *Model) []any {
 
 // modelFill collects the parts of one model object in insertion order.
 type modelFill struct {
-	a     *assembler
 	m     *Model
 	src   []part       // the parts being shaped
 	keys  []string     // the keys set, in order
@@ -469,7 +504,7 @@ type modelFill struct {
 // part for the model's fields (and O(k) for k keys the model lacks).
 func (a *assembler) newModelFill(m *Model, src []part) *modelFill {
 	f := &a.fill
-	f.a, f.m, f.src = a, m, src
+	f.m, f.src = m, src
 	f.keys, f.idx, f.specs, f.next = f.keys[:0], f.idx[:0], f.specs[:0], 0
 	if n := len(m.Fields); cap(f.keys) < n {
 		f.keys, f.idx, f.specs = make([]string, 0, n), make([]int, 0, n), make([]*FieldSpec, 0, n)
@@ -547,14 +582,14 @@ func (f *modelFill) nextUnset() string {
 }
 
 // object returns the filled object, each value coerced for its field.
-func (f *modelFill) object() *Object {
+func (f *modelFill) object(a *assembler) *Object {
 	obj := NewObject(len(f.keys))
 	for i, k := range f.keys {
 		var ft *Type
 		if spec := f.specs[i]; spec != nil {
 			ft = shapeType(spec.Type)
 		}
-		obj.Set(k, f.a.coerceField(&f.src[f.idx[i]], ft))
+		obj.setNew(k, a.coerceField(&f.src[f.idx[i]], ft))
 	}
 	return obj
 }

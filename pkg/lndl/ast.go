@@ -52,7 +52,7 @@ type Lact struct {
 }
 
 // EntryKind says which form an OUT entry has.
-type EntryKind int
+type EntryKind uint8
 
 // OUT entry forms.
 const (
@@ -84,7 +84,7 @@ type Out struct {
 }
 
 // ValueKind is the kind of an OUT [Value].
-type ValueKind int
+type ValueKind uint8
 
 // OUT value kinds.
 const (

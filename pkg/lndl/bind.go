@@ -21,24 +21,37 @@ type decls struct {
 const smallDecls = 24
 
 func newDecls(p *Program) *decls {
-	d := indexDecls(p)
+	d := new(decls)
+	d.init(p)
+	return d
+}
+
+// init sets d to the decls of p.
+func (d *decls) init(p *Program) {
+	d.setIndex(p)
 	d.contents = make([]any, len(p.Lvars))
 	for i := range p.Lvars {
 		d.contents[i] = p.Lvars[i].Content
 	}
-	return d
 }
 
 // indexDecls returns the decls of p without the boxed contents: enough to
 // look aliases up and bind them.
 func indexDecls(p *Program) *decls {
-	d := &decls{prog: p}
+	d := new(decls)
+	d.setIndex(p)
+	return d
+}
+
+// setIndex sets d to the decls of p without the boxed contents.
+func (d *decls) setIndex(p *Program) {
+	*d = decls{prog: p}
 	if len(p.Lvars)+len(p.Lacts) <= smallDecls {
-		return d
+		return
 	}
 	if p.aliases != nil && len(p.aliases) == len(p.Lvars)+len(p.Lacts) {
 		d.index = p.aliases
-		return d
+		return
 	}
 	d.index = make(map[string]int, len(p.Lvars)+len(p.Lacts))
 	for i := range p.Lvars {
@@ -51,7 +64,6 @@ func indexDecls(p *Program) *decls {
 			d.index[p.Lacts[i].Alias] = -i - 1
 		}
 	}
-	return d
 }
 
 // lookup returns the index of the declaration of name, as in index.

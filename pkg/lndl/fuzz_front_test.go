@@ -68,7 +68,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		prog, err := Parse(text)
 		// The fast path for declarations agrees with the token parser.
-		slow, slowErr := parse(text, false)
+		slow, slowErr := parse(text, false, declCount{})
 		if !reflect.DeepEqual(prog, slow) || fmt.Sprint(err) != fmt.Sprint(slowErr) {
 			t.Fatalf("Parse = %+v, %v; token parser = %+v, %v", prog, err, slow, slowErr)
 		}

@@ -53,32 +53,50 @@ func NormalizeBlock(text string) string {
 }
 
 func repairTags(text string) string {
-	if !needsRepair(text) {
-		return text
+	text, _ = repairTagsCounting(text)
+	return text
+}
+
+// declCount is the number of <lvar and <lact tags normalization saw in a
+// text, which the parser sizes its declaration slices from; known is false
+// when it did not count them all.
+type declCount struct {
+	lvars, lacts int
+	known        bool
+}
+
+// repairTagsCounting is repairTags, also returning the tags it counted
+// while checking whether a repair applies.
+func repairTagsCounting(text string) (string, declCount) {
+	need, count := needsRepair(text)
+	if !need {
+		return text, count
 	}
 	text = fixMissingGT(text)
 	text = curlyOpenTags(text)
 	text = curlyCloseTags(text)
 	text = cleanTagHeads(text)
 	text = lowerNoteHeads(text)
-	return text
+	return text, declCount{}
 }
 
-// needsRepair reports whether any repair of repairTags could change text.
-// It is false for most text, which then takes one scan instead of one per
+// needsRepair reports whether any repair of repairTags could change text,
+// and counts the <lvar and <lact tags of a text that needs none. It is
+// false for most text, which then takes one scan instead of one per
 // repair. The curly and note repairs are assumed needed when their
 // trigger is present. The others are looked for at every '<': a
 // missing-'>' lact, or a tag head that is not clean. cleanTagHeads looks
 // at a subset of those places (it skips the inside of heads), so it
 // changes nothing when none of them needs cleaning.
-func needsRepair(text string) bool {
+func needsRepair(text string) (bool, declCount) {
 	if strings.Contains(text, "{l") || strings.Contains(text, "{/l") || strings.Contains(text, "Note.") {
-		return true
+		return true, declCount{}
 	}
+	count := declCount{known: true}
 	for pos := 0; pos < len(text); {
 		k := strings.IndexByte(text[pos:], '<')
 		if k < 0 {
-			return false
+			return false, count
 		}
 		i := pos + k
 		pos = i + 1
@@ -91,9 +109,12 @@ func needsRepair(text string) bool {
 		}
 		after := i + 1 + len(tag)
 		if tag == "lact" {
+			count.lacts++
 			if _, _, _, _, ok := matchMissingGT(text, after); ok {
-				return true
+				return true, declCount{}
 			}
+		} else {
+			count.lvars++
 		}
 		headStart := spaceRun(text, after)
 		if headStart == after {
@@ -102,14 +123,15 @@ func needsRepair(text string) bool {
 		gt := strings.IndexByte(text[headStart:], '>')
 		if gt < 0 {
 			// No '>' here means none for any later tag, and a
-			// missing-'>' repair needs the '>' of its "</lact>".
-			return false
+			// missing-'>' repair needs the '>' of its "</lact>"; no
+			// later tag can start a declaration either.
+			return false, count
 		}
 		if !headIsClean(text[after : headStart+gt]) {
-			return true
+			return true, declCount{}
 		}
 	}
-	return false
+	return false, count
 }
 
 // spaceRun returns the end of the run of white space starting at i.

@@ -109,6 +109,52 @@ func (o *Out) Fields(bind func(name string) string) []Field {
 	return fields
 }
 
+// keyedFields returns the merged fields of the block (see Fields) as
+// keyed entries: the entries themselves when all are keyed with distinct
+// keys, as in most blocks, else the fields Fields gives. The caller must
+// not modify them.
+func (o *Out) keyedFields(bind func(name string) string) []OutEntry {
+	if o == nil {
+		return nil
+	}
+	if o.keyedDistinct() {
+		return o.Entries
+	}
+	fields := o.Fields(bind)
+	entries := make([]OutEntry, len(fields))
+	for i := range fields {
+		entries[i] = OutEntry{Kind: EntryKeyed, Key: fields[i].Key, Value: fields[i].Value}
+	}
+	return entries
+}
+
+// keyedDistinct reports whether every entry is keyed and no key repeats.
+func (o *Out) keyedDistinct() bool {
+	var seen map[string]bool
+	if len(o.Entries) > smallSet {
+		seen = make(map[string]bool, len(o.Entries))
+	}
+	for i := range o.Entries {
+		e := &o.Entries[i]
+		if e.Kind != EntryKeyed {
+			return false
+		}
+		if seen != nil {
+			if seen[e.Key] {
+				return false
+			}
+			seen[e.Key] = true
+			continue
+		}
+		for j := range i {
+			if o.Entries[j].Key == e.Key {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // groupHead returns the name a group binds by: its first item when that is
 // a reference, or the first item of its first item when that is a list
 // whose first item is a reference.

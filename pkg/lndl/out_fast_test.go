@@ -41,8 +41,8 @@ func TestFastOutMatchesTokenParser(t *testing.T) {
 		if ok != tc.fast {
 			t.Errorf("fastOut(%q): ok %v, want %v", tc.text, ok, tc.fast)
 		}
-		prog, err := parse(tc.text, true)
-		slow, slowErr := parse(tc.text, false)
+		prog, err := parse(tc.text, true, declCount{})
+		slow, slowErr := parse(tc.text, false, declCount{})
 		if !reflect.DeepEqual(prog, slow) || (err == nil) != (slowErr == nil) {
 			t.Errorf("Parse(%q) = %+v, %v; token parser %+v, %v", tc.text, prog, err, slow, slowErr)
 		}

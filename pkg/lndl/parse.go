@@ -51,18 +51,19 @@ const (
 // most [MaxIntDigits] digits; float literals must be finite. Parse runs in
 // time linear in len(text).
 func Parse(text string) (*Program, error) {
-	return parse(text, true)
+	return parse(text, true, declCount{})
 }
 
 // parse is Parse; fast selects the fast path for declarations (see
-// fastDecl), which tests turn off to compare.
-func parse(text string, fast bool) (*Program, error) {
+// fastDecl), which tests turn off to compare; count, when known, sizes
+// the declaration slices.
+func parse(text string, fast bool, count declCount) (*Program, error) {
 	if len(text) > MaxInputBytes {
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
 	sp := valueStackPool.Get().(*[]Value)
-	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, stack: (*sp)[:0], listStart: -1}
+	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, stack: (*sp)[:0], listStart: -1, count: count}
 	p.advance()
 	prog, err := p.parseProgram()
 	// Finished lists were copied out of the stack: it is scratch space,
@@ -100,14 +101,21 @@ type parser struct {
 	// noFastPath turns fastDecl and fastOut off, so that tests can
 	// compare them with the token parser.
 	noFastPath bool
+	// count is the number of declaration tags normalization counted.
+	count declCount
 }
 
-// declRoom returns the room to make for the declarations of src: every
-// declaration has an opening and a closing tag, each starting with '<', so
-// half their number (counted in one fast pass) is rarely short, within
-// MaxDeclarations; append grows the slice when it is.
-func declRoom(src string) int {
-	return min(strings.Count(src, "<")/2+1, MaxDeclarations)
+// declRoom returns the room to make for the lvars and the lacts of src.
+// The tags normalization counted give it exactly (up to tags inside
+// bodies); without them, every declaration has an opening and a closing
+// tag, each starting with '<', so half their number (counted in one fast
+// pass) is rarely short for the lvars, and a few lacts are usual. Both are
+// within MaxDeclarations; append grows a slice that is short.
+func (p *parser) declRoom() (lvars, lacts int) {
+	if p.count.known {
+		return min(p.count.lvars, MaxDeclarations), min(p.count.lacts, MaxDeclarations)
+	}
+	return min(strings.Count(p.lx.src, "<")/2+1, MaxDeclarations), 4
 }
 
 // Blocks of the list arena: the first holds at least arenaFirst items,
@@ -184,7 +192,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, p.errorAt(&p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
 			}
 			if aliases.room < 0 {
-				aliases.room = declRoom(p.lx.src)
+				aliases.room, aliases.lactRoom = p.declRoom()
 			}
 			kind := p.tok.kind
 			head, body, pos, ok := p.fastDecl(kind)
@@ -203,12 +211,12 @@ func (p *parser) parseProgram() (*Program, error) {
 			}
 			if kind == tokLvarOpen {
 				if prog.Lvars == nil {
-					prog.Lvars = make([]Lvar, 0, aliases.room)
+					prog.Lvars = make([]Lvar, 0, max(aliases.room, 1))
 				}
 				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
 			} else {
 				if prog.Lacts == nil {
-					prog.Lacts = make([]Lact, 0, 4)
+					prog.Lacts = make([]Lact, 0, max(aliases.lactRoom, 1))
 				}
 				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
 			}
@@ -238,9 +246,9 @@ type aliasSet struct {
 	many map[string]int
 	// mapRoom is the size to give the map when it is made.
 	mapRoom int
-	// room is the size to give the lvar slice, or -1 before the first
-	// declaration.
-	room int
+	// room and lactRoom are the sizes to give the lvar and lact slices;
+	// room is -1 before the first declaration.
+	room, lactRoom int
 }
 
 const aliasSetSmall = 16

@@ -72,12 +72,14 @@ type RoundResult struct {
 
 	prog   *Program
 	d      *decls
-	fields []Field
+	fields []OutEntry
 	target *Target
 	known  map[string]any
 	// calls are the lact calls parsed by the assembly, by lact index;
 	// read only.
 	calls []*Placeholder
+	// decls is the storage of d.
+	decls decls
 }
 
 // ErrNotSuccess is returned by [RoundResult.Resolve] for a round whose
@@ -122,7 +124,8 @@ func Round(in RoundInput) *RoundResult {
 		res.Outcome = OutcomeContinue
 		return res
 	}
-	prog, err := Parse(NormalizeBlock(strings.Join(blocks, "\n\n")))
+	block, count := repairTagsCounting(strings.Join(blocks, "\n\n"))
+	prog, err := parse(block, true, count)
 	if err != nil {
 		res.Notes = copyNotes(in.Notes)
 		return res.retry(err)
@@ -141,14 +144,17 @@ func Round(in RoundInput) *RoundResult {
 		}
 		return res
 	}
-	d := newDecls(prog)
-	fields := prog.Out.Fields((&binder{d: d, target: in.Target}).bind)
-	a := newAssembler(d, in.Target, in.ActionResults, res.Notes)
+	d := &res.decls
+	d.init(prog)
+	fields := prog.Out.keyedFields((&binder{d: d, target: in.Target}).bind)
+	a := getAssembler(d, in.Target, in.ActionResults, res.Notes)
 	obj, err := a.assemble(fields)
+	calls := a.calls
+	a.release()
 	if err != nil {
 		return res.retry(err)
 	}
-	res.prog, res.d, res.fields, res.known, res.calls = prog, d, fields, in.ActionResults, a.calls
+	res.prog, res.d, res.fields, res.known, res.calls = prog, d, fields, in.ActionResults, calls
 	res.Outcome = OutcomeSuccess
 	res.Assembled = obj
 	res.Pending = collectPending(obj)
@@ -190,7 +196,8 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 			known[k] = v
 		}
 	}
-	a := newAssembler(r.d, r.target, known, r.Notes)
+	a := getAssembler(r.d, r.target, known, r.Notes)
+	defer a.release()
 	a.prevCalls = r.calls
 	// Only the fields that refer to an executed action can change; the
 	// others keep the value of the first assembly.

@@ -46,14 +46,62 @@ const (
 	objectIndexMin = 12
 )
 
+// Objects of up to 16 keys are allocated with their room, in one
+// allocation sized to a few steps.
+type (
+	object8 struct {
+		obj Object
+		buf [8]objectPair
+	}
+	object12 struct {
+		obj Object
+		buf [12]objectPair
+	}
+	object16 struct {
+		obj Object
+		buf [16]objectPair
+	}
+)
+
 // NewObject returns an empty object with room for n keys.
 func NewObject(n int) *Object {
-	if n <= smallObjectKeys {
+	switch {
+	case n <= smallObjectKeys:
 		s := &smallObject{}
+		s.obj.pairs = s.buf[:0]
+		return &s.obj
+	case n <= 8:
+		s := &object8{}
+		s.obj.pairs = s.buf[:0]
+		return &s.obj
+	case n <= 12:
+		s := &object12{}
+		s.obj.pairs = s.buf[:0]
+		return &s.obj
+	case n <= 16:
+		s := &object16{}
 		s.obj.pairs = s.buf[:0]
 		return &s.obj
 	}
 	return &Object{pairs: make([]objectPair, 0, n)}
+}
+
+// setNew appends key, which the caller knows is not present, with v.
+func (o *Object) setNew(key string, v any) {
+	o.pairs = append(o.pairs, objectPair{key, v})
+	if o.index != nil {
+		o.index[key] = len(o.pairs) - 1
+	} else if len(o.pairs) > objectIndexMin {
+		o.buildIndex()
+	}
+}
+
+// buildIndex indexes the keys.
+func (o *Object) buildIndex() {
+	o.index = make(map[string]int, len(o.pairs)*2)
+	for i := range o.pairs {
+		o.index[o.pairs[i].key] = i
+	}
 }
 
 func (o *Object) find(key string) int {
@@ -77,15 +125,7 @@ func (o *Object) Set(key string, v any) {
 		o.pairs[i].val = v
 		return
 	}
-	o.pairs = append(o.pairs, objectPair{key, v})
-	if o.index != nil {
-		o.index[key] = len(o.pairs) - 1
-	} else if len(o.pairs) > objectIndexMin {
-		o.index = make(map[string]int, len(o.pairs)*2)
-		for i := range o.pairs {
-			o.index[o.pairs[i].key] = i
-		}
-	}
+	o.setNew(key, v)
 }
 
 // Get returns the value of key and whether the key is present.
