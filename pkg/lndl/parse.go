@@ -194,31 +194,40 @@ func (p *parser) parseProgram() (*Program, error) {
 			if aliases.room < 0 {
 				aliases.room, aliases.lactRoom = p.declRoom()
 			}
-			kind := p.tok.kind
-			head, body, pos, ok := p.fastDecl(kind)
-			if !ok {
-				var err error
-				if head, body, pos, err = p.parseDecl(); err != nil {
-					return nil, err
-				}
-			}
-			decl := len(prog.Lvars)
-			if kind == tokLactOpen {
-				decl = -len(prog.Lacts) - 1
-			}
-			if !aliases.add(head.Alias, decl, prog) {
-				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
-			}
-			if kind == tokLvarOpen {
+			// The declaration is parsed in place, into a new last
+			// element of Lvars or Lacts.
+			var (
+				decl int
+				head *Head
+				body *string
+				pos  *Pos
+			)
+			if kind := p.tok.kind; kind == tokLvarOpen {
 				if prog.Lvars == nil {
 					prog.Lvars = make([]Lvar, 0, max(aliases.room, 1))
 				}
-				prog.Lvars = append(prog.Lvars, Lvar{Head: head, Content: body, Pos: pos})
+				decl = len(prog.Lvars)
+				prog.Lvars = append(prog.Lvars, Lvar{})
+				lv := &prog.Lvars[decl]
+				head, body, pos = &lv.Head, &lv.Content, &lv.Pos
 			} else {
 				if prog.Lacts == nil {
 					prog.Lacts = make([]Lact, 0, max(aliases.lactRoom, 1))
 				}
-				prog.Lacts = append(prog.Lacts, Lact{Head: head, Call: body, Pos: pos})
+				decl = -len(prog.Lacts) - 1
+				prog.Lacts = append(prog.Lacts, Lact{})
+				la := &prog.Lacts[len(prog.Lacts)-1]
+				head, body, pos = &la.Head, &la.Call, &la.Pos
+			}
+			if !p.fastDecl(head, body, pos) {
+				h, b, ps, err := p.parseDecl()
+				if err != nil {
+					return nil, err
+				}
+				*head, *body, *pos = h, b, ps
+			}
+			if !aliases.add(head.Alias, decl, prog) {
+				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 		case tokOutOpen:
 			out, err := p.parseOut()
@@ -253,14 +262,15 @@ type aliasSet struct {
 
 const aliasSetSmall = 16
 
-// add adds alias, declared at decl (i for Lvars[i], -i-1 for Lacts[i]),
-// and reports whether it was new. The first aliasSetSmall declarations
-// are in source order, lvars and lacts mixed, so their decl values are
-// only known to the caller: it passes them again through fill.
+// add adds alias, declared at decl (i for Lvars[i], -i-1 for Lacts[i],
+// already in prog), and reports whether it was new. While the set is
+// small the aliases are compared directly (length and first byte first:
+// most aliases are short and differ there); once it is full, the map is
+// made from prog's other declarations.
 func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 	if a.many == nil {
 		for _, x := range a.few[:a.n] {
-			if x == alias {
+			if len(x) == len(alias) && (x == "" || x[0] == alias[0]) && x == alias {
 				return false
 			}
 		}
@@ -271,10 +281,14 @@ func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 		}
 		a.many = make(map[string]int, max(2*aliasSetSmall, a.mapRoom))
 		for i := range prog.Lvars {
-			a.many[prog.Lvars[i].Alias] = i
+			if i != decl {
+				a.many[prog.Lvars[i].Alias] = i
+			}
 		}
 		for i := range prog.Lacts {
-			a.many[prog.Lacts[i].Alias] = -i - 1
+			if -i-1 != decl {
+				a.many[prog.Lacts[i].Alias] = -i - 1
+			}
 		}
 	}
 	if _, dup := a.many[alias]; dup {
@@ -290,10 +304,14 @@ func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 // a token of every word, and yields what parseDecl would. For anything
 // else it reports false and consumes nothing, and parseDecl parses the
 // declaration (and reports any error).
-func (p *parser) fastDecl(kind tokKind) (Head, string, Pos, bool) {
+//
+// It writes the head, the trimmed body and the tag's position through h,
+// body and pos, and only when it reports true.
+func (p *parser) fastDecl(h *Head, body *string, pos *Pos) bool {
 	if p.noFastPath {
-		return Head{}, "", Pos{}, false
+		return false
 	}
+	kind := p.tok.kind
 	s := p.lx.src
 	i := p.lx.off
 	// The head's tokens: up to four words, with '.' as a word of its own.
@@ -304,14 +322,14 @@ func (p *parser) fastDecl(kind tokKind) (Head, string, Pos, bool) {
 			i++
 		}
 		if i >= len(s) {
-			return Head{}, "", Pos{}, false
+			return false
 		}
 		c := s[i]
 		if c == '>' {
 			break
 		}
 		if n == len(words) {
-			return Head{}, "", Pos{}, false
+			return false
 		}
 		if c == '.' {
 			words[n] = "."
@@ -320,7 +338,7 @@ func (p *parser) fastDecl(kind tokKind) (Head, string, Pos, bool) {
 			continue
 		}
 		if c >= utf8.RuneSelf || !isIdentStart(rune(c)) {
-			return Head{}, "", Pos{}, false
+			return false
 		}
 		start := i
 		for i < len(s) && s[i] < utf8.RuneSelf && asciiIdentPart[s[i]] {
@@ -328,25 +346,25 @@ func (p *parser) fastDecl(kind tokKind) (Head, string, Pos, bool) {
 		}
 		if i < len(s) && s[i] >= utf8.RuneSelf {
 			// A non-ASCII letter may continue the word.
-			return Head{}, "", Pos{}, false
+			return false
 		}
 		words[n] = s[start:i]
 		n++
 	}
-	var h Head
+	var model, field, alias, hint string
 	isWord := func(w string) bool { return w != "" && w != "." }
 	switch {
 	case n == 1 && isWord(words[0]):
-		h.Alias = words[0]
+		alias = words[0]
 	case n == 2 && isWord(words[0]) && isWord(words[1]):
-		h.Hint, h.Alias = words[0], words[1]
+		hint, alias = words[0], words[1]
 	case n >= 3 && isWord(words[0]) && words[1] == "." && isWord(words[2]) && (n == 3 || isWord(words[3])):
-		h.Model, h.Field, h.Alias = words[0], words[2], words[2]
+		model, field, alias = words[0], words[2], words[2]
 		if n == 4 {
-			h.Alias = words[3]
+			alias = words[3]
 		}
 	default:
-		return Head{}, "", Pos{}, false
+		return false
 	}
 	closer := lvarCloseText
 	if kind == tokLactOpen {
@@ -355,14 +373,17 @@ func (p *parser) fastDecl(kind tokKind) (Head, string, Pos, bool) {
 	rest := s[i+1:]
 	k := strings.Index(rest, closer)
 	if k < 0 {
-		return Head{}, "", Pos{}, false
+		return false
 	}
 	open := p.tok.off
 	p.lx.head = tokEOF
 	p.lx.body = false
 	p.lx.off = i + 1 + k + len(closer)
 	p.advance() // the token after the closing tag
-	return h, trimLNDLSpace(rest[:k]), p.posAt(open), true
+	h.Model, h.Field, h.Alias, h.Hint = model, field, alias, hint
+	*body = trimLNDLSpace(rest[:k])
+	*pos = p.posAt(open)
+	return true
 }
 
 // parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current
