@@ -65,6 +65,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("<lvar a b c>x</lvar>\n<lvar a.>x</lvar>\n<lvar a.b.c>x</lvar>\n<lvar é>x</lvar>\n<lvar aé>x</lvar>")
 	f.Add("OUT{a: [x, y.z, [1, -2.5], true, NULL], b: q, c: -7, d: False,\n e: [[a, b], [c]], f: []}")
 	f.Add("OUT{a: [x], b: 1.5, c: \"s\", [g], h}")
+	f.Add("<lvar a>x</lvar> \t\r\n\n<lvar a>y</lvar>")
+	f.Add("<lvar a>x</lvar>#! <lact a>f()</lact>\n<lvar b>y</lvar>")
 	f.Fuzz(func(t *testing.T, text string) {
 		prog, err := Parse(text)
 		// The fast path for declarations agrees with the token parser.

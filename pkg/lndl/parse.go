@@ -103,6 +103,9 @@ type parser struct {
 	noFastPath bool
 	// count is the number of declaration tags normalization counted.
 	count declCount
+	// declEnd is the offset after the closing tag of the declaration
+	// fastDecl parsed, -1 when parseDecl parsed it.
+	declEnd int
 }
 
 // declRoom returns the room to make for the lvars and the lacts of src.
@@ -219,6 +222,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				la := &prog.Lacts[len(prog.Lacts)-1]
 				head, body, pos = &la.Head, &la.Call, &la.Pos
 			}
+			p.declEnd = -1
 			if !p.fastDecl(head, body, pos) {
 				h, b, ps, err := p.parseDecl()
 				if err != nil {
@@ -227,7 +231,15 @@ func (p *parser) parseProgram() (*Program, error) {
 				*head, *body, *pos = h, b, ps
 			}
 			if !aliases.add(head.Alias, decl, prog) {
-				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
+				at := p.tok
+				if p.declEnd >= 0 {
+					// The error is at the token after the closing
+					// tag, which fastDecl may have skipped over.
+					lx := p.lx
+					lx.off, lx.head, lx.body, lx.inOut = p.declEnd, tokEOF, false, false
+					lx.next(&at)
+				}
+				return nil, p.errorAt(&at, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 		case tokOutOpen:
 			out, err := p.parseOut()
@@ -376,14 +388,45 @@ func (p *parser) fastDecl(h *Head, body *string, pos *Pos) bool {
 		return false
 	}
 	open := p.tok.off
+	end := i + 1 + k + len(closer)
+	p.declEnd = end
+	h.Model, h.Field, h.Alias, h.Hint = model, field, alias, hint
+	text := rest[:k]
+	if text != "" && (asciiSpaceOrHigh(text[0]) || asciiSpaceOrHigh(text[len(text)-1])) {
+		text = trimLNDLSpace(text)
+	}
+	*body = text
+	*pos = p.posAt(open)
 	p.lx.head = tokEOF
 	p.lx.body = false
-	p.lx.off = i + 1 + k + len(closer)
-	p.advance() // the token after the closing tag
-	h.Model, h.Field, h.Alias, h.Hint = model, field, alias, hint
-	*body = trimLNDLSpace(rest[:k])
-	*pos = p.posAt(open)
+	// The token after the closing tag: when only white space and
+	// newlines come before the next opening tag, that tag (the newline
+	// tokens would be skipped); else what the lexer reads.
+	j := end
+	for j < len(s) && (s[j] == '\n' || s[j] == ' ' || s[j] == '\t' || s[j] == '\r') {
+		j++
+	}
+	if rest := s[j:]; len(rest) > len(lvarOpenText) && rest[0] == '<' && rest[1] == 'l' {
+		switch rest[:len(lvarOpenText)] {
+		case lvarOpenText:
+			p.lx.off, p.lx.head = j+len(lvarOpenText), tokLvarOpen
+			p.lx.set(&p.tok, tokLvarOpen, lvarOpenText, j)
+			return true
+		case lactOpenText:
+			p.lx.off, p.lx.head = j+len(lactOpenText), tokLactOpen
+			p.lx.set(&p.tok, tokLactOpen, lactOpenText, j)
+			return true
+		}
+	}
+	p.lx.off = end
+	p.advance()
 	return true
+}
+
+// asciiSpaceOrHigh reports whether c is LNDL white space or a byte of a
+// multi-byte character (which may be white space).
+func asciiSpaceOrHigh(c byte) bool {
+	return c >= utf8.RuneSelf || isLNDLSpace(rune(c))
 }
 
 // parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current
