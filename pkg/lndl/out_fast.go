@@ -1,5 +1,7 @@
 package lndl
 
+import "unicode/utf8"
+
 // fastOut parses the OUT block at the current OUT_OPEN token straight from
 // the source for the common shapes: entries `key: value` where the key is
 // a name, and values are lists, names (dotted without spaces), true, false,
@@ -9,14 +11,16 @@ package lndl
 // the shapes do not use, a non-ASCII byte, an error, a bound reached); the
 // parser state is then unchanged and the token parser reads the block.
 // Whenever ok is true the result is the one the token parser gives
-// (FuzzParse checks it). It reads from and advances p.fi.
+// (FuzzParse checks it).
+//
+// The scanning functions below take the source and an offset and return
+// the offset they read to, so the cursor stays in a register.
 func (p *parser) fastOut() (*Out, bool) {
 	if p.noFastPath {
 		return nil, false
 	}
-	p.fi = p.lx.off
 	stackLen, arena, listStart := len(p.stack), p.arena, p.listStart
-	out, ok := p.foOut()
+	out, ok := p.foOut(p.lx.src, p.lx.off)
 	if !ok {
 		clear(p.stack[stackLen:])
 		p.stack = p.stack[:stackLen]
@@ -27,251 +31,260 @@ func (p *parser) fastOut() (*Out, bool) {
 	return out, true
 }
 
-// foSpace skips spaces, tabs, carriage returns and newlines.
-func (p *parser) foSpace() {
-	for p.fi < len(p.lx.src) {
-		switch p.lx.src[p.fi] {
-		case ' ', '\t', '\r', '\n':
-			p.fi++
-		default:
-			return
-		}
+// foSpace returns the offset of the first byte at or after i that is not
+// a space, tab, carriage return or newline.
+func foSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r') {
+		i++
 	}
+	return i
 }
 
 // foSeparator skips white space, one comma and white space.
-func (p *parser) foSeparator() {
-	p.foSpace()
-	if p.fi < len(p.lx.src) && p.lx.src[p.fi] == ',' {
-		p.fi++
-		p.foSpace()
+func foSeparator(s string, i int) int {
+	i = foSpace(s, i)
+	if i < len(s) && s[i] == ',' {
+		i = foSpace(s, i+1)
 	}
+	return i
 }
 
-// foDelimited reports whether the byte at p.fi may follow a name or number
+// foDelimited reports whether the byte at i may follow a name or number
 // token as the lexer would end it there.
-func (p *parser) foDelimited() bool {
-	if p.fi >= len(p.lx.src) {
+func foDelimited(s string, i int) bool {
+	if i >= len(s) {
 		return false
 	}
-	switch p.lx.src[p.fi] {
+	switch s[i] {
 	case ' ', '\t', '\r', '\n', ',', ']', '}', ':':
 		return true
 	}
 	return false
 }
 
-// foIdent reads an ASCII identifier at p.fi; ok is false when none starts
-// there.
-func (p *parser) foIdent() (string, bool) {
-	start := p.fi
-	if start >= len(p.lx.src) {
-		return "", false
+// foIdent returns the end of the ASCII identifier at i, or i when none
+// starts there.
+func foIdent(s string, i int) int {
+	if i >= len(s) {
+		return i
 	}
-	if c := p.lx.src[start]; !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-		return "", false
+	if c := s[i]; !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return i
 	}
-	j := start + 1
-	for j < len(p.lx.src) && p.lx.src[j] < 0x80 && asciiIdentPart[p.lx.src[j]] {
+	j := i + 1
+	for j < len(s) && s[j] < utf8.RuneSelf && asciiIdentPart[s[j]] {
 		j++
 	}
-	p.fi = j
-	return p.lx.src[start:j], true
+	return j
 }
 
-// foName reads a name and the `.part`s written right after it, and reports
-// whether it has dots; ok is false for a dot not followed by a name, or a
-// name not ended by a delimiter.
-func (p *parser) foName() (name string, dotted, ok bool) {
-	start := p.fi
-	if _, ok := p.foIdent(); !ok {
-		return "", false, false
+// foName returns the end of the name at i and the `.part`s written right
+// after it, and whether it has dots; ok is false for a dot not followed by
+// a name, or a name not ended by a delimiter.
+func foName(s string, i int) (end int, dotted, ok bool) {
+	j := foIdent(s, i)
+	if j == i {
+		return i, false, false
 	}
-	for p.fi < len(p.lx.src) && p.lx.src[p.fi] == '.' {
-		p.fi++
-		if _, ok := p.foIdent(); !ok {
-			return "", false, false
+	for j < len(s) && s[j] == '.' {
+		k := foIdent(s, j+1)
+		if k == j+1 {
+			return i, false, false
 		}
-		dotted = true
+		j, dotted = k, true
 	}
-	if !p.foDelimited() {
-		return "", false, false
+	if !foDelimited(s, j) {
+		return i, false, false
 	}
-	return p.lx.src[start:p.fi], dotted, true
+	return j, dotted, true
 }
 
-// foNumber reads a number at p.fi (a digit, or '-' and a digit).
-func (p *parser) foNumber() (Value, bool) {
-	start := p.fi
-	j := start
-	if j < len(p.lx.src) && p.lx.src[j] == '-' {
+// foNumberEnd returns the end of the number at i (a digit, or '-' and a
+// digit, then digits and dots, ended by a delimiter); ok is false when
+// there is none.
+func foNumberEnd(s string, i int) (int, bool) {
+	j := i
+	if j < len(s) && s[j] == '-' {
 		j++
 	}
-	if j >= len(p.lx.src) || p.lx.src[j] < '0' || p.lx.src[j] > '9' {
-		return Value{}, false
+	if j >= len(s) || s[j] < '0' || s[j] > '9' {
+		return i, false
 	}
-	for j < len(p.lx.src) && (p.lx.src[j] >= '0' && p.lx.src[j] <= '9' || p.lx.src[j] == '.') {
+	for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
 		j++
 	}
-	p.fi = j
-	if !p.foDelimited() {
-		return Value{}, false
-	}
-	v, err := p.number(token{kind: tokNum, text: p.lx.src[start:j], off: start})
-	return v, err == nil
+	return j, foDelimited(s, j)
 }
 
-// foStr reads a quoted string without backslashes at p.fi, as the lexer does;
-// ok is false for one with a backslash or without its closing quote.
-func (p *parser) foStr() (string, bool) {
-	quote := p.lx.src[p.fi]
-	start := p.fi + 1
-	j := start
-	for j < len(p.lx.src) && p.lx.src[j] != quote && p.lx.src[j] != '\\' {
+// foStr returns the end of the quoted string without backslashes at i and
+// its text, as the lexer reads it; ok is false for one with a backslash or
+// without its closing quote.
+func foStr(s string, i int) (int, string, bool) {
+	quote := s[i]
+	j := i + 1
+	for j < len(s) && s[j] != quote && s[j] != '\\' {
 		j++
 	}
-	if j >= len(p.lx.src) || p.lx.src[j] != quote {
-		return "", false
+	if j >= len(s) || s[j] != quote {
+		return i, "", false
 	}
-	p.fi = j + 1
-	return p.lx.src[start:j], true
+	return j + 1, s[i+1 : j], true
 }
 
-// foOut reads the entries up to the closing brace.
-func (p *parser) foOut() (*Out, bool) {
+// foOut reads the entries from i up to the closing brace.
+func (p *parser) foOut(s string, i int) (*Out, bool) {
 	var entries []OutEntry
-	p.foSpace()
+	i = foSpace(s, i)
 	for {
-		if p.fi >= len(p.lx.src) {
+		if i >= len(s) {
 			return nil, false
 		}
-		if p.lx.src[p.fi] == '}' {
+		if s[i] == '}' {
 			break
 		}
 		if len(entries) >= MaxOutEntries {
 			return nil, false
 		}
-		key, dotted, ok := p.foName()
+		end, dotted, ok := foName(s, i)
 		if !ok || dotted {
 			return nil, false
 		}
-		p.foSpace()
-		if p.fi >= len(p.lx.src) || p.lx.src[p.fi] != ':' {
+		key := s[i:end]
+		i = foSpace(s, end)
+		if i >= len(s) || s[i] != ':' {
 			return nil, false
 		}
-		p.fi++
-		p.foSpace()
-		v, ok := p.foValue()
-		if !ok {
-			return nil, false
-		}
+		i = foSpace(s, i+1)
 		if entries == nil {
 			entries = make([]OutEntry, 0, 8)
 		}
-		entries = append(entries, OutEntry{Kind: EntryKeyed, Key: key, Value: v})
-		p.foSeparator()
+		entries = append(entries, OutEntry{Kind: EntryKeyed, Key: key})
+		if i, ok = p.foValue(s, i, &entries[len(entries)-1].Value); !ok {
+			return nil, false
+		}
+		i = foSeparator(s, i)
 	}
 	out := &Out{Pos: p.posAt(p.tok.off), Entries: entries}
-	p.lx.off = p.fi + 1
+	p.lx.off = i + 1
 	p.lx.inOut = false
-	p.lx.set(&p.tok, tokOutClose, "}", p.fi)
+	p.lx.set(&p.tok, tokOutClose, "}", i)
 	return out, true
 }
 
-// foValue reads the value of a keyed entry, as parseValue.
-func (p *parser) foValue() (Value, bool) {
-	if p.fi >= len(p.lx.src) {
-		return Value{}, false
+// foValue reads the value of a keyed entry at i into dst, as parseValue.
+func (p *parser) foValue(s string, i int, dst *Value) (int, bool) {
+	if i >= len(s) {
+		return i, false
 	}
-	switch c := p.lx.src[p.fi]; {
+	switch c := s[i]; {
 	case c == '[':
-		return p.foList(1)
+		end, list, ok := p.foList(s, i, 1)
+		dst.Kind, dst.List = ValueList, list
+		return end, ok
 	case c == '-' || '0' <= c && c <= '9':
-		return p.foNumber()
+		end, ok := foNumberEnd(s, i)
+		if !ok {
+			return i, false
+		}
+		v, err := p.number(token{kind: tokNum, text: s[i:end], off: i})
+		dst.Kind, dst.Text = v.Kind, v.Text
+		return end, err == nil
 	case c == '"' || c == '\'':
-		text, ok := p.foStr()
-		return Value{Kind: ValueString, Text: text}, ok
+		end, text, ok := foStr(s, i)
+		dst.Kind, dst.Text = ValueString, text
+		return end, ok
 	}
-	start := p.fi
-	id, ok := p.foIdent()
+	if id := foIdent(s, i); id == i {
+		return i, false
+	} else if id < len(s) && s[id] == '.' && (asciiEqualFold(s[i:id], "true") || asciiEqualFold(s[i:id], "false")) {
+		return i, false
+	}
+	end, dotted, ok := foName(s, i)
 	if !ok {
-		return Value{}, false
+		return i, false
 	}
-	if p.fi < len(p.lx.src) && p.lx.src[p.fi] == '.' && (asciiEqualFold(id, "true") || asciiEqualFold(id, "false")) {
-		return Value{}, false
-	}
-	p.fi = start
-	name, dotted, ok := p.foName()
-	if !ok {
-		return Value{}, false
-	}
+	name := s[i:end]
 	switch {
 	case !dotted && asciiEqualFold(name, "true"):
-		return Value{Kind: ValueBool, Bool: true}, true
+		dst.Kind, dst.Bool = ValueBool, true
 	case !dotted && asciiEqualFold(name, "false"):
-		return Value{Kind: ValueBool, Bool: false}, true
+		dst.Kind = ValueBool
 	case !dotted && asciiEqualFold(name, "null"):
-		return Value{Kind: ValueNull}, true
+		dst.Kind = ValueNull
+	default:
+		if p.listStart < 0 {
+			p.listStart = i
+		}
+		p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
+		dst.Kind, dst.List = ValueList, p.finishList(len(p.stack)-1)
 	}
-	return Value{Kind: ValueList, List: []Value{{Kind: ValueRef, Text: name}}}, true
+	return end, true
 }
 
-// foList reads `[...]` at p.fi, as parseList; depth counts this list.
-func (p *parser) foList(depth int) (Value, bool) {
+// foList reads `[...]` at i, as parseList, and returns the offset after
+// it and its items; depth counts this list.
+func (p *parser) foList(s string, i, depth int) (int, []Value, bool) {
 	if depth > MaxDepth {
-		return Value{}, false
+		return i, nil, false
 	}
-	p.fi++
-	p.foSpace()
+	i = foSpace(s, i+1)
 	if p.listStart < 0 {
-		p.listStart = p.fi
+		p.listStart = i
 	}
 	start := len(p.stack)
 	for {
-		if p.fi >= len(p.lx.src) {
-			return Value{}, false
+		if i >= len(s) {
+			return i, nil, false
 		}
-		c := p.lx.src[p.fi]
+		c := s[i]
 		switch {
 		case c == ']':
-			p.fi++
-			return Value{Kind: ValueList, List: p.finishList(start)}, true
+			return i + 1, p.finishList(start), true
 		case c == '[':
-			v, ok := p.foList(depth + 1)
+			end, list, ok := p.foList(s, i, depth+1)
 			if !ok {
-				return Value{}, false
+				return i, nil, false
 			}
-			p.stack = append(p.stack, v)
+			p.stack = append(p.stack, Value{Kind: ValueList, List: list})
+			i = end
 		case c == '-' || '0' <= c && c <= '9':
-			v, ok := p.foNumber()
+			end, ok := foNumberEnd(s, i)
 			if !ok {
-				return Value{}, false
+				return i, nil, false
 			}
-			p.stack = append(p.stack, v)
+			v, err := p.number(token{kind: tokNum, text: s[i:end], off: i})
+			if err != nil {
+				return i, nil, false
+			}
+			p.stack = append(p.stack, Value{Kind: v.Kind, Text: v.Text})
+			i = end
 		case c == '"' || c == '\'':
-			text, ok := p.foStr()
+			end, text, ok := foStr(s, i)
 			if !ok {
-				return Value{}, false
+				return i, nil, false
 			}
 			p.stack = append(p.stack, Value{Kind: ValueString, Text: text})
+			i = end
 		default:
-			name, dotted, ok := p.foName()
+			end, dotted, ok := foName(s, i)
 			if !ok {
-				return Value{}, false
+				return i, nil, false
 			}
+			name := s[i:end]
 			switch {
 			case dotted:
 				p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
 			case asciiEqualFold(name, "true"):
 				p.stack = append(p.stack, Value{Kind: ValueBool, Bool: true})
 			case asciiEqualFold(name, "false"):
-				p.stack = append(p.stack, Value{Kind: ValueBool, Bool: false})
+				p.stack = append(p.stack, Value{Kind: ValueBool})
 			case asciiEqualFold(name, "null"):
 				p.stack = append(p.stack, Value{Kind: ValueNull})
 			default:
 				p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
 			}
+			i = end
 		}
-		p.foSeparator()
+		i = foSeparator(s, i)
 	}
 }

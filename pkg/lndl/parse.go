@@ -96,8 +96,6 @@ type parser struct {
 	arena []Value
 	// listStart is the offset of the first list's '[', -1 before it.
 	listStart int
-	// fi is the offset fastOut has read to.
-	fi int
 	// noFastPath turns fastDecl and fastOut off, so that tests can
 	// compare them with the token parser.
 	noFastPath bool
@@ -121,11 +119,11 @@ func (p *parser) declRoom() (lvars, lacts int) {
 	return min(strings.Count(p.lx.src, "<")/2+1, MaxDeclarations), 4
 }
 
-// Blocks of the list arena: the first holds at least arenaFirst items,
+// Blocks of the list arena: the first holds at least arenaMin items,
 // each next one twice as many as the last, up to arenaMax.
 const (
-	arenaFirst = 16
-	arenaMax   = 1024
+	arenaMin = 4
+	arenaMax = 1024
 )
 
 // finishList returns the items from stack[start:] as a list of their
@@ -135,11 +133,14 @@ func (p *parser) finishList(start int) []Value {
 	n := len(items)
 	if n > cap(p.arena)-len(p.arena) || p.arena == nil {
 		// The first block is sized from the text left after the first
-		// list's start: an item is followed by ',' or ']' unless only
-		// white space separates it from the next, so counting those
-		// (in one fast pass each) is rarely short.
+		// list's start, counted in fast passes: the items of a list are
+		// its commas plus one, and the commas between entries are about
+		// as many as the keys' colons, so the items are about the commas
+		// and the later lists' '[' less the colons, plus one; at least
+		// one per ']'. A short block is followed by one twice as large.
 		rest := p.lx.src[p.listStart:]
-		size := min(max(arenaFirst, strings.Count(rest, ",")+strings.Count(rest, "]")), arenaMax)
+		lists := strings.Count(rest, "]")
+		size := min(max(arenaMin, lists, strings.Count(rest, ",")+strings.Count(rest, "[")-strings.Count(rest, ":")+1), arenaMax)
 		if c := cap(p.arena); c > 0 {
 			size = min(2*c, arenaMax)
 		}
