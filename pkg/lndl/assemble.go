@@ -65,6 +65,12 @@ func Assemble(p *Program, target *Target, known, notes map[string]any) (any, err
 // mergeNotes returns a copy of notes overwritten by the program's note
 // lvars (`<lvar M.X ...>` with M = note in any case): entry X = the body.
 func mergeNotes(notes map[string]any, p *Program) map[string]any {
+	return mergeNotesBoxed(notes, p, nil)
+}
+
+// mergeNotesBoxed is mergeNotes, taking the body of Lvars[i] from
+// contents[i] when contents is set (boxed already).
+func mergeNotesBoxed(notes map[string]any, p *Program, contents []any) map[string]any {
 	out := make(map[string]any, len(notes)+2)
 	for k, v := range notes {
 		out[k] = v
@@ -75,7 +81,11 @@ func mergeNotes(notes map[string]any, p *Program) map[string]any {
 	for i := range p.Lvars {
 		lv := &p.Lvars[i]
 		if lv.Field != "" && strings.EqualFold(lv.Model, noteNamespace) {
-			out[lv.Field] = lv.Content
+			if contents != nil {
+				out[lv.Field] = contents[i]
+			} else {
+				out[lv.Field] = lv.Content
+			}
 		}
 	}
 	return out
@@ -106,6 +116,12 @@ type assembler struct {
 	// (copied into the value being built) before the next resolve.
 	partBuf []part
 	fill    modelFill
+	// refDyn is set by resolve when a reference can resolve differently
+	// with more results (a lact, a result or an undeclared name);
+	// dynFields are the indexes of the fields assemble found such a
+	// reference in, the fields Resolve may assemble again.
+	refDyn    bool
+	dynFields []int
 }
 
 // assemblerPool holds assemblers between uses, so that their scratch
@@ -134,6 +150,7 @@ func (a *assembler) release() {
 	}
 	clear(a.partBuf[:cap(a.partBuf)])
 	a.partBuf = a.partBuf[:0]
+	a.dynFields, a.refDyn = a.dynFields[:0], false
 	a.fill.release()
 	clear(a.fill.keys[:cap(a.fill.keys)])
 	clear(a.fill.specs[:cap(a.fill.specs)])
@@ -166,36 +183,28 @@ const (
 func (p *part) literal() bool { return p.flags&partLiteral != 0 }
 func (p *part) result() bool  { return p.flags&partResult != 0 }
 
+// assemble assembles the fields of an OUT block. Their keys are distinct
+// (see [Out.keyedFields]), so each is appended without a lookup.
 func (a *assembler) assemble(fields []OutEntry) (*Object, error) {
-	return a.reassemble(fields, nil, nil)
-}
-
-// reassemble assembles fields, taking the value of fields[i] from
-// prev.pairs[i] when keep(i) holds: a field whose references resolve as
-// they did when prev was assembled has the same value.
-//
-// The keys of fields are distinct (see [Out.keyedFields]), so
-// each is appended without a lookup; the object has the same keys as
-// prev, so prev has passed the required-field check.
-func (a *assembler) reassemble(fields []OutEntry, prev *Object, keep func(int) bool) (*Object, error) {
 	out := NewObject(len(fields))
+	a.dynFields = a.dynFields[:0]
 	for i := range fields {
 		f := &fields[i]
-		if prev != nil && keep(i) {
-			out.setNew(f.Key, prev.pairs[i].val)
-			continue
-		}
 		var ft *Type
 		if spec := a.target.Field(f.Key); spec != nil {
 			ft = shapeType(spec.Type)
 		}
+		a.refDyn = false
 		v, err := a.assembleValue(f.Key, f.Value, ft)
 		if err != nil {
 			return nil, err
 		}
+		if a.refDyn {
+			a.dynFields = append(a.dynFields, i)
+		}
 		out.setNew(f.Key, v)
 	}
-	if prev == nil && a.target != nil && a.target.Model != nil {
+	if a.target != nil && a.target.Model != nil {
 		var missing []string
 		for _, spec := range a.target.Model.Fields {
 			if spec.Required && !out.Has(spec.Name) {
@@ -315,6 +324,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			continue
 		}
 		if di, ok := a.d.lookup(name); ok && di < 0 {
+			a.refDyn = true
 			la := &a.d.prog.Lacts[-di-1]
 			p := part{field: la.Field, ref: name, decl: int32(di), flags: partDeclared}
 			if r, ok := a.known[name]; ok {
@@ -334,6 +344,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			parts = append(parts, part{value: a.d.contents[di], field: lv.Field, ref: name, decl: int32(di), flags: partDeclared | partLvar})
 			continue
 		}
+		a.refDyn = true
 		if r, ok := a.known[name]; ok {
 			parts = append(parts, part{value: normalizeResult(r), ref: name, flags: partResult})
 			continue

@@ -28,8 +28,14 @@ func newDecls(p *Program) *decls {
 
 // init sets d to the decls of p.
 func (d *decls) init(p *Program) {
+	d.initWith(p, nil)
+}
+
+// initWith sets d to the decls of p, boxing the lvar bodies into buf's
+// storage when it has the room.
+func (d *decls) initWith(p *Program, buf []any) {
 	d.setIndex(p)
-	d.contents = make([]any, len(p.Lvars))
+	d.contents = makeRoom(buf, len(p.Lvars))[:len(p.Lvars)]
 	for i := range p.Lvars {
 		d.contents[i] = p.Lvars[i].Content
 	}
@@ -72,13 +78,18 @@ func (d *decls) lookup(name string) (int, bool) {
 		i, ok := d.index[name]
 		return i, ok
 	}
+	if name == "" {
+		return 0, false
+	}
+	// Most aliases are short and differ in length or first byte, which
+	// are compared before the text.
 	for i := range d.prog.Lvars {
-		if d.prog.Lvars[i].Alias == name {
+		if a := d.prog.Lvars[i].Alias; len(a) == len(name) && a[0] == name[0] && a == name {
 			return i, true
 		}
 	}
 	for i := range d.prog.Lacts {
-		if d.prog.Lacts[i].Alias == name {
+		if a := d.prog.Lacts[i].Alias; len(a) == len(name) && a[0] == name[0] && a == name {
 			return -i - 1, true
 		}
 	}

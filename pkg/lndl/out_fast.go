@@ -156,7 +156,7 @@ func (p *parser) foOut(s string, i int) (*Out, bool) {
 		}
 		i = foSpace(s, i+1)
 		if entries == nil {
-			entries = make([]OutEntry, 0, 8)
+			entries = p.makeEntries(8)
 		}
 		entries = append(entries, OutEntry{Kind: EntryKeyed, Key: key})
 		if i, ok = p.foValue(s, i, &entries[len(entries)-1].Value); !ok {
@@ -164,7 +164,8 @@ func (p *parser) foOut(s string, i int) (*Out, bool) {
 		}
 		i = foSeparator(s, i)
 	}
-	out := &Out{Pos: p.posAt(p.tok.off), Entries: entries}
+	out := p.newOut(p.posAt(p.tok.off))
+	out.Entries = entries
 	p.lx.off = i + 1
 	p.lx.inOut = false
 	p.lx.set(&p.tok, tokOutClose, "}", i)

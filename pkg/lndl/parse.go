@@ -58,12 +58,17 @@ func Parse(text string) (*Program, error) {
 // fastDecl), which tests turn off to compare; count, when known, sizes
 // the declaration slices.
 func parse(text string, fast bool, count declCount) (*Program, error) {
+	return parseWith(text, fast, count, nil)
+}
+
+// parseWith is parse; with sc, the program is made in sc's storage.
+func parseWith(text string, fast bool, count declCount, sc *parseScratch) (*Program, error) {
 	if len(text) > MaxInputBytes {
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
 	sp := valueStackPool.Get().(*[]Value)
-	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, stack: (*sp)[:0], listStart: -1, count: count}
+	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, stack: (*sp)[:0], listStart: -1, count: count, sc: sc}
 	p.advance()
 	prog, err := p.parseProgram()
 	// Finished lists were copied out of the stack: it is scratch space,
@@ -104,6 +109,25 @@ type parser struct {
 	// declEnd is the offset after the closing tag of the declaration
 	// fastDecl parsed, -1 when parseDecl parsed it.
 	declEnd int
+	// sc, when set, is the storage to make the program in.
+	sc *parseScratch
+}
+
+// makeEntries returns an empty entry slice with room for n.
+func (p *parser) makeEntries(n int) []OutEntry {
+	if p.sc != nil {
+		return makeRoom(p.sc.entries, n)
+	}
+	return make([]OutEntry, 0, n)
+}
+
+// newOut returns an empty OUT block at pos.
+func (p *parser) newOut(pos Pos) *Out {
+	if p.sc != nil {
+		p.sc.out = Out{Pos: pos}
+		return &p.sc.out
+	}
+	return &Out{Pos: pos}
 }
 
 // declRoom returns the room to make for the lvars and the lacts of src.
@@ -141,10 +165,15 @@ func (p *parser) finishList(start int) []Value {
 		rest := p.lx.src[p.listStart:]
 		lists := strings.Count(rest, "]")
 		size := min(max(arenaMin, lists, strings.Count(rest, ",")+strings.Count(rest, "[")-strings.Count(rest, ":")+1), arenaMax)
-		if c := cap(p.arena); c > 0 {
-			size = min(2*c, arenaMax)
+		switch c := cap(p.arena); {
+		case c > 0:
+			p.arena = make([]Value, 0, max(min(2*c, arenaMax), n))
+		case p.sc != nil:
+			p.arena = makeRoom(p.sc.arena, max(size, n))
+			p.sc.arenaUsed = p.arena[:cap(p.arena)]
+		default:
+			p.arena = make([]Value, 0, max(size, n))
 		}
-		p.arena = make([]Value, 0, max(size, n))
 	}
 	i := len(p.arena)
 	p.arena = append(p.arena, items...)
@@ -187,6 +216,9 @@ func (p *parser) skipNewlines() {
 
 func (p *parser) parseProgram() (*Program, error) {
 	prog := &Program{}
+	if p.sc != nil {
+		prog = &p.sc.prog
+	}
 	aliases := aliasSet{mapRoom: min(len(p.lx.src)/64, MaxDeclarations), room: -1}
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
@@ -208,7 +240,11 @@ func (p *parser) parseProgram() (*Program, error) {
 			)
 			if kind := p.tok.kind; kind == tokLvarOpen {
 				if prog.Lvars == nil {
-					prog.Lvars = make([]Lvar, 0, max(aliases.room, 1))
+					if p.sc != nil {
+						prog.Lvars = makeRoom(p.sc.lvars, max(aliases.room, 1))
+					} else {
+						prog.Lvars = make([]Lvar, 0, max(aliases.room, 1))
+					}
 				}
 				decl = len(prog.Lvars)
 				prog.Lvars = append(prog.Lvars, Lvar{})
@@ -216,7 +252,11 @@ func (p *parser) parseProgram() (*Program, error) {
 				head, body, pos = &lv.Head, &lv.Content, &lv.Pos
 			} else {
 				if prog.Lacts == nil {
-					prog.Lacts = make([]Lact, 0, max(aliases.lactRoom, 1))
+					if p.sc != nil {
+						prog.Lacts = makeRoom(p.sc.lacts, max(aliases.lactRoom, 1))
+					} else {
+						prog.Lacts = make([]Lact, 0, max(aliases.lactRoom, 1))
+					}
 				}
 				decl = -len(prog.Lacts) - 1
 				prog.Lacts = append(prog.Lacts, Lact{})
@@ -525,7 +565,8 @@ func (p *parser) parseOut() (*Out, error) {
 	if out, ok := p.fastOut(); ok {
 		return out, nil
 	}
-	out := &Out{Pos: p.posAt(p.tok.off), Entries: make([]OutEntry, 0, 8)}
+	out := p.newOut(p.posAt(p.tok.off))
+	out.Entries = p.makeEntries(8)
 	p.advance()
 	p.skipNewlines()
 	var start token // the first token of the entry being parsed

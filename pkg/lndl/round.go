@@ -70,16 +70,24 @@ type RoundResult struct {
 	// Never nil. The adapter passes it to the next round.
 	Notes map[string]any
 
-	prog   *Program
-	d      *decls
-	fields []OutEntry
-	target *Target
-	known  map[string]any
-	// calls are the lact calls parsed by the assembly, by lact index;
-	// read only.
-	calls []*Placeholder
-	// decls is the storage of d.
-	decls decls
+	// What Resolve needs, set for a success: the fields that can change
+	// (a lact, a result or an undeclared name in them) with their values copied out of the syntax
+	// tree, the declarations those name and the placeholders of their
+	// lacts (by index in d), all read only. The keys of the fields are
+	// those of Assembled, in order.
+	resolvable bool
+	dyn        []dynField
+	d          *decls
+	calls      []*Placeholder
+	target     *Target
+	known      map[string]any
+}
+
+// dynField is an OUT field whose value refers to an action or a result:
+// its position and value.
+type dynField struct {
+	i int
+	v Value
 }
 
 // ErrNotSuccess is returned by [RoundResult.Resolve] for a round whose
@@ -125,12 +133,18 @@ func Round(in RoundInput) *RoundResult {
 		return res
 	}
 	block, count := repairTagsCounting(strings.Join(blocks, "\n\n"))
-	prog, err := parse(block, true, count)
+	// The program lives in pooled storage that is released when Round
+	// returns: nothing Round returns refers to it.
+	sc := getScratch()
+	defer sc.release()
+	prog, err := parseWith(block, true, count, sc)
 	if err != nil {
 		res.Notes = copyNotes(in.Notes)
 		return res.retry(err)
 	}
-	res.Notes = mergeNotes(in.Notes, prog)
+	d := &sc.d
+	d.initWith(prog, sc.contents)
+	res.Notes = mergeNotesBoxed(in.Notes, prog, d.contents)
 	if prog.Out == nil {
 		res.Outcome = OutcomeContinue
 		res.Pending = make([]Action, 0, len(prog.Lacts))
@@ -144,17 +158,16 @@ func Round(in RoundInput) *RoundResult {
 		}
 		return res
 	}
-	d := &res.decls
-	d.init(prog)
 	fields := prog.Out.keyedFields((&binder{d: d, target: in.Target}).bind)
 	a := getAssembler(d, in.Target, in.ActionResults, res.Notes)
 	obj, err := a.assemble(fields)
-	calls := a.calls
-	a.release()
 	if err != nil {
+		a.release()
 		return res.retry(err)
 	}
-	res.prog, res.d, res.fields, res.known, res.calls = prog, d, fields, in.ActionResults, calls
+	res.keepForResolve(d, fields, a.dynFields, a.calls)
+	a.release()
+	res.known = in.ActionResults
 	res.Outcome = OutcomeSuccess
 	res.Assembled = obj
 	res.Pending = collectPending(obj)
@@ -178,7 +191,7 @@ func (r *RoundResult) retry(err error) *RoundResult {
 // as the scratchpad and modifies nothing; it may be called more than
 // once, also concurrently.
 func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
-	if r == nil || r.Outcome != OutcomeSuccess || r.prog == nil {
+	if r == nil || r.Outcome != OutcomeSuccess || !r.resolvable {
 		return nil, ErrNotSuccess
 	}
 	known := r.known
@@ -200,16 +213,132 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 	defer a.release()
 	a.prevCalls = r.calls
 	// Only the fields that refer to an executed action can change; the
-	// others keep the value of the first assembly.
-	first, _ := r.Assembled.(*Object)
+	// others keep the value of the first assembly. The keys are those of
+	// the first assembly, so the required-field check holds.
+	first := r.Assembled.(*Object)
 	changed := newRefNames(executed)
-	obj, err := a.reassemble(r.fields, first, func(i int) bool {
-		return !changed.refersTo(&r.fields[i].Value)
-	})
-	if err != nil {
-		return nil, err
+	out := NewObject(len(first.pairs))
+	next := 0
+	for i := range first.pairs {
+		key := first.pairs[i].key
+		if next < len(r.dyn) && r.dyn[next].i == i {
+			f := &r.dyn[next]
+			next++
+			if changed.refersTo(&f.v) {
+				var ft *Type
+				if spec := r.target.Field(key); spec != nil {
+					ft = shapeType(spec.Type)
+				}
+				v, err := a.assembleValue(key, f.v, ft)
+				if err != nil {
+					return nil, err
+				}
+				out.setNew(key, v)
+				continue
+			}
+		}
+		out.setNew(key, first.pairs[i].val)
 	}
-	return obj, nil
+	return out, nil
+}
+
+// keepForResolve copies out of the round's syntax tree what Resolve
+// needs: the fields that can change (dyn, as the assembly found them),
+// and the declarations they name, with their boxed bodies and parsed
+// calls.
+func (r *RoundResult) keepForResolve(d *decls, fields []OutEntry, dyn []int, calls []*Placeholder) {
+	r.resolvable = true
+	if len(dyn) > 0 {
+		r.dyn = make([]dynField, len(dyn))
+		for j, i := range dyn {
+			r.dyn[j] = dynField{i: i, v: copyValue(fields[i].Value)}
+		}
+	}
+	if len(r.dyn) == 0 {
+		r.d = &noDecls
+		return
+	}
+	k := new(keptDecls)
+	k.d.prog = &k.prog
+	kept := &k.d
+	r.d = kept
+	// The declarations the fields name, each once, in a program of
+	// their own; kept.index is made as decls.setIndex does.
+	var add func(v *Value)
+	add = func(v *Value) {
+		switch v.Kind {
+		case ValueList:
+			for i := range v.List {
+				add(&v.List[i])
+			}
+			return
+		case ValueRef:
+		default:
+			return
+		}
+		if _, note := noteKey(v.Text); note {
+			return
+		}
+		if _, ok := kept.lookup(v.Text); ok {
+			return
+		}
+		di, ok := d.lookup(v.Text)
+		if !ok {
+			return
+		}
+		prog := kept.prog
+		if di >= 0 {
+			prog.Lvars = append(prog.Lvars, d.prog.Lvars[di])
+			kept.contents = append(kept.contents, d.contents[di])
+		} else {
+			prog.Lacts = append(prog.Lacts, d.prog.Lacts[-di-1])
+			var ph *Placeholder
+			if calls != nil {
+				ph = calls[-di-1]
+			}
+			r.calls = append(r.calls, ph)
+		}
+		if kept.index != nil || len(prog.Lvars)+len(prog.Lacts) > smallDecls {
+			if kept.index == nil {
+				kept.index = make(map[string]int)
+				for i := range prog.Lvars {
+					kept.index[prog.Lvars[i].Alias] = i
+				}
+				for i := range prog.Lacts {
+					kept.index[prog.Lacts[i].Alias] = -i - 1
+				}
+			} else if di >= 0 {
+				kept.index[v.Text] = len(prog.Lvars) - 1
+			} else {
+				kept.index[v.Text] = -len(prog.Lacts)
+			}
+		}
+	}
+	for i := range r.dyn {
+		add(&r.dyn[i].v)
+	}
+}
+
+// keptDecls holds the declarations a RoundResult keeps for Resolve.
+type keptDecls struct {
+	d    decls
+	prog Program
+}
+
+// noDecls declares nothing.
+var noDecls = decls{prog: &Program{}}
+
+// copyValue returns a copy of v that shares no list with it.
+func copyValue(v Value) Value {
+	if v.Kind != ValueList || v.List == nil {
+		return v
+	}
+	list := make([]Value, len(v.List))
+	for i := range v.List {
+		list[i] = copyValue(v.List[i])
+	}
+	v.List = list
+	return v
 }
 
 func copyNotes(notes map[string]any) map[string]any {

@@ -91,6 +91,74 @@ func TestRoundResolveConcurrent(t *testing.T) {
 	}
 }
 
+// TestRoundResultsOutliveRounds checks that a round's result does not
+// depend on the storage a round parses in, which later rounds reuse: many
+// rounds on different responses run at once, and every result, resolved
+// after the others ran, gives what a round alone gives.
+func TestRoundResultsOutliveRounds(t *testing.T) {
+	tg := mustTarget(t, benchSchema)
+	type job struct {
+		text               string
+		executed           map[string]any
+		assembled, resolve string
+	}
+	var jobs []job
+	for _, size := range []int{300, 1 << 10, 3 << 10, 10 << 10} {
+		text, executed := benchResponse(size)
+		// A variant that groups a finding with the action, and one
+		// whose OUT block the fast path does not take.
+		grouped := strings.Replace(text, "findings: [[n0, v0, d0, c0]", "findings: [[n0, v0, src, c0]", 1)
+		shortcut := strings.Replace(text, "OUT{title: [t],", "OUT{t,", 1)
+		for _, tx := range []string{text, grouped, shortcut} {
+			res := Round(RoundInput{Text: tx, Target: tg})
+			if res.Outcome != OutcomeSuccess {
+				t.Fatalf("size %d: %s %v", size, res.Outcome, res.Err)
+			}
+			a, _ := json.Marshal(res.Assembled)
+			v, err := res.Resolve(executed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _ := json.Marshal(v)
+			jobs = append(jobs, job{tx, executed, string(a), string(r)})
+		}
+	}
+	const workers, rounds = 6, 40
+	var wg sync.WaitGroup
+	errs := make(chan string, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var held []*RoundResult
+			var heldJobs []job
+			for i := range rounds {
+				j := jobs[(w+i)%len(jobs)]
+				held = append(held, Round(RoundInput{Text: j.text, Target: tg}))
+				heldJobs = append(heldJobs, j)
+			}
+			for i, res := range held {
+				a, _ := json.Marshal(res.Assembled)
+				v, err := res.Resolve(heldJobs[i].executed)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				r, _ := json.Marshal(v)
+				if string(a) != heldJobs[i].assembled || string(r) != heldJobs[i].resolve {
+					errs <- fmt.Sprintf("round %d of worker %d: assembled or resolved value differs", i, w)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
 func TestRoundResolveNotSuccess(t *testing.T) {
 	for _, text := range []string{"no block", "```lndl\n<lvar a>x\n```", "```lndl\n<lact a>f()</lact>\n```"} {
 		res := Round(RoundInput{Text: text})
