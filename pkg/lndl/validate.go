@@ -113,9 +113,13 @@ func formatLoc(loc []any) string {
 // not be modified after ParseTarget. Values nested deeper than
 // [MaxJSONDepth] are rejected.
 //
-// The result is a new value, but the parts of v it keeps unchanged (the
-// values of Any fields, strings) may be shared with v when v already
-// holds only *Object, []any and JSON scalars; treat both as read-only.
+// When v holds only *Object, []any and JSON scalars (as assembled values
+// do), the result shares with v every object and list in which nothing
+// needed a change: one already holding exactly the fields it keeps, in
+// declaration order, with no default to add and every value as coerced.
+// The result is then v itself when nothing at all changes, and otherwise
+// new objects and lists down to each change, holding the unchanged parts
+// of v. v is never modified; treat both v and the result as read-only.
 //
 // A failure is a *[ValidationError] listing every issue; a schema the
 // validator cannot compile is an error wrapping [ErrInvalidTarget].
@@ -148,7 +152,7 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 			locPathPool.Put(pp)
 		}
 	}()
-	out, _ := lv.value(t.Type, in, false)
+	out, _, _ := lv.value(t.Type, in, false)
 	ct := t.compiledSchema()
 	if ct.err != nil {
 		return nil, ct.err

@@ -126,29 +126,32 @@ func normalizeInput(v any, depth int) (any, error) {
 	return normalizeInput(d, depth)
 }
 
-// value coerces v to t. It returns the coerced value and true, or v and
-// false after recording the issues. strict disables every conversion (the
-// first pass over a union's variants).
-func (lv *laxValidator) value(t *Type, v any, strict bool) (any, bool) {
+// value coerces v to t. It returns the coerced value, whether it is
+// valid, and whether it differs from v: when changed is false the result
+// is v itself (a list or object in which nothing needed a change is not
+// copied). After recording the issues of an invalid v it returns v, false,
+// false. strict disables every conversion (the first pass over a union's
+// variants).
+func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed bool) {
 	if v == nil && (t.Nullable || t.Kind == KindNull || t.Kind == KindAny) {
-		return nil, true
+		return nil, true, false
 	}
 	if len(lv.path) > MaxJSONDepth {
 		lv.add("too_deep", "value nested deeper than %d", MaxJSONDepth)
-		return v, false
+		return v, false, false
 	}
 	switch t.Kind {
 	case KindAny:
-		return v, true
+		return v, true, false
 	case KindNull:
 		lv.add("none_required", "input should be null")
-		return v, false
+		return v, false, false
 	case KindString:
 		if _, ok := v.(string); ok {
-			return v, true
+			return v, true, false
 		}
 		lv.add("string_type", "input should be a valid string")
-		return v, false
+		return v, false, false
 	case KindInt:
 		return lv.intValue(v, strict)
 	case KindFloat:
@@ -161,58 +164,104 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (any, bool) {
 		arr, ok := v.([]any)
 		if !ok {
 			lv.add("list_type", "input should be a valid list")
-			return v, false
+			return v, false, false
 		}
-		out := make([]any, len(arr))
+		// out stays nil while every item so far is unchanged.
+		var out []any
 		good := true
 		for i, e := range arr {
 			lv.pushIndex(i)
-			c, ok := lv.value(t.Elem, e, strict)
+			c, ok, ch := lv.value(t.Elem, e, strict)
 			lv.pop()
-			out[i] = c
+			if ch && out == nil {
+				out = make([]any, len(arr))
+				copy(out, arr[:i])
+			}
+			if out != nil {
+				out[i] = c
+			}
 			good = good && ok
 		}
-		return out, good
+		if out == nil {
+			return v, good, false
+		}
+		return out, good, true
 	case KindDict:
 		obj, ok := v.(*Object)
 		if !ok {
 			lv.add("dict_type", "input should be a valid dictionary")
-			return v, false
+			return v, false, false
 		}
-		out := NewObject(obj.Len())
+		// out stays nil while every value so far is unchanged.
+		var out *Object
 		good := true
 		for i := range obj.pairs {
 			k, e := obj.pairs[i].key, obj.pairs[i].val
 			lv.pushKey(k)
-			c, ok := lv.value(t.Elem, e, strict)
+			c, ok, ch := lv.value(t.Elem, e, strict)
 			lv.pop()
-			out.Set(k, c)
+			if ch && out == nil {
+				out = objectPrefix(obj, i, obj.Len())
+			}
+			if out != nil {
+				out.Set(k, c)
+			}
 			good = good && ok
 		}
-		return out, good
+		if out == nil {
+			return v, good, false
+		}
+		return out, good, true
 	case KindModel:
 		return lv.modelValue(t, v, strict)
 	case KindUnion:
 		return lv.unionValue(t, v, strict)
 	}
 	lv.add("value_error", "unsupported target type %s", t.Kind)
-	return v, false
+	return v, false, false
 }
 
-func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
+// objectPrefix returns a new object with room for n keys holding the
+// first k pairs of obj.
+func objectPrefix(obj *Object, k, n int) *Object {
+	out := NewObject(n)
+	for i := range obj.pairs[:k] {
+		out.Set(obj.pairs[i].key, obj.pairs[i].val)
+	}
+	return out
+}
+
+// modelValue coerces v to the model t: the result holds t's fields in
+// declaration order, with defaults filled in and other keys dropped. It
+// is v itself when v already holds exactly the fields it keeps, in that
+// order, each unchanged, and no default is added.
+func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool) {
 	obj, ok := v.(*Object)
 	if !ok {
 		lv.add("model_type", "input should be an object for model %s", t.Name)
-		return v, false
+		return v, false, false
 	}
-	out := NewObject(len(t.Model.Fields))
+	fields := t.Model.Fields
+	// While out is nil the result so far is obj.pairs[:next]: every
+	// field met was the next key of obj and its value is unchanged.
+	var out *Object
+	next := 0
 	good := true
-	for _, f := range t.Model.Fields {
-		fv, present := obj.Get(f.Name)
+	for _, f := range fields {
+		var fv any
+		present, inOrder := false, false
+		if next < len(obj.pairs) && obj.pairs[next].key == f.Name {
+			fv, present, inOrder = obj.pairs[next].val, true, true
+		} else {
+			fv, present = obj.Get(f.Name)
+		}
 		lv.pushKey(f.Name)
 		if !present {
 			switch {
 			case f.HasDefault:
+				if out == nil {
+					out = objectPrefix(obj, next, len(fields))
+				}
 				out.Set(f.Name, copyJSON(f.Default))
 				lv.defaults = append(lv.defaults, lv.loc())
 			case f.Required:
@@ -222,10 +271,22 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
 			lv.pop()
 			continue
 		}
-		c, ok := lv.value(f.Type, fv, strict)
+		c, ok, ch := lv.value(f.Type, fv, strict)
 		lv.pop()
-		out.Set(f.Name, c)
+		if out == nil && (ch || !inOrder) {
+			out = objectPrefix(obj, next, len(fields))
+		}
+		if inOrder {
+			next++
+		}
+		if out != nil {
+			out.Set(f.Name, c)
+		}
 		good = good && ok
+	}
+	if out == nil && next != len(obj.pairs) {
+		// Keys that are not fields are dropped.
+		out = objectPrefix(obj, next, len(fields))
 	}
 	if t.Schema != nil {
 		if ap, ok := t.Schema.Get("additionalProperties"); ok && ap == false {
@@ -240,12 +301,15 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
 			})
 		}
 	}
-	return out, good
+	if out == nil {
+		return v, good, false
+	}
+	return out, good, true
 }
 
 // unionValue tries the variants without coercion, then with it, in
 // order (pydantic's smart mode, simplified).
-func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool) {
+func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool, bool) {
 	passes := []bool{true}
 	if !strict {
 		passes = append(passes, false)
@@ -257,9 +321,9 @@ func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool) {
 			// As in pydantic, a variant's failures are located under
 			// its type's name.
 			trial.pushKey(variantTag(variant))
-			if c, ok := trial.value(variant, v, s); ok {
+			if c, ok, ch := trial.value(variant, v, s); ok {
 				lv.defaults = append(lv.defaults, trial.defaults...)
-				return c, true
+				return c, true, ch
 			}
 			if !s {
 				failed = append(failed, trial.issues)
@@ -268,28 +332,31 @@ func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool) {
 	}
 	if strict {
 		lv.add("union_type", "input matches no variant of the union")
-		return v, false
+		return v, false, false
 	}
 	for _, issues := range failed {
 		lv.issues = append(lv.issues, issues...)
 	}
-	return v, false
+	return v, false, false
 }
 
-func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool) {
-	cand := v
+func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool, bool) {
+	cand, coerced := v, false
 	if !strict {
 		switch t.Base {
 		case KindInt, KindFloat, KindBool:
 			trial := &laxValidator{path: lv.path}
-			if c, ok := trial.value(&Type{Kind: t.Base}, v, false); ok {
-				cand = c
+			if c, ok, ch := trial.value(&Type{Kind: t.Base}, v, false); ok {
+				cand, coerced = c, ch
 			}
 		}
 	}
 	for _, m := range t.Enum {
 		if sameJSON(cand, m) {
-			return copyJSON(m), true
+			if !coerced && sameScalar(v, m) {
+				return v, true, false
+			}
+			return copyJSON(m), true, true
 		}
 	}
 	// pydantic writes an Enum class as a $ref'd definition and a Literal
@@ -299,7 +366,27 @@ func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool) {
 		typ = "literal_error"
 	}
 	lv.add(typ, "input should be one of the allowed values")
-	return v, false
+	return v, false, false
+}
+
+// sameScalar reports whether a and b are the same JSON scalar written the
+// same way (numbers with the same text), so that either can stand for
+// the other in a result.
+func sameScalar(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && x == y
+	}
+	return false
 }
 
 // variantTag names a union variant the way pydantic's error locations
@@ -419,16 +506,16 @@ func copyJSON(v any) any {
 	return v
 }
 
-func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
+func (lv *laxValidator) intValue(v any, strict bool) (any, bool, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		s := string(x)
 		if isIntegerText(s) {
 			if len(strings.TrimLeft(s, "+-0")) > MaxCallIntDigits {
 				lv.add("int_parsing_size", "integer longer than %d digits", MaxCallIntDigits)
-				return v, false
+				return v, false, false
 			}
-			return x, true
+			return v, true, false
 		}
 		if strict {
 			break
@@ -436,27 +523,27 @@ func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) {
 			lv.add("finite_number", "input should be a finite number")
-			return v, false
+			return v, false, false
 		}
 		if f != math.Trunc(f) {
 			lv.add("int_from_float", "input should be a valid integer, got a number with a fractional part")
-			return v, false
+			return v, false, false
 		}
 		// Like pydantic, a float becomes an integer only within 64 bits.
 		if f <= -(1<<63) || f >= 1<<63 {
 			lv.add("int_parsing_size", "unable to parse input as an integer, value exceeds 64 bits")
-			return v, false
+			return v, false, false
 		}
 		i, _ := new(big.Float).SetFloat64(f).Int(nil)
-		return json.Number(i.String()), true
+		return json.Number(i.String()), true, true
 	case bool:
 		if strict {
 			break
 		}
 		if x {
-			return json.Number("1"), true
+			return json.Number("1"), true, true
 		}
-		return json.Number("0"), true
+		return json.Number("0"), true, true
 	case string:
 		if strict {
 			break
@@ -465,15 +552,15 @@ func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
 		switch {
 		case err == errIntTooLong:
 			lv.add("int_parsing_size", "unable to parse input string as an integer, exceeds %d digits", MaxCallIntDigits)
-			return v, false
+			return v, false, false
 		case err != nil:
 			lv.add("int_parsing", "input should be a valid integer, unable to parse string as an integer")
-			return v, false
+			return v, false, false
 		}
-		return json.Number(n), true
+		return json.Number(n), true, true
 	}
 	lv.add("int_type", "input should be a valid integer")
-	return v, false
+	return v, false, false
 }
 
 var (
@@ -541,27 +628,27 @@ func stripDigitUnderscores(s string) (string, bool) {
 	return b.String(), true
 }
 
-func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
+func (lv *laxValidator) floatValue(v any, strict bool) (any, bool, bool) {
 	var f float64
 	switch x := v.(type) {
 	case json.Number:
 		if plainFloatIsRepr(string(x)) {
 			// Fast path: a plain decimal that is already its own repr.
-			return v, true
+			return v, true, false
 		}
 		var err error
 		if f, err = strconv.ParseFloat(string(x), 64); err != nil && !math.IsInf(f, 0) {
 			lv.add("float_parsing", "input should be a valid number")
-			return v, false
+			return v, false, false
 		}
 		if math.IsInf(f, 0) && isIntegerText(string(x)) {
 			lv.add("float_type", "input should be a valid number, the integer is too large for a float")
-			return v, false
+			return v, false, false
 		}
 	case bool:
 		if strict {
 			lv.add("float_type", "input should be a valid number")
-			return v, false
+			return v, false, false
 		}
 		if x {
 			f = 1
@@ -570,34 +657,34 @@ func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
 		var ok bool
 		if strict {
 			lv.add("float_type", "input should be a valid number")
-			return v, false
+			return v, false, false
 		}
 		if plainFloatIsRepr(x) {
 			// Fast path: a plain decimal that is already its own repr.
-			return json.Number(x), true
+			return json.Number(x), true, true
 		}
 		if f, ok = floatFromString(x); !ok {
 			lv.add("float_parsing", "input should be a valid number, unable to parse string as a number")
-			return v, false
+			return v, false, false
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			lv.add("finite_number", "input should be a finite number (JSON cannot hold %s)", strings.TrimSpace(x))
-			return v, false
+			return v, false, false
 		}
 	default:
 		lv.add("float_type", "input should be a valid number")
-		return v, false
+		return v, false, false
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		lv.add("finite_number", "input should be a finite number")
-		return v, false
+		return v, false, false
 	}
 	var buf [32]byte
 	repr := appendPythonFloatRepr(buf[:0], f)
 	if n, ok := v.(json.Number); ok && string(n) == string(repr) {
-		return n, true
+		return v, true, false
 	}
-	return json.Number(repr), true
+	return json.Number(repr), true, true
 }
 
 // floatFromString parses a decimal number with optional sign, fraction
@@ -699,35 +786,35 @@ var boolWords = map[string]bool{
 	"1": true, "on": true, "t": true, "true": true, "y": true, "yes": true,
 }
 
-func (lv *laxValidator) boolValue(v any, strict bool) (any, bool) {
+func (lv *laxValidator) boolValue(v any, strict bool) (any, bool, bool) {
 	switch x := v.(type) {
 	case bool:
-		return x, true
+		return v, true, false
 	case string:
 		if strict {
 			break
 		}
 		if b, ok := boolWords[strings.ToLower(x)]; ok {
-			return b, true
+			return b, true, true
 		}
 		lv.add("bool_parsing", "input should be a valid boolean, unable to interpret input")
-		return v, false
+		return v, false, false
 	case json.Number:
 		if strict {
 			break
 		}
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err == nil && (f == 0 || f == 1) {
-			return f == 1, true
+			return f == 1, true, true
 		}
 		// pydantic: another 64-bit integer (an integral float too) is
 		// unparsable; another float or a wider integer is the wrong type.
 		_, intErr := strconv.ParseInt(string(x), 10, 64)
 		if intErr == nil || err == nil && f == math.Trunc(f) && f > -(1<<63) && f < 1<<63 {
 			lv.add("bool_parsing", "input should be a valid boolean, unable to interpret input")
-			return v, false
+			return v, false, false
 		}
 	}
 	lv.add("bool_type", "input should be a valid boolean")
-	return v, false
+	return v, false, false
 }

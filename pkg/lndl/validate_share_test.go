@@ -1,0 +1,242 @@
+package lndl
+
+import (
+	"fmt"
+	"testing"
+)
+
+// shareSchema is a target whose fields have no defaults except "note", so
+// that an input can hold exactly the fields a result keeps.
+const shareSchema = `{
+ "$defs": {
+  "Item": {"properties": {
+     "name": {"type": "string"},
+     "level": {"enum": [1, 2, 3], "title": "Level", "type": "integer"},
+     "sev": {"enum": ["low", "high"], "title": "Sev", "type": "string"},
+     "score": {"type": "number"}},
+   "required": ["name", "level", "sev", "score"], "title": "Item", "type": "object"}
+ },
+ "properties": {
+  "s": {"type": "string"},
+  "n": {"type": "number"},
+  "ok": {"type": "boolean"},
+  "tags": {"items": {"type": "string"}, "type": "array"},
+  "m": {"additionalProperties": {"type": "number"}, "type": "object"},
+  "items": {"items": {"$ref": "#/$defs/Item"}, "type": "array"},
+  "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+  "any": {},
+  "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}
+ },
+ "required": ["s", "n", "ok", "tags", "m", "items", "either", "any"],
+ "title": "Share", "type": "object"
+}`
+
+// shareValid holds every field of shareSchema, each already as Validate
+// returns it, with the keys in field order.
+const shareValid = `{"s": "a", "n": 1.5, "ok": true, "tags": ["x", "y"], "m": {"p": 1.0, "q": 2.5},
+ "items": [{"name": "a", "level": 1, "sev": "low", "score": 0.5}, {"name": "b", "level": 2, "sev": "high", "score": 1.0}],
+ "either": 3, "any": {"k": [1, "2"]}, "note": null}`
+
+// valueAt follows a loc (field names and list indexes) into v.
+func valueAt(v any, loc ...any) any {
+	for _, p := range loc {
+		switch x := v.(type) {
+		case *Object:
+			v, _ = x.Get(p.(string))
+		case []any:
+			v = x[p.(int)]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// sameRef reports whether a and b are the same *Object, or non-empty
+// lists backed by the same array.
+func sameRef(a, b any) bool {
+	switch x := a.(type) {
+	case *Object:
+		y, ok := b.(*Object)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) > 0 && len(x) == len(y) && &x[0] == &y[0]
+	}
+	return false
+}
+
+// refsOf lists every *Object and list in v by location, to check
+// afterwards that none of them was replaced or modified.
+func refsOf(v any, loc string, out map[string]any) {
+	out[loc] = v
+	switch x := v.(type) {
+	case *Object:
+		x.Range(func(k string, e any) bool {
+			refsOf(e, loc+"."+k, out)
+			return true
+		})
+	case []any:
+		for i, e := range x {
+			refsOf(e, fmt.Sprintf("%s[%d]", loc, i), out)
+		}
+	}
+}
+
+func TestValidate_sharesUnchangedParts(t *testing.T) {
+	tg := mustTarget(t, shareSchema)
+	tests := []struct {
+		name string
+		in   string
+		want string // the result; "" when it is the input itself
+		// shared are the locations (from the root) where the result holds
+		// the input's own object or list; fresh those where it must not.
+		shared, fresh [][]any
+	}{
+		{name: "nothing to change", in: shareValid,
+			shared: [][]any{{}, {"tags"}, {"m"}, {"items"}, {"items", 0}, {"items", 1}, {"any"}}},
+		{name: "one number deep inside",
+			in: `{"s": "a", "n": 1.5, "ok": true, "tags": ["x", "y"], "m": {"p": 1.0, "q": 2.5},
+			 "items": [{"name": "a", "level": 1, "sev": "low", "score": 0.5}, {"name": "b", "level": 2, "sev": "high", "score": "1"}],
+			 "either": 3, "any": {"k": [1, "2"]}, "note": null}`,
+			want: `{"s": "a", "n": 1.5, "ok": true, "tags": ["x", "y"], "m": {"p": 1.0, "q": 2.5},
+			 "items": [{"name": "a", "level": 1, "sev": "low", "score": 0.5}, {"name": "b", "level": 2, "sev": "high", "score": 1.0}],
+			 "either": 3, "any": {"k": [1, "2"]}, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}, {"items", 0}, {"any"}},
+			fresh:  [][]any{{}, {"items"}, {"items", 1}}},
+		{name: "first list item",
+			in:     `{"s": "a", "n": 1.5, "ok": true, "tags": ["x", "y"], "m": {}, "items": [{"name": "a", "level": "3", "sev": "low", "score": 0.5}, {"name": "b", "level": 2, "sev": "high", "score": 1.0}], "either": 3, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x", "y"], "m": {}, "items": [{"name": "a", "level": 3, "sev": "low", "score": 0.5}, {"name": "b", "level": 2, "sev": "high", "score": 1.0}], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}, {"items", 1}},
+			fresh:  [][]any{{}, {"items"}, {"items", 0}}},
+		{name: "dict value in the middle",
+			in:     `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {"p": 1.0, "q": "2", "r": 3.5}, "items": [], "either": "e", "any": [1], "note": "n"}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {"p": 1.0, "q": 2.0, "r": 3.5}, "items": [], "either": "e", "any": [1], "note": "n"}`,
+			shared: [][]any{{"tags"}, {"any"}},
+			fresh:  [][]any{{}, {"m"}}},
+		{name: "number rewritten as its repr",
+			in:     `{"s": "a", "n": 15e-1, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}}},
+		{name: "union variant coerced",
+			in:     `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3.0, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}}},
+		{name: "default filled",
+			in:     `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {"p": 1.0}, "items": [], "either": 3, "any": {"k": 1}}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {"p": 1.0}, "items": [], "either": 3, "any": {"k": 1}, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}, {"any"}},
+			fresh:  [][]any{{}}},
+		{name: "extra key dropped",
+			in:     `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null, "extra": [1]}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}}},
+		{name: "extra key between fields",
+			in:     `{"s": "a", "n": 1.5, "extra": 1, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}}},
+		{name: "keys out of order",
+			in:     `{"n": 1.5, "s": "a", "ok": true, "tags": ["x"], "m": {}, "items": [{"sev": "low", "name": "a", "level": 1, "score": 0.5}], "either": 3, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [{"name": "a", "level": 1, "sev": "low", "score": 0.5}], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}, {"items"}, {"items", 0}}},
+		{name: "enum member written differently",
+			in:     `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [{"name": "a", "level": 2.0, "sev": "low", "score": 0.5}], "either": 3, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [{"name": "a", "level": 2, "sev": "low", "score": 0.5}], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}, {"items"}, {"items", 0}}},
+		{name: "bool from string last",
+			in:     `{"s": "a", "n": 1.5, "ok": "yes", "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			want:   `{"s": "a", "n": 1.5, "ok": true, "tags": ["x"], "m": {}, "items": [], "either": 3, "any": null, "note": null}`,
+			shared: [][]any{{"tags"}, {"m"}},
+			fresh:  [][]any{{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := validJSON(t, tt.in)
+			before := compactJSON(in)
+			refs := map[string]any{}
+			refsOf(in, "$", refs)
+
+			got, err := tg.Validate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			if want == "" {
+				want = tt.in
+				if got.(*Object) != in.(*Object) {
+					t.Errorf("a value needing no change was copied")
+				}
+			}
+			if compactJSON(got) != compactJSON(validJSON(t, want)) {
+				t.Errorf("Validate = %s\nwant       %s", compactJSON(got), compactJSON(validJSON(t, want)))
+			}
+			// The result equals that of a validation that cannot share.
+			if forced, err := tg.validate(copyJSON(in), true); err != nil || compactJSON(forced) != compactJSON(got) {
+				t.Errorf("validating a copy with the schema = %s, %v", compactJSON(forced), err)
+			}
+			for _, loc := range tt.shared {
+				if !sameRef(valueAt(got, loc...), valueAt(in, loc...)) {
+					t.Errorf("%v: not shared with the input", loc)
+				}
+			}
+			for _, loc := range tt.fresh {
+				if g := valueAt(got, loc...); g == nil || sameRef(g, valueAt(in, loc...)) {
+					t.Errorf("%v: shared with the input, but it changed", loc)
+				}
+			}
+			if after := compactJSON(in); after != before {
+				t.Errorf("input modified:\n%s\nwas %s", after, before)
+			}
+			after := map[string]any{}
+			refsOf(in, "$", after)
+			for loc, r := range refs {
+				if (isContainer(r) || isContainer(after[loc])) && !sameRef(r, after[loc]) && !isEmptyList(r) {
+					t.Errorf("%s: replaced in the input", loc)
+				}
+			}
+			// Validating the result again shares all of it.
+			again, err := tg.Validate(got)
+			if err != nil || got.(*Object) != again.(*Object) {
+				t.Errorf("validating the result again copied it (%v)", err)
+			}
+		})
+	}
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case *Object, []any:
+		return true
+	}
+	return false
+}
+
+func isEmptyList(v any) bool {
+	l, ok := v.([]any)
+	return ok && len(l) == 0
+}
+
+// TestValidate_failureLeavesInput checks that a failing validation
+// leaves its input as it was.
+func TestValidate_failureLeavesInput(t *testing.T) {
+	tg := mustTarget(t, shareSchema)
+	for _, in := range []string{
+		`{"s": "a", "n": "x", "ok": true, "tags": ["x"], "m": {"p": "1"}, "items": [{"name": "a", "level": "9", "sev": "low", "score": "1"}], "either": [], "any": null}`,
+		`{"s": 1, "n": "2", "ok": "yes", "tags": [1, "2"], "m": {"p": "no"}, "items": [{"sev": "mid"}], "either": 3, "any": null}`,
+	} {
+		v := validJSON(t, in)
+		before := compactJSON(v)
+		if _, err := tg.Validate(v); err == nil {
+			t.Fatalf("%s validated", in)
+		}
+		if after := compactJSON(v); after != before {
+			t.Errorf("input modified:\n%s\nwas %s", after, before)
+		}
+	}
+}
