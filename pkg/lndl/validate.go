@@ -141,8 +141,15 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 			return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
 		}
 	}
+	ct := t.compiledSchema()
+	if ct.err != nil {
+		return nil, ct.err
+	}
+	// The schema validator runs unless the coercion walk decides all the
+	// schema asserts; the locations of defaults matter only when it runs.
+	runSchema := ct.schema != nil && (forceSchema || !ct.structural)
 	pp := locPathPool.Get().(*[]locStep)
-	lv := laxValidator{path: (*pp)[:0]}
+	lv := laxValidator{path: (*pp)[:0], keepDefaults: runSchema}
 	defer func() {
 		// Trials may have grown their own copies; lv.path is the
 		// pooled buffer or one grown from it.
@@ -153,11 +160,15 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 		}
 	}()
 	out, _, _ := lv.value(t.Type, in, false)
-	ct := t.compiledSchema()
-	if ct.err != nil {
-		return nil, ct.err
+	if ct.schema != nil && !runSchema && !ct.defaultsFit(lv.deepestDefault) {
+		// A default nested too deep to leave unchecked: the schema
+		// validator runs after all, so walk again recording where the
+		// defaults are.
+		runSchema = true
+		lv = laxValidator{path: lv.path[:0], keepDefaults: true}
+		out, _, _ = lv.value(t.Type, in, false)
 	}
-	if ct.schema != nil && (forceSchema || !ct.structural || !ct.defaultsFit(lv.defaults)) {
+	if runSchema {
 		plain, err := plainJSON(out, 0)
 		if err != nil {
 			return nil, err
@@ -228,15 +239,11 @@ type compiledTarget struct {
 	defaultDepth int
 }
 
-// defaultsFit reports whether the defaults filled at locs stay within
-// MaxJSONDepth, as the schema validator's input must.
-func (ct *compiledTarget) defaultsFit(locs [][]any) bool {
-	for _, loc := range locs {
-		if len(loc)+ct.defaultDepth > MaxJSONDepth {
-			return false
-		}
-	}
-	return true
+// defaultsFit reports whether defaults filled at locations at most
+// deepest long (0: none filled) stay within MaxJSONDepth, as the schema
+// validator's input must.
+func (ct *compiledTarget) defaultsFit(deepest int) bool {
+	return deepest == 0 || deepest+ct.defaultDepth <= MaxJSONDepth
 }
 
 // compiledSchema returns t's compiled schema, compiling it on first use

@@ -15,8 +15,14 @@ import (
 // laxValidator coerces a value to a target type, collecting issues.
 type laxValidator struct {
 	issues []ValidationIssue
-	// defaults are the locations filled from a default.
-	defaults [][]any
+	// defaults are the locations filled from a default, recorded only
+	// when keepDefaults is set (the schema validator is to run: its
+	// issues under a default are skipped).
+	defaults     [][]any
+	keepDefaults bool
+	// deepestDefault is the length of the longest location filled from
+	// a default, 0 when none was.
+	deepestDefault int
 	// path is the location of the value being validated. A trial
 	// validator starts from its parent's path.
 	path []locStep
@@ -221,6 +227,15 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 	return v, false, false
 }
 
+// addDefault records that the value at the current location was filled
+// from a default.
+func (lv *laxValidator) addDefault() {
+	lv.deepestDefault = max(lv.deepestDefault, len(lv.path))
+	if lv.keepDefaults {
+		lv.defaults = append(lv.defaults, lv.loc())
+	}
+}
+
 // objectPrefix returns a new object with room for n keys holding the
 // first k pairs of obj.
 func objectPrefix(obj *Object, k, n int) *Object {
@@ -263,7 +278,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 					out = objectPrefix(obj, next, len(fields))
 				}
 				out.Set(f.Name, copyJSON(f.Default))
-				lv.defaults = append(lv.defaults, lv.loc())
+				lv.addDefault()
 			case f.Required:
 				lv.add("missing", "field required")
 				good = false
@@ -308,34 +323,35 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 }
 
 // unionValue tries the variants without coercion, then with it, in
-// order (pydantic's smart mode, simplified).
+// order (pydantic's smart mode, simplified). Each variant is tried on lv
+// itself: what a failed try recorded is dropped again, except the issues
+// of the second pass, which are the union's issues when no variant
+// matches.
 func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool, bool) {
-	passes := []bool{true}
-	if !strict {
-		passes = append(passes, false)
-	}
-	var failed [][]ValidationIssue
-	for _, s := range passes {
+	issues, defaults, deepest := len(lv.issues), len(lv.defaults), lv.deepestDefault
+	for pass := range 2 {
+		s := pass == 0
+		if !s && strict {
+			break
+		}
 		for _, variant := range t.Variants {
-			trial := &laxValidator{path: lv.path}
 			// As in pydantic, a variant's failures are located under
 			// its type's name.
-			trial.pushKey(variantTag(variant))
-			if c, ok, ch := trial.value(variant, v, s); ok {
-				lv.defaults = append(lv.defaults, trial.defaults...)
+			lv.pushKey(variantTag(variant))
+			c, ok, ch := lv.value(variant, v, s)
+			lv.pop()
+			if ok {
+				lv.issues = lv.issues[:issues]
 				return c, true, ch
 			}
-			if !s {
-				failed = append(failed, trial.issues)
+			lv.defaults, lv.deepestDefault = lv.defaults[:defaults], deepest
+			if s {
+				lv.issues = lv.issues[:issues]
 			}
 		}
 	}
 	if strict {
 		lv.add("union_type", "input matches no variant of the union")
-		return v, false, false
-	}
-	for _, issues := range failed {
-		lv.issues = append(lv.issues, issues...)
 	}
 	return v, false, false
 }
