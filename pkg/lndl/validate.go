@@ -216,12 +216,15 @@ func isNormalized(v any, depth int) bool {
 		}
 		return true
 	case *Object:
-		ok := true
-		x.Range(func(_ string, e any) bool {
-			ok = isNormalized(e, depth+1)
-			return ok
-		})
-		return ok
+		if x == nil {
+			return true
+		}
+		for i := range x.pairs {
+			if !isNormalized(x.pairs[i].val, depth+1) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

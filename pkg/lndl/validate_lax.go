@@ -210,7 +210,7 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 				out = objectPrefix(obj, i, obj.Len())
 			}
 			if out != nil {
-				out.Set(k, c)
+				addNewKey(out, k, c)
 			}
 			good = good && ok
 		}
@@ -241,9 +241,19 @@ func (lv *laxValidator) addDefault() {
 func objectPrefix(obj *Object, k, n int) *Object {
 	out := NewObject(n)
 	for i := range obj.pairs[:k] {
-		out.Set(obj.pairs[i].key, obj.pairs[i].val)
+		addNewKey(out, obj.pairs[i].key, obj.pairs[i].val)
 	}
 	return out
+}
+
+// addNewKey sets key, which o does not hold, to v: as o.Set does, without
+// looking for the key first.
+func addNewKey(o *Object, key string, v any) {
+	if o.index == nil && len(o.pairs) < objectIndexMin {
+		o.pairs = append(o.pairs, objectPair{key, v})
+		return
+	}
+	o.Set(key, v)
 }
 
 // modelValue coerces v to the model t: the result holds t's fields in
@@ -257,6 +267,9 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 		return v, false, false
 	}
 	fields := t.Model.Fields
+	// The field names of a model from ParseTarget are distinct: its index
+	// holds each field.
+	distinct := t.Model.index != nil && len(t.Model.index) == len(fields)
 	// While out is nil the result so far is obj.pairs[:next]: every
 	// field met was the next key of obj and its value is unchanged.
 	var out *Object
@@ -265,9 +278,12 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 	for _, f := range fields {
 		var fv any
 		present, inOrder := false, false
-		if next < len(obj.pairs) && obj.pairs[next].key == f.Name {
+		switch {
+		case next < len(obj.pairs) && obj.pairs[next].key == f.Name:
 			fv, present, inOrder = obj.pairs[next].val, true, true
-		} else {
+		case distinct && next == len(obj.pairs):
+			// Every key of obj is the name of an earlier field.
+		default:
 			fv, present = obj.Get(f.Name)
 		}
 		lv.pushKey(f.Name)
@@ -277,7 +293,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 				if out == nil {
 					out = objectPrefix(obj, next, len(fields))
 				}
-				out.Set(f.Name, copyJSON(f.Default))
+				setField(out, f.Name, copyJSON(f.Default), distinct)
 				lv.addDefault()
 			case f.Required:
 				lv.add("missing", "field required")
@@ -295,7 +311,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 			next++
 		}
 		if out != nil {
-			out.Set(f.Name, c)
+			setField(out, f.Name, c, distinct)
 		}
 		good = good && ok
 	}
@@ -320,6 +336,16 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 		return v, good, false
 	}
 	return out, good, true
+}
+
+// setField sets the field name of a model's result to v; distinct says
+// the model's field names are distinct, so that o cannot hold it yet.
+func setField(o *Object, name string, v any, distinct bool) {
+	if distinct {
+		addNewKey(o, name, v)
+	} else {
+		o.Set(name, v)
+	}
 }
 
 // unionValue tries the variants without coercion, then with it, in

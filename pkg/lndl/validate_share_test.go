@@ -1,6 +1,7 @@
 package lndl
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -237,6 +238,36 @@ func TestValidate_failureLeavesInput(t *testing.T) {
 		}
 		if after := compactJSON(v); after != before {
 			t.Errorf("input modified:\n%s\nwas %s", after, before)
+		}
+	}
+}
+
+// TestValidate_handBuiltModel validates against a model built without
+// ParseTarget, whose field names need not be distinct: a repeated field
+// is validated again and its last value kept, as Object.Set does.
+func TestValidate_handBuiltModel(t *testing.T) {
+	field := func(name string, k Kind) *FieldSpec {
+		return &FieldSpec{Name: name, Type: &Type{Kind: k}, Required: true}
+	}
+	tg := &Target{Type: &Type{Kind: KindModel, Name: "M", Model: &Model{Name: "M", Fields: []*FieldSpec{
+		field("a", KindInt), field("b", KindString), field("a", KindFloat)}}}}
+	tests := []struct{ in, want string }{
+		{`{"a": "1", "b": "x"}`, `{"a": 1.0, "b": "x"}`},
+		{`{"a": 2, "b": "x"}`, `{"a": 2.0, "b": "x"}`},
+		{`{"b": "x", "a": 3}`, `{"a": 3.0, "b": "x"}`},
+		{`{"a": 2.5, "b": "x"}`, ``},
+	}
+	for _, tt := range tests {
+		got, err := tg.Validate(validJSON(t, tt.in))
+		if tt.want == "" {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Issues) != 1 || ve.Issues[0].Type != "int_from_float" {
+				t.Errorf("%s: Validate = %s, %v; want an int_from_float failure", tt.in, compactJSON(got), err)
+			}
+			continue
+		}
+		if err != nil || compactJSON(got) != compactJSON(validJSON(t, tt.want)) {
+			t.Errorf("%s: Validate = %s, %v; want %s", tt.in, compactJSON(got), err, tt.want)
 		}
 	}
 }
