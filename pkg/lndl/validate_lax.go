@@ -26,6 +26,12 @@ type laxValidator struct {
 	// path is the location of the value being validated. A trial
 	// validator starts from its parent's path.
 	path []locStep
+	// itemsLeft is set while the value call for an item of a list or
+	// dict starts: the number of items left, this one included. The
+	// results of model items that change come from slab, which holds
+	// room for the rest of the items once the first needs it.
+	itemsLeft int
+	slab      []smallObject
 }
 
 func (lv *laxValidator) add(typ, format string, args ...any) {
@@ -139,6 +145,8 @@ func normalizeInput(v any, depth int) (any, error) {
 // false. strict disables every conversion (the first pass over a union's
 // variants).
 func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed bool) {
+	itemsLeft := lv.itemsLeft
+	lv.itemsLeft = 0
 	if v == nil && (t.Nullable || t.Kind == KindNull || t.Kind == KindAny) {
 		return nil, true, false
 	}
@@ -175,8 +183,11 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 		// out stays nil while every item so far is unchanged.
 		var out []any
 		good := true
+		slab := lv.slab
+		lv.slab = nil
 		for i, e := range arr {
 			lv.pushIndex(i)
+			lv.itemsLeft = len(arr) - i
 			c, ok, ch := lv.value(t.Elem, e, strict)
 			lv.pop()
 			if ch && out == nil {
@@ -188,6 +199,7 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 			}
 			good = good && ok
 		}
+		lv.slab = slab
 		if out == nil {
 			return v, good, false
 		}
@@ -201,25 +213,29 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 		// out stays nil while every value so far is unchanged.
 		var out *Object
 		good := true
+		slab := lv.slab
+		lv.slab = nil
 		for i := range obj.pairs {
 			k, e := obj.pairs[i].key, obj.pairs[i].val
 			lv.pushKey(k)
+			lv.itemsLeft = len(obj.pairs) - i
 			c, ok, ch := lv.value(t.Elem, e, strict)
 			lv.pop()
 			if ch && out == nil {
-				out = objectPrefix(obj, i, obj.Len())
+				out = objectPrefix(NewObject(obj.Len()), obj, i)
 			}
 			if out != nil {
 				addNewKey(out, k, c)
 			}
 			good = good && ok
 		}
+		lv.slab = slab
 		if out == nil {
 			return v, good, false
 		}
 		return out, good, true
 	case KindModel:
-		return lv.modelValue(t, v, strict)
+		return lv.modelValue(t, v, strict, itemsLeft)
 	case KindUnion:
 		return lv.unionValue(t, v, strict)
 	}
@@ -236,14 +252,34 @@ func (lv *laxValidator) addDefault() {
 	}
 }
 
-// objectPrefix returns a new object with room for n keys holding the
-// first k pairs of obj.
-func objectPrefix(obj *Object, k, n int) *Object {
-	out := NewObject(n)
+// maxItemSlab bounds the objects allocated at once by newItemObject.
+const maxItemSlab = 8
+
+// objectPrefix adds the first k pairs of obj to out, which is empty, and
+// returns out.
+func objectPrefix(out, obj *Object, k int) *Object {
 	for i := range obj.pairs[:k] {
 		addNewKey(out, obj.pairs[i].key, obj.pairs[i].val)
 	}
 	return out
+}
+
+// newItemObject returns an empty object with room for n keys for the
+// result of an item with itemsLeft items left (see laxValidator); small
+// ones are taken from lv.slab, which is refilled for the items left, at
+// most maxItemSlab (a slot is wasted for each later item that needs no
+// change).
+func (lv *laxValidator) newItemObject(n, itemsLeft int) *Object {
+	if n > smallObjectKeys || itemsLeft == 0 || itemsLeft == 1 && len(lv.slab) == 0 {
+		return NewObject(n)
+	}
+	if len(lv.slab) == 0 {
+		lv.slab = make([]smallObject, min(itemsLeft, maxItemSlab))
+	}
+	s := &lv.slab[0]
+	lv.slab = lv.slab[1:]
+	s.obj.pairs = s.buf[:0]
+	return &s.obj
 }
 
 // addNewKey sets key, which o does not hold, to v: as o.Set does, without
@@ -260,7 +296,7 @@ func addNewKey(o *Object, key string, v any) {
 // declaration order, with defaults filled in and other keys dropped. It
 // is v itself when v already holds exactly the fields it keeps, in that
 // order, each unchanged, and no default is added.
-func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool) {
+func (lv *laxValidator) modelValue(t *Type, v any, strict bool, itemsLeft int) (any, bool, bool) {
 	obj, ok := v.(*Object)
 	if !ok {
 		lv.add("model_type", "input should be an object for model %s", t.Name)
@@ -291,7 +327,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 			switch {
 			case f.HasDefault:
 				if out == nil {
-					out = objectPrefix(obj, next, len(fields))
+					out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
 				}
 				setField(out, f.Name, copyJSON(f.Default), distinct)
 				lv.addDefault()
@@ -305,7 +341,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 		c, ok, ch := lv.value(f.Type, fv, strict)
 		lv.pop()
 		if out == nil && (ch || !inOrder) {
-			out = objectPrefix(obj, next, len(fields))
+			out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
 		}
 		if inOrder {
 			next++
@@ -317,7 +353,7 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool, bool
 	}
 	if out == nil && next != len(obj.pairs) {
 		// Keys that are not fields are dropped.
-		out = objectPrefix(obj, next, len(fields))
+		out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
 	}
 	if t.Schema != nil {
 		if ap, ok := t.Schema.Get("additionalProperties"); ok && ap == false {

@@ -3,6 +3,7 @@ package lndl
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -268,6 +269,69 @@ func TestValidate_handBuiltModel(t *testing.T) {
 		}
 		if err != nil || compactJSON(got) != compactJSON(validJSON(t, tt.want)) {
 			t.Errorf("%s: Validate = %s, %v; want %s", tt.in, compactJSON(got), err, tt.want)
+		}
+	}
+}
+
+// TestValidate_listsOfModels validates lists and dicts of small models,
+// some items changing and some not, with lists of models inside items:
+// every changed item gets an object of its own, whatever order the
+// changes come in.
+func TestValidate_listsOfModels(t *testing.T) {
+	tg := mustTarget(t, `{"$defs": {
+	  "Leaf": {"properties": {"b": {"type": "number"}}, "required": ["b"], "title": "Leaf", "type": "object"},
+	  "Inner": {"properties": {"a": {"type": "number"}, "subs": {"items": {"$ref": "#/$defs/Leaf"}, "type": "array"}},
+	   "required": ["a", "subs"], "title": "Inner", "type": "object"}},
+	 "properties": {
+	  "items": {"items": {"$ref": "#/$defs/Inner"}, "type": "array"},
+	  "byName": {"additionalProperties": {"$ref": "#/$defs/Inner"}, "type": "object"}},
+	 "required": ["items", "byName"], "title": "Outer", "type": "object"}`)
+	// inner writes an Inner item; the numbers are strings (to be
+	// changed) where change says so.
+	inner := func(i int, change bool) (in, want string) {
+		num := func(x int) (string, string) {
+			if change {
+				return fmt.Sprintf(`"%d.5"`, x), fmt.Sprintf(`%d.5`, x)
+			}
+			return fmt.Sprintf(`%d.5`, x), fmt.Sprintf(`%d.5`, x)
+		}
+		a, wa := num(i)
+		b0, wb0 := num(100 * i)
+		b1, wb1 := num(100*i + 1)
+		return fmt.Sprintf(`{"a": %s, "subs": [{"b": %s}, {"b": %s}]}`, a, b0, b1),
+			fmt.Sprintf(`{"a": %s, "subs": [{"b": %s}, {"b": %s}]}`, wa, wb0, wb1)
+	}
+	for _, pattern := range []string{"c", "u", "cc", "uc", "cu", "cucuuccccccccccccccu", "uuuuuuuuuuuuuuuuuuuc", "cccccccccccccccccccc"} {
+		var in, want, dictIn, dictWant []string
+		for i, p := range pattern {
+			it, wt := inner(i, p == 'c')
+			in, want = append(in, it), append(want, wt)
+			dictIn = append(dictIn, fmt.Sprintf(`"k%d": %s`, i, it))
+			dictWant = append(dictWant, fmt.Sprintf(`"k%d": %s`, i, wt))
+		}
+		input := validJSON(t, fmt.Sprintf(`{"items": [%s], "byName": {%s}}`, strings.Join(in, ", "), strings.Join(dictIn, ", ")))
+		before := compactJSON(input)
+		got, err := tg.Validate(input)
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		wantJSON := compactJSON(validJSON(t, fmt.Sprintf(`{"items": [%s], "byName": {%s}}`, strings.Join(want, ", "), strings.Join(dictWant, ", "))))
+		if g := compactJSON(got); g != wantJSON {
+			t.Errorf("%s: Validate = %s\nwant       %s", pattern, g, wantJSON)
+		}
+		if after := compactJSON(input); after != before {
+			t.Errorf("%s: input modified", pattern)
+		}
+		seen := map[*Object]string{}
+		all := map[string]any{}
+		refsOf(got, "$", all)
+		for loc, r := range all {
+			if o, ok := r.(*Object); ok {
+				if other, dup := seen[o]; dup {
+					t.Errorf("%s: %s and %s are the same object", pattern, loc, other)
+				}
+				seen[o] = loc
+			}
 		}
 	}
 }
