@@ -252,8 +252,10 @@ func (lv *laxValidator) addDefault() {
 	}
 }
 
-// maxItemSlab bounds the objects allocated at once by newItemObject.
-const maxItemSlab = 8
+// maxItemSlab bounds the objects allocated at once by newItemObject:
+// three small objects (480 bytes) take no more room together than apart,
+// while larger blocks are rounded up to bigger allocation sizes.
+const maxItemSlab = 3
 
 // objectPrefix adds the first k pairs of obj to out, which is empty, and
 // returns out.
