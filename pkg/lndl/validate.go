@@ -210,7 +210,7 @@ func isNormalized(v any, depth int) bool {
 		return true
 	case []any:
 		for _, e := range x {
-			if !isNormalized(e, depth+1) {
+			if !isNormalizedItem(e, depth+1) {
 				return false
 			}
 		}
@@ -220,13 +220,22 @@ func isNormalized(v any, depth int) bool {
 			return true
 		}
 		for i := range x.pairs {
-			if !isNormalized(x.pairs[i].val, depth+1) {
+			if !isNormalizedItem(x.pairs[i].val, depth+1) {
 				return false
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// isNormalizedItem is isNormalized for an item of a list or object,
+// deciding the commonest, a string, without a call.
+func isNormalizedItem(v any, depth int) bool {
+	if _, ok := v.(string); ok && depth <= MaxJSONDepth {
+		return true
+	}
+	return isNormalized(v, depth)
 }
 
 // compiledTarget is the compiled JSON Schema of one Target.

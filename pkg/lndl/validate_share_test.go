@@ -1,6 +1,7 @@
 package lndl
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -332,6 +333,45 @@ func TestValidate_listsOfModels(t *testing.T) {
 				}
 				seen[o] = loc
 			}
+		}
+	}
+}
+
+// TestIsNormalized checks which values Validate walks without
+// normalizing them first, at the depth bound too.
+func TestIsNormalized(t *testing.T) {
+	nest := func(levels int, leaf any) any {
+		v := leaf
+		for range levels {
+			v = []any{v}
+		}
+		return v
+	}
+	obj := NewObject(1)
+	obj.Set("k", nest(MaxJSONDepth-1, "s"))
+	deepObj := NewObject(1)
+	deepObj.Set("k", nest(MaxJSONDepth, "s"))
+	tests := []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"string at the bound", nest(MaxJSONDepth, "s"), true},
+		{"string past the bound", nest(MaxJSONDepth+1, "s"), false},
+		{"number at the bound", nest(MaxJSONDepth, json.Number("1")), true},
+		{"number past the bound", nest(MaxJSONDepth+1, json.Number("1")), false},
+		{"list at the bound", nest(MaxJSONDepth, []any{}), true},
+		{"list past the bound", nest(MaxJSONDepth+1, []any{}), false},
+		{"object value at the bound", obj, true},
+		{"object value past the bound", deepObj, false},
+		{"float64 item", []any{"s", 1.5}, false},
+		{"map item", []any{"s", map[string]any{}}, false},
+		{"typed list", []string{"s"}, false},
+		{"object of scalars", validJSON(t, `{"a": "s", "b": 1, "c": true, "d": null, "e": [{"f": "g"}]}`), true},
+	}
+	for _, tt := range tests {
+		if got := isNormalized(tt.v, 0); got != tt.want {
+			t.Errorf("%s: isNormalized = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
