@@ -186,6 +186,12 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 		slab := lv.slab
 		lv.slab = nil
 		for i, e := range arr {
+			if lv.plainString(t.Elem, e) {
+				if out != nil {
+					out[i] = e
+				}
+				continue
+			}
 			lv.pushIndex(i)
 			lv.itemsLeft = len(arr) - i
 			c, ok, ch := lv.value(t.Elem, e, strict)
@@ -241,6 +247,17 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed
 	}
 	lv.add("value_error", "unsupported target type %s", t.Kind)
 	return v, false, false
+}
+
+// plainString reports whether v is a string validated as a string one
+// level below the current location, which value would return unchanged:
+// the commonest case, decided without a call.
+func (lv *laxValidator) plainString(t *Type, v any) bool {
+	if t.Kind != KindString || len(lv.path) >= MaxJSONDepth {
+		return false
+	}
+	_, ok := v.(string)
+	return ok
 }
 
 // addDefault records that the value at the current location was filled
@@ -324,8 +341,8 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool, itemsLeft int) (
 		default:
 			fv, present = obj.Get(f.Name)
 		}
-		lv.pushKey(f.Name)
 		if !present {
+			lv.pushKey(f.Name)
 			switch {
 			case f.HasDefault:
 				if out == nil {
@@ -340,8 +357,12 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool, itemsLeft int) (
 			lv.pop()
 			continue
 		}
-		c, ok, ch := lv.value(f.Type, fv, strict)
-		lv.pop()
+		c, ok, ch := fv, true, false
+		if !lv.plainString(f.Type, fv) {
+			lv.pushKey(f.Name)
+			c, ok, ch = lv.value(f.Type, fv, strict)
+			lv.pop()
+		}
 		if out == nil && (ch || !inOrder) {
 			out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
 		}
