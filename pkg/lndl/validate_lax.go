@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -635,8 +634,8 @@ func (lv *laxValidator) intValue(v any, strict bool) (any, bool, bool) {
 			lv.add("int_parsing_size", "unable to parse input as an integer, value exceeds 64 bits")
 			return v, false, false
 		}
-		i, _ := new(big.Float).SetFloat64(f).Int(nil)
-		return json.Number(i.String()), true, true
+		// Integral and within 64 bits: int64 holds it exactly.
+		return json.Number(strconv.FormatInt(int64(f), 10)), true, true
 	case bool:
 		if strict {
 			break
