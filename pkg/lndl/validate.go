@@ -113,9 +113,13 @@ func formatLoc(loc []any) string {
 // not be modified after ParseTarget. Values nested deeper than
 // [MaxJSONDepth] are rejected.
 //
-// The result is a new value, but the parts of v it keeps unchanged (the
-// values of Any fields, strings) may be shared with v when v already
-// holds only *Object, []any and JSON scalars; treat both as read-only.
+// When v holds only *Object, []any and JSON scalars (as assembled values
+// do), the result shares with v every object and list in which nothing
+// needed a change: one already holding exactly the fields it keeps, in
+// declaration order, with no default to add and every value as coerced.
+// The result is then v itself when nothing at all changes, and otherwise
+// new objects and lists down to each change, holding the unchanged parts
+// of v. v is never modified; treat both v and the result as read-only.
 //
 // A failure is a *[ValidationError] listing every issue; a schema the
 // validator cannot compile is an error wrapping [ErrInvalidTarget].
@@ -137,8 +141,15 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 			return nil, &ValidationError{Issues: []ValidationIssue{{Loc: []any{}, Type: "too_deep", Msg: err.Error()}}}
 		}
 	}
+	ct := t.compiledSchema()
+	if ct.err != nil {
+		return nil, ct.err
+	}
+	// The schema validator runs unless the coercion walk decides all the
+	// schema asserts; the locations of defaults matter only when it runs.
+	runSchema := ct.schema != nil && (forceSchema || !ct.structural)
 	pp := locPathPool.Get().(*[]locStep)
-	lv := laxValidator{path: (*pp)[:0]}
+	lv := laxValidator{path: (*pp)[:0], keepDefaults: runSchema}
 	defer func() {
 		// Trials may have grown their own copies; lv.path is the
 		// pooled buffer or one grown from it.
@@ -148,12 +159,16 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 			locPathPool.Put(pp)
 		}
 	}()
-	out, _ := lv.value(t.Type, in, false)
-	ct := t.compiledSchema()
-	if ct.err != nil {
-		return nil, ct.err
+	out, _, _ := lv.value(t.Type, in, false)
+	if ct.schema != nil && !runSchema && !ct.defaultsFit(lv.deepestDefault) {
+		// A default nested too deep to leave unchecked: the schema
+		// validator runs after all, so walk again recording where the
+		// defaults are.
+		runSchema = true
+		lv = laxValidator{path: lv.path[:0], keepDefaults: true}
+		out, _, _ = lv.value(t.Type, in, false)
 	}
-	if ct.schema != nil && (forceSchema || !ct.structural || !ct.defaultsFit(lv.defaults)) {
+	if runSchema {
 		plain, err := plainJSON(out, 0)
 		if err != nil {
 			return nil, err
@@ -195,20 +210,32 @@ func isNormalized(v any, depth int) bool {
 		return true
 	case []any:
 		for _, e := range x {
-			if !isNormalized(e, depth+1) {
+			if !isNormalizedItem(e, depth+1) {
 				return false
 			}
 		}
 		return true
 	case *Object:
-		ok := true
-		x.Range(func(_ string, e any) bool {
-			ok = isNormalized(e, depth+1)
-			return ok
-		})
-		return ok
+		if x == nil {
+			return true
+		}
+		for i := range x.pairs {
+			if !isNormalizedItem(x.pairs[i].val, depth+1) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
+}
+
+// isNormalizedItem is isNormalized for an item of a list or object,
+// deciding the commonest, a string, without a call.
+func isNormalizedItem(v any, depth int) bool {
+	if _, ok := v.(string); ok && depth <= MaxJSONDepth {
+		return true
+	}
+	return isNormalized(v, depth)
 }
 
 // compiledTarget is the compiled JSON Schema of one Target.
@@ -224,15 +251,11 @@ type compiledTarget struct {
 	defaultDepth int
 }
 
-// defaultsFit reports whether the defaults filled at locs stay within
-// MaxJSONDepth, as the schema validator's input must.
-func (ct *compiledTarget) defaultsFit(locs [][]any) bool {
-	for _, loc := range locs {
-		if len(loc)+ct.defaultDepth > MaxJSONDepth {
-			return false
-		}
-	}
-	return true
+// defaultsFit reports whether defaults filled at locations at most
+// deepest long (0: none filled) stay within MaxJSONDepth, as the schema
+// validator's input must.
+func (ct *compiledTarget) defaultsFit(deepest int) bool {
+	return deepest == 0 || deepest+ct.defaultDepth <= MaxJSONDepth
 }
 
 // compiledSchema returns t's compiled schema, compiling it on first use

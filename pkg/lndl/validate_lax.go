@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,11 +14,23 @@ import (
 // laxValidator coerces a value to a target type, collecting issues.
 type laxValidator struct {
 	issues []ValidationIssue
-	// defaults are the locations filled from a default.
-	defaults [][]any
+	// defaults are the locations filled from a default, recorded only
+	// when keepDefaults is set (the schema validator is to run: its
+	// issues under a default are skipped).
+	defaults     [][]any
+	keepDefaults bool
+	// deepestDefault is the length of the longest location filled from
+	// a default, 0 when none was.
+	deepestDefault int
 	// path is the location of the value being validated. A trial
 	// validator starts from its parent's path.
 	path []locStep
+	// itemsLeft is set while the value call for an item of a list or
+	// dict starts: the number of items left, this one included. The
+	// results of model items that change come from slab, which holds
+	// room for the rest of the items once the first needs it.
+	itemsLeft int
+	slab      []smallObject
 }
 
 func (lv *laxValidator) add(typ, format string, args ...any) {
@@ -126,29 +137,34 @@ func normalizeInput(v any, depth int) (any, error) {
 	return normalizeInput(d, depth)
 }
 
-// value coerces v to t. It returns the coerced value and true, or v and
-// false after recording the issues. strict disables every conversion (the
-// first pass over a union's variants).
-func (lv *laxValidator) value(t *Type, v any, strict bool) (any, bool) {
+// value coerces v to t. It returns the coerced value, whether it is
+// valid, and whether it differs from v: when changed is false the result
+// is v itself (a list or object in which nothing needed a change is not
+// copied). After recording the issues of an invalid v it returns v, false,
+// false. strict disables every conversion (the first pass over a union's
+// variants).
+func (lv *laxValidator) value(t *Type, v any, strict bool) (out any, ok, changed bool) {
+	itemsLeft := lv.itemsLeft
+	lv.itemsLeft = 0
 	if v == nil && (t.Nullable || t.Kind == KindNull || t.Kind == KindAny) {
-		return nil, true
+		return nil, true, false
 	}
 	if len(lv.path) > MaxJSONDepth {
 		lv.add("too_deep", "value nested deeper than %d", MaxJSONDepth)
-		return v, false
+		return v, false, false
 	}
 	switch t.Kind {
 	case KindAny:
-		return v, true
+		return v, true, false
 	case KindNull:
 		lv.add("none_required", "input should be null")
-		return v, false
+		return v, false, false
 	case KindString:
 		if _, ok := v.(string); ok {
-			return v, true
+			return v, true, false
 		}
 		lv.add("string_type", "input should be a valid string")
-		return v, false
+		return v, false, false
 	case KindInt:
 		return lv.intValue(v, strict)
 	case KindFloat:
@@ -161,60 +177,178 @@ func (lv *laxValidator) value(t *Type, v any, strict bool) (any, bool) {
 		arr, ok := v.([]any)
 		if !ok {
 			lv.add("list_type", "input should be a valid list")
-			return v, false
+			return v, false, false
 		}
-		out := make([]any, len(arr))
+		// out stays nil while every item so far is unchanged.
+		var out []any
 		good := true
+		slab := lv.slab
+		lv.slab = nil
 		for i, e := range arr {
+			if lv.plainString(t.Elem, e) {
+				if out != nil {
+					out[i] = e
+				}
+				continue
+			}
 			lv.pushIndex(i)
-			c, ok := lv.value(t.Elem, e, strict)
+			lv.itemsLeft = len(arr) - i
+			c, ok, ch := lv.value(t.Elem, e, strict)
 			lv.pop()
-			out[i] = c
+			if ch && out == nil {
+				out = make([]any, len(arr))
+				copy(out, arr[:i])
+			}
+			if out != nil {
+				out[i] = c
+			}
 			good = good && ok
 		}
-		return out, good
+		lv.slab = slab
+		if out == nil {
+			return v, good, false
+		}
+		return out, good, true
 	case KindDict:
 		obj, ok := v.(*Object)
 		if !ok {
 			lv.add("dict_type", "input should be a valid dictionary")
-			return v, false
+			return v, false, false
 		}
-		out := NewObject(obj.Len())
+		// out stays nil while every value so far is unchanged.
+		var out *Object
 		good := true
+		slab := lv.slab
+		lv.slab = nil
 		for i := range obj.pairs {
 			k, e := obj.pairs[i].key, obj.pairs[i].val
 			lv.pushKey(k)
-			c, ok := lv.value(t.Elem, e, strict)
+			lv.itemsLeft = len(obj.pairs) - i
+			c, ok, ch := lv.value(t.Elem, e, strict)
 			lv.pop()
-			out.Set(k, c)
+			if ch && out == nil {
+				out = objectPrefix(NewObject(obj.Len()), obj, i)
+			}
+			if out != nil {
+				addNewKey(out, k, c)
+			}
 			good = good && ok
 		}
-		return out, good
+		lv.slab = slab
+		if out == nil {
+			return v, good, false
+		}
+		return out, good, true
 	case KindModel:
-		return lv.modelValue(t, v, strict)
+		return lv.modelValue(t, v, strict, itemsLeft)
 	case KindUnion:
 		return lv.unionValue(t, v, strict)
 	}
 	lv.add("value_error", "unsupported target type %s", t.Kind)
-	return v, false
+	return v, false, false
 }
 
-func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
+// plainString reports whether v is a string validated as a string one
+// level below the current location, which value would return unchanged:
+// the commonest case, decided without a call.
+func (lv *laxValidator) plainString(t *Type, v any) bool {
+	if t.Kind != KindString || len(lv.path) >= MaxJSONDepth {
+		return false
+	}
+	_, ok := v.(string)
+	return ok
+}
+
+// addDefault records that the value at the current location was filled
+// from a default.
+func (lv *laxValidator) addDefault() {
+	lv.deepestDefault = max(lv.deepestDefault, len(lv.path))
+	if lv.keepDefaults {
+		lv.defaults = append(lv.defaults, lv.loc())
+	}
+}
+
+// maxItemSlab bounds the objects allocated at once by newItemObject:
+// three small objects (480 bytes) take no more room together than apart,
+// while larger blocks are rounded up to bigger allocation sizes.
+const maxItemSlab = 3
+
+// objectPrefix adds the first k pairs of obj to out, which is empty, and
+// returns out.
+func objectPrefix(out, obj *Object, k int) *Object {
+	for i := range obj.pairs[:k] {
+		addNewKey(out, obj.pairs[i].key, obj.pairs[i].val)
+	}
+	return out
+}
+
+// newItemObject returns an empty object with room for n keys for the
+// result of an item with itemsLeft items left (see laxValidator); small
+// ones are taken from lv.slab, which is refilled for the items left, at
+// most maxItemSlab (a slot is wasted for each later item that needs no
+// change).
+func (lv *laxValidator) newItemObject(n, itemsLeft int) *Object {
+	if n > smallObjectKeys || itemsLeft == 0 || itemsLeft == 1 && len(lv.slab) == 0 {
+		return NewObject(n)
+	}
+	if len(lv.slab) == 0 {
+		lv.slab = make([]smallObject, min(itemsLeft, maxItemSlab))
+	}
+	s := &lv.slab[0]
+	lv.slab = lv.slab[1:]
+	s.obj.pairs = s.buf[:0]
+	return &s.obj
+}
+
+// addNewKey sets key, which o does not hold, to v: as o.Set does, without
+// looking for the key first.
+func addNewKey(o *Object, key string, v any) {
+	if o.index == nil && len(o.pairs) < objectIndexMin {
+		o.pairs = append(o.pairs, objectPair{key, v})
+		return
+	}
+	o.Set(key, v)
+}
+
+// modelValue coerces v to the model t: the result holds t's fields in
+// declaration order, with defaults filled in and other keys dropped. It
+// is v itself when v already holds exactly the fields it keeps, in that
+// order, each unchanged, and no default is added.
+func (lv *laxValidator) modelValue(t *Type, v any, strict bool, itemsLeft int) (any, bool, bool) {
 	obj, ok := v.(*Object)
 	if !ok {
 		lv.add("model_type", "input should be an object for model %s", t.Name)
-		return v, false
+		return v, false, false
 	}
-	out := NewObject(len(t.Model.Fields))
+	fields := t.Model.Fields
+	// The field names of a model from ParseTarget are distinct: its index
+	// holds each field.
+	distinct := t.Model.index != nil && len(t.Model.index) == len(fields)
+	// While out is nil the result so far is obj.pairs[:next]: every
+	// field met was the next key of obj and its value is unchanged.
+	var out *Object
+	next := 0
 	good := true
-	for _, f := range t.Model.Fields {
-		fv, present := obj.Get(f.Name)
-		lv.pushKey(f.Name)
+	for _, f := range fields {
+		var fv any
+		present, inOrder := false, false
+		switch {
+		case next < len(obj.pairs) && obj.pairs[next].key == f.Name:
+			fv, present, inOrder = obj.pairs[next].val, true, true
+		case distinct && next == len(obj.pairs):
+			// Every key of obj is the name of an earlier field.
+		default:
+			fv, present = obj.Get(f.Name)
+		}
 		if !present {
+			lv.pushKey(f.Name)
 			switch {
 			case f.HasDefault:
-				out.Set(f.Name, copyJSON(f.Default))
-				lv.defaults = append(lv.defaults, lv.loc())
+				if out == nil {
+					out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
+				}
+				setField(out, f.Name, copyJSON(f.Default), distinct)
+				lv.addDefault()
 			case f.Required:
 				lv.add("missing", "field required")
 				good = false
@@ -222,10 +356,26 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
 			lv.pop()
 			continue
 		}
-		c, ok := lv.value(f.Type, fv, strict)
-		lv.pop()
-		out.Set(f.Name, c)
+		c, ok, ch := fv, true, false
+		if !lv.plainString(f.Type, fv) {
+			lv.pushKey(f.Name)
+			c, ok, ch = lv.value(f.Type, fv, strict)
+			lv.pop()
+		}
+		if out == nil && (ch || !inOrder) {
+			out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
+		}
+		if inOrder {
+			next++
+		}
+		if out != nil {
+			setField(out, f.Name, c, distinct)
+		}
 		good = good && ok
+	}
+	if out == nil && next != len(obj.pairs) {
+		// Keys that are not fields are dropped.
+		out = objectPrefix(lv.newItemObject(len(fields), itemsLeft), obj, next)
 	}
 	if t.Schema != nil {
 		if ap, ok := t.Schema.Get("additionalProperties"); ok && ap == false {
@@ -240,56 +390,73 @@ func (lv *laxValidator) modelValue(t *Type, v any, strict bool) (any, bool) {
 			})
 		}
 	}
-	return out, good
+	if out == nil {
+		return v, good, false
+	}
+	return out, good, true
+}
+
+// setField sets the field name of a model's result to v; distinct says
+// the model's field names are distinct, so that o cannot hold it yet.
+func setField(o *Object, name string, v any, distinct bool) {
+	if distinct {
+		addNewKey(o, name, v)
+	} else {
+		o.Set(name, v)
+	}
 }
 
 // unionValue tries the variants without coercion, then with it, in
-// order (pydantic's smart mode, simplified).
-func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool) {
-	passes := []bool{true}
-	if !strict {
-		passes = append(passes, false)
-	}
-	var failed [][]ValidationIssue
-	for _, s := range passes {
+// order (pydantic's smart mode, simplified). Each variant is tried on lv
+// itself: what a failed try recorded is dropped again, except the issues
+// of the second pass, which are the union's issues when no variant
+// matches.
+func (lv *laxValidator) unionValue(t *Type, v any, strict bool) (any, bool, bool) {
+	issues, defaults, deepest := len(lv.issues), len(lv.defaults), lv.deepestDefault
+	for pass := range 2 {
+		s := pass == 0
+		if !s && strict {
+			break
+		}
 		for _, variant := range t.Variants {
-			trial := &laxValidator{path: lv.path}
 			// As in pydantic, a variant's failures are located under
 			// its type's name.
-			trial.pushKey(variantTag(variant))
-			if c, ok := trial.value(variant, v, s); ok {
-				lv.defaults = append(lv.defaults, trial.defaults...)
-				return c, true
+			lv.pushKey(variantTag(variant))
+			c, ok, ch := lv.value(variant, v, s)
+			lv.pop()
+			if ok {
+				lv.issues = lv.issues[:issues]
+				return c, true, ch
 			}
-			if !s {
-				failed = append(failed, trial.issues)
+			lv.defaults, lv.deepestDefault = lv.defaults[:defaults], deepest
+			if s {
+				lv.issues = lv.issues[:issues]
 			}
 		}
 	}
 	if strict {
 		lv.add("union_type", "input matches no variant of the union")
-		return v, false
 	}
-	for _, issues := range failed {
-		lv.issues = append(lv.issues, issues...)
-	}
-	return v, false
+	return v, false, false
 }
 
-func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool) {
-	cand := v
+func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool, bool) {
+	cand, coerced := v, false
 	if !strict {
 		switch t.Base {
 		case KindInt, KindFloat, KindBool:
 			trial := &laxValidator{path: lv.path}
-			if c, ok := trial.value(&Type{Kind: t.Base}, v, false); ok {
-				cand = c
+			if c, ok, ch := trial.value(&Type{Kind: t.Base}, v, false); ok {
+				cand, coerced = c, ch
 			}
 		}
 	}
 	for _, m := range t.Enum {
 		if sameJSON(cand, m) {
-			return copyJSON(m), true
+			if !coerced && sameScalar(v, m) {
+				return v, true, false
+			}
+			return copyJSON(m), true, true
 		}
 	}
 	// pydantic writes an Enum class as a $ref'd definition and a Literal
@@ -299,7 +466,27 @@ func (lv *laxValidator) enumValue(t *Type, v any, strict bool) (any, bool) {
 		typ = "literal_error"
 	}
 	lv.add(typ, "input should be one of the allowed values")
-	return v, false
+	return v, false, false
+}
+
+// sameScalar reports whether a and b are the same JSON scalar written the
+// same way (numbers with the same text), so that either can stand for
+// the other in a result.
+func sameScalar(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && x == y
+	}
+	return false
 }
 
 // variantTag names a union variant the way pydantic's error locations
@@ -419,16 +606,16 @@ func copyJSON(v any) any {
 	return v
 }
 
-func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
+func (lv *laxValidator) intValue(v any, strict bool) (any, bool, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		s := string(x)
 		if isIntegerText(s) {
 			if len(strings.TrimLeft(s, "+-0")) > MaxCallIntDigits {
 				lv.add("int_parsing_size", "integer longer than %d digits", MaxCallIntDigits)
-				return v, false
+				return v, false, false
 			}
-			return x, true
+			return v, true, false
 		}
 		if strict {
 			break
@@ -436,27 +623,27 @@ func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) {
 			lv.add("finite_number", "input should be a finite number")
-			return v, false
+			return v, false, false
 		}
 		if f != math.Trunc(f) {
 			lv.add("int_from_float", "input should be a valid integer, got a number with a fractional part")
-			return v, false
+			return v, false, false
 		}
 		// Like pydantic, a float becomes an integer only within 64 bits.
 		if f <= -(1<<63) || f >= 1<<63 {
 			lv.add("int_parsing_size", "unable to parse input as an integer, value exceeds 64 bits")
-			return v, false
+			return v, false, false
 		}
-		i, _ := new(big.Float).SetFloat64(f).Int(nil)
-		return json.Number(i.String()), true
+		// Integral and within 64 bits: int64 holds it exactly.
+		return json.Number(strconv.FormatInt(int64(f), 10)), true, true
 	case bool:
 		if strict {
 			break
 		}
 		if x {
-			return json.Number("1"), true
+			return json.Number("1"), true, true
 		}
-		return json.Number("0"), true
+		return json.Number("0"), true, true
 	case string:
 		if strict {
 			break
@@ -465,15 +652,15 @@ func (lv *laxValidator) intValue(v any, strict bool) (any, bool) {
 		switch {
 		case err == errIntTooLong:
 			lv.add("int_parsing_size", "unable to parse input string as an integer, exceeds %d digits", MaxCallIntDigits)
-			return v, false
+			return v, false, false
 		case err != nil:
 			lv.add("int_parsing", "input should be a valid integer, unable to parse string as an integer")
-			return v, false
+			return v, false, false
 		}
-		return json.Number(n), true
+		return json.Number(n), true, true
 	}
 	lv.add("int_type", "input should be a valid integer")
-	return v, false
+	return v, false, false
 }
 
 var (
@@ -541,27 +728,27 @@ func stripDigitUnderscores(s string) (string, bool) {
 	return b.String(), true
 }
 
-func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
+func (lv *laxValidator) floatValue(v any, strict bool) (any, bool, bool) {
 	var f float64
 	switch x := v.(type) {
 	case json.Number:
 		if plainFloatIsRepr(string(x)) {
 			// Fast path: a plain decimal that is already its own repr.
-			return v, true
+			return v, true, false
 		}
 		var err error
 		if f, err = strconv.ParseFloat(string(x), 64); err != nil && !math.IsInf(f, 0) {
 			lv.add("float_parsing", "input should be a valid number")
-			return v, false
+			return v, false, false
 		}
 		if math.IsInf(f, 0) && isIntegerText(string(x)) {
 			lv.add("float_type", "input should be a valid number, the integer is too large for a float")
-			return v, false
+			return v, false, false
 		}
 	case bool:
 		if strict {
 			lv.add("float_type", "input should be a valid number")
-			return v, false
+			return v, false, false
 		}
 		if x {
 			f = 1
@@ -570,34 +757,34 @@ func (lv *laxValidator) floatValue(v any, strict bool) (any, bool) {
 		var ok bool
 		if strict {
 			lv.add("float_type", "input should be a valid number")
-			return v, false
+			return v, false, false
 		}
 		if plainFloatIsRepr(x) {
 			// Fast path: a plain decimal that is already its own repr.
-			return json.Number(x), true
+			return json.Number(x), true, true
 		}
 		if f, ok = floatFromString(x); !ok {
 			lv.add("float_parsing", "input should be a valid number, unable to parse string as a number")
-			return v, false
+			return v, false, false
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			lv.add("finite_number", "input should be a finite number (JSON cannot hold %s)", strings.TrimSpace(x))
-			return v, false
+			return v, false, false
 		}
 	default:
 		lv.add("float_type", "input should be a valid number")
-		return v, false
+		return v, false, false
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		lv.add("finite_number", "input should be a finite number")
-		return v, false
+		return v, false, false
 	}
 	var buf [32]byte
 	repr := appendPythonFloatRepr(buf[:0], f)
 	if n, ok := v.(json.Number); ok && string(n) == string(repr) {
-		return n, true
+		return v, true, false
 	}
-	return json.Number(repr), true
+	return json.Number(repr), true, true
 }
 
 // floatFromString parses a decimal number with optional sign, fraction
@@ -699,35 +886,35 @@ var boolWords = map[string]bool{
 	"1": true, "on": true, "t": true, "true": true, "y": true, "yes": true,
 }
 
-func (lv *laxValidator) boolValue(v any, strict bool) (any, bool) {
+func (lv *laxValidator) boolValue(v any, strict bool) (any, bool, bool) {
 	switch x := v.(type) {
 	case bool:
-		return x, true
+		return v, true, false
 	case string:
 		if strict {
 			break
 		}
 		if b, ok := boolWords[strings.ToLower(x)]; ok {
-			return b, true
+			return b, true, true
 		}
 		lv.add("bool_parsing", "input should be a valid boolean, unable to interpret input")
-		return v, false
+		return v, false, false
 	case json.Number:
 		if strict {
 			break
 		}
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err == nil && (f == 0 || f == 1) {
-			return f == 1, true
+			return f == 1, true, true
 		}
 		// pydantic: another 64-bit integer (an integral float too) is
 		// unparsable; another float or a wider integer is the wrong type.
 		_, intErr := strconv.ParseInt(string(x), 10, 64)
 		if intErr == nil || err == nil && f == math.Trunc(f) && f > -(1<<63) && f < 1<<63 {
 			lv.add("bool_parsing", "input should be a valid boolean, unable to interpret input")
-			return v, false
+			return v, false, false
 		}
 	}
 	lv.add("bool_type", "input should be a valid boolean")
-	return v, false
+	return v, false, false
 }

@@ -3,7 +3,9 @@ package lndl
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -149,4 +151,34 @@ func compareValidatePaths(t *testing.T, tg *Target, in any) bool {
 		t.Errorf("input %s: issues differ:\nskipping %v\nrunning  %v", compactJSON(in), ferr, serr)
 	}
 	return true
+}
+
+// TestValidate_deepDefaults validates nested values of a recursive model
+// whose defaults are nested lists: when a default lands too deep to leave
+// unchecked the schema validator runs although the schema is structural,
+// and the outcome is the same as when it always runs.
+func TestValidate_deepDefaults(t *testing.T) {
+	deflt := strings.Repeat("[", 20) + strings.Repeat("]", 20)
+	tg := mustTarget(t, `{"$defs": {"Node": {"properties": {
+	   "x": {"type": "integer", "default": `+deflt+`},
+	   "c": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}], "default": null}},
+	  "title": "Node", "type": "object"}},
+	 "properties": {"c": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}], "default": null}},
+	 "title": "Root", "type": "object"}`)
+	ct := tg.compiledSchema()
+	if !ct.structural || ct.defaultDepth < 10 {
+		t.Fatalf("structural %v, default depth %d", ct.structural, ct.defaultDepth)
+	}
+	for _, levels := range []int{1, 100, MaxJSONDepth - ct.defaultDepth - 2, MaxJSONDepth - ct.defaultDepth - 1, MaxJSONDepth - ct.defaultDepth, 250} {
+		v := validJSON(t, strings.Repeat(`{"c": `, levels)+"{}"+strings.Repeat("}", levels))
+		fast, ferr := tg.validate(v, false)
+		full, serr := tg.validate(v, true)
+		if fmt.Sprint(ferr) != fmt.Sprint(serr) || compactJSON(fast) != compactJSON(full) {
+			t.Errorf("%d levels: skipping the validator gives %v, running it %v", levels, ferr, serr)
+		}
+		// The deepest default sits at c.c...c.x, levels+1 steps down.
+		if tooDeep := levels+1+ct.defaultDepth > MaxJSONDepth; errors.Is(ferr, ErrJSONTooDeep) != tooDeep {
+			t.Errorf("%d levels: Validate error %v, want one for a too deep default: %v", levels, ferr, tooDeep)
+		}
+	}
 }
