@@ -445,6 +445,12 @@ func (l *lexer) lexBody(t *token) {
 func position(src string, from Pos, off int) Pos {
 	seg := src[from.Offset:off]
 	p := Pos{Offset: off, Line: from.Line, Column: from.Column}
+	if seg != "" && seg[len(seg)-1] == '\n' {
+		// The usual case for a tag: it starts a line.
+		p.Line += strings.Count(seg, "\n")
+		p.Column = 0
+		return p
+	}
 	if strings.IndexByte(seg, '\n') < 0 {
 		p.Column += utf8.RuneCountInString(seg)
 		return p

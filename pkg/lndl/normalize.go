@@ -89,7 +89,7 @@ func repairTagsCounting(text string) (string, declCount) {
 // at a subset of those places (it skips the inside of heads), so it
 // changes nothing when none of them needs cleaning.
 func needsRepair(text string) (bool, declCount) {
-	if strings.Contains(text, "{l") || strings.Contains(text, "{/l") || strings.Contains(text, "Note.") {
+	if hasCurlyTag(text) || strings.Contains(text, "Note.") {
 		return true, declCount{}
 	}
 	count := declCount{known: true}
@@ -132,6 +132,20 @@ func needsRepair(text string) (bool, declCount) {
 		}
 	}
 	return false, count
+}
+
+// hasCurlyTag reports whether text holds "{l" or "{/l", in one scan.
+func hasCurlyTag(text string) bool {
+	for i := 0; ; {
+		k := strings.IndexByte(text[i:], '{')
+		if k < 0 {
+			return false
+		}
+		i += k + 1
+		if rest := text[i:]; strings.HasPrefix(rest, "l") || strings.HasPrefix(rest, "/l") {
+			return true
+		}
+	}
 }
 
 // spaceRun returns the end of the run of white space starting at i.

@@ -117,8 +117,10 @@ func (m *Model) Field(name string) *FieldSpec {
 		return nil
 	}
 	if len(m.Fields) <= smallModelFields || m.index == nil {
+		// Field names are compared by length and first byte before
+		// their text, which rules most out.
 		for _, f := range m.Fields {
-			if f.Name == name {
+			if len(f.Name) == len(name) && (name == "" || f.Name[0] == name[0]) && f.Name == name {
 				return f
 			}
 		}
@@ -130,7 +132,7 @@ func (m *Model) Field(name string) *FieldSpec {
 // smallModelFields is the number of fields up to which Model.Field scans
 // the fields instead of using the index (a Model not made by ParseTarget
 // has no index and is always scanned).
-const smallModelFields = 8
+const smallModelFields = 16
 
 // FieldSpec is one property of a model (a "spec" of the Specs line).
 type FieldSpec struct {
