@@ -40,6 +40,8 @@ func FuzzNormalize(f *testing.F) {
 	f.Add("{lvar Note.a x}y{/lvar}\n<lact a fn(x=1)</lact>\n<lvar name=\"t\" b>c</lvar>")
 	f.Add(" a b.c d")
 	f.Add(" a name='x' b")
+	f.Add("<lvar a b>x</lvar><lact  c>f()</lact><lvar d<lvar e f=1>g</lvar><lact h i(x=1)</lact>")
+	f.Add("<lact a.b c>f()</lact>\n<lact d e>\n<lact f g(x)</lact>")
 	f.Fuzz(func(t *testing.T, text string) {
 		got := Normalize(text)
 		want := crlfToLF(text)
@@ -48,6 +50,13 @@ func FuzzNormalize(f *testing.F) {
 		}
 		if nb := NormalizeBlock(want); got != nb {
 			t.Fatalf("Normalize(%q) = %q, NormalizeBlock of its blocks = %q", text, got, nb)
+		}
+		// A text needsRepair passes is one no repair changes.
+		if need, _ := needsRepair(text); !need {
+			full := lowerNoteHeads(cleanTagHeads(curlyCloseTags(curlyOpenTags(fixMissingGT(text)))))
+			if full != text {
+				t.Fatalf("needsRepair(%q) is false, but the repairs give %q", text, full)
+			}
 		}
 		// The fast path for clean tag heads agrees with the full cleaning.
 		if len(text) > 1 && !strings.Contains(text, ">") && headIsClean(text) {

@@ -108,6 +108,17 @@ func needsRepair(text string) (bool, declCount) {
 			continue
 		}
 		after := i + 1 + len(tag)
+		if end, ok := cleanHeadEnd(text, after); ok {
+			// The usual clean head: no repair applies at this tag, and
+			// no '<' is skipped.
+			if tag == "lact" {
+				count.lacts++
+			} else {
+				count.lvars++
+			}
+			pos = end
+			continue
+		}
 		if tag == "lact" {
 			count.lacts++
 			if _, _, _, _, ok := matchMissingGT(text, after); ok {
@@ -132,6 +143,31 @@ func needsRepair(text string) (bool, declCount) {
 		}
 	}
 	return false, count
+}
+
+// cleanHeadEnd recognises, in one scan, the usual tag head at after (just
+// past "<lvar" or "<lact"): a space, then words of bytes that are neither
+// white space, '=', '<' nor non-ASCII, separated by single spaces, then
+// '>'. It returns the offset after the '>'. Such a head is clean (see
+// headIsClean), and a missing-'>' lact repair cannot start there: its
+// names would be followed by this '>' before any "</lact>".
+func cleanHeadEnd(text string, after int) (int, bool) {
+	if after+1 >= len(text) || text[after] != ' ' || text[after+1] == ' ' {
+		return 0, false
+	}
+	for k := after + 1; k < len(text); k++ {
+		switch c := text[k]; {
+		case c == '>':
+			return k + 1, text[k-1] != ' '
+		case c == ' ':
+			if text[k-1] == ' ' {
+				return 0, false
+			}
+		case c == '<' || headByteClass[c] != headByteWord:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // hasCurlyTag reports whether text holds "{l" or "{/l", in one scan.
