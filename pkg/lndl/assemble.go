@@ -122,6 +122,8 @@ type assembler struct {
 	// reference in, the fields Resolve may assemble again.
 	refDyn    bool
 	dynFields []int
+	// callBuf is the storage of calls.
+	callBuf []*Placeholder
 }
 
 // assemblerPool holds assemblers between uses, so that their scratch
@@ -135,7 +137,8 @@ const (
 )
 
 // getAssembler returns a pooled assembler set up for one assembly; the
-// caller takes a.calls, if it keeps them, and calls release.
+// caller copies what it keeps of a.calls (the assembler reuses it) and
+// calls release.
 func getAssembler(d *decls, target *Target, known, notes map[string]any) *assembler {
 	a := assemblerPool.Get().(*assembler)
 	a.target, a.d, a.known, a.notes = target, d, known, notes
@@ -151,6 +154,10 @@ func (a *assembler) release() {
 	clear(a.partBuf[:cap(a.partBuf)])
 	a.partBuf = a.partBuf[:0]
 	a.dynFields, a.refDyn = a.dynFields[:0], false
+	if cap(a.callBuf) > maxPooledParts {
+		a.callBuf = nil
+	}
+	clear(a.callBuf[:cap(a.callBuf)])
 	a.fill.release()
 	clear(a.fill.keys[:cap(a.fill.keys)])
 	clear(a.fill.specs[:cap(a.fill.specs)])
@@ -370,7 +377,9 @@ func (a *assembler) placeholder(i int) (*Placeholder, error) {
 	}
 	ph := &Placeholder{Action: act}
 	if a.calls == nil {
-		a.calls = make([]*Placeholder, len(a.d.prog.Lacts))
+		// The slice is the assembler's: callers copy what they keep.
+		a.calls = makeRoom(a.callBuf, len(a.d.prog.Lacts))[:len(a.d.prog.Lacts)]
+		a.callBuf = a.calls
 	}
 	a.calls[i] = ph
 	return ph, nil

@@ -28,7 +28,11 @@ func Extract(text string) []string {
 // extractLF is Extract on text whose "\r\n" pairs are already converted;
 // converting once only matters for "\r\r\n", which stays "\r\n".
 func extractLF(text string) []string {
-	var blocks []string
+	return extractInto(text, nil)
+}
+
+// extractInto is extractLF, appending the blocks to blocks.
+func extractInto(text string, blocks []string) []string {
 	scanFences(text, func(lang, body string) {
 		if isLNDLLang(lang) {
 			blocks = append(blocks, body)

@@ -215,9 +215,11 @@ func (p *parser) skipNewlines() {
 }
 
 func (p *parser) parseProgram() (*Program, error) {
-	prog := &Program{}
+	var prog *Program
 	if p.sc != nil {
 		prog = &p.sc.prog
+	} else {
+		prog = &Program{}
 	}
 	aliases := aliasSet{mapRoom: min(len(p.lx.src)/64, MaxDeclarations), room: -1}
 	for p.tok.kind != tokEOF {

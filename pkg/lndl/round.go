@@ -126,7 +126,8 @@ func Round(in RoundInput) *RoundResult {
 		return res.retry(&ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(in.Text), MaxInputBytes)})
 	}
-	blocks := Extract(in.Text)
+	var buf [4]string
+	blocks := extractInto(crlfToLF(in.Text), buf[:0])
 	if len(blocks) == 0 {
 		res.Notes = copyNotes(in.Notes)
 		res.Outcome = OutcomeContinue
@@ -248,18 +249,16 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 // calls.
 func (r *RoundResult) keepForResolve(d *decls, fields []OutEntry, dyn []int, calls []*Placeholder) {
 	r.resolvable = true
-	if len(dyn) > 0 {
-		r.dyn = make([]dynField, len(dyn))
-		for j, i := range dyn {
-			r.dyn[j] = dynField{i: i, v: copyValue(fields[i].Value)}
-		}
-	}
-	if len(r.dyn) == 0 {
+	if len(dyn) == 0 {
 		r.d = &noDecls
 		return
 	}
 	k := new(keptDecls)
 	k.d.prog = &k.prog
+	k.prog.Lacts, r.calls, r.dyn, k.free = k.lacts[:0], k.calls[:0], k.dyn[:0], k.items[:0]
+	for _, i := range dyn {
+		r.dyn = append(r.dyn, dynField{i: i, v: k.copyValue(fields[i].Value)})
+	}
 	kept := &k.d
 	r.d = kept
 	// The declarations the fields name, each once, in a program of
@@ -319,27 +318,44 @@ func (r *RoundResult) keepForResolve(d *decls, fields []OutEntry, dyn []int, cal
 	}
 }
 
-// keptDecls holds the declarations a RoundResult keeps for Resolve.
+// keptDecls holds what a RoundResult keeps for Resolve, with room for
+// the usual one field referring to one lact with a short list, in one
+// allocation.
 type keptDecls struct {
-	d    decls
-	prog Program
+	d     decls
+	prog  Program
+	dyn   [1]dynField
+	lacts [1]Lact
+	calls [1]*Placeholder
+	items [2]Value
+	// free is the room left in items.
+	free []Value
+}
+
+// copyValue returns a copy of v that shares no list with it, carving the
+// lists from k.items while they fit.
+func (k *keptDecls) copyValue(v Value) Value {
+	if v.Kind != ValueList || v.List == nil {
+		return v
+	}
+	n := len(v.List)
+	var list []Value
+	if used := len(k.free); cap(k.free)-used >= n {
+		k.free = k.free[:used+n]
+		list = k.free[used : used+n : used+n]
+	} else {
+		list = make([]Value, n)
+	}
+	for i := range v.List {
+		list[i] = k.copyValue(v.List[i])
+	}
+	v.List = list
+	return v
 }
 
 // noDecls declares nothing.
 var noDecls = decls{prog: &Program{}}
 
-// copyValue returns a copy of v that shares no list with it.
-func copyValue(v Value) Value {
-	if v.Kind != ValueList || v.List == nil {
-		return v
-	}
-	list := make([]Value, len(v.List))
-	for i := range v.List {
-		list[i] = copyValue(v.List[i])
-	}
-	v.List = list
-	return v
-}
 
 func copyNotes(notes map[string]any) map[string]any {
 	out := make(map[string]any, len(notes))
