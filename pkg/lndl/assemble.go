@@ -399,7 +399,7 @@ func (a *assembler) checkModels(key string, parts []part, ft *Type) error {
 			continue
 		}
 		h := a.d.headAt(p.decl)
-		if h.Model == "" || strings.EqualFold(h.Model, want) || h.Model == key {
+		if h.Model == "" || h.Model == want || strings.EqualFold(h.Model, want) || h.Model == key {
 			continue
 		}
 		if p.flags&partLvar != 0 && strings.EqualFold(h.Model, noteNamespace) {

@@ -139,12 +139,31 @@ func pythonList(s string) ([]any, bool) {
 func plainLines(s string) (int, bool) {
 	n := 1
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\n':
+		if c := s[i]; lineByteClass[c] != 0 {
+			if lineByteClass[c] == lineBreakOther {
+				return 0, false
+			}
 			n++
-		case c >= utf8.RuneSelf, c == '\r', c == '\v', c == '\f', c == 0x1c, c == 0x1d, c == 0x1e:
-			return 0, false
 		}
 	}
 	return n, true
 }
+
+// Classes of bytes for plainLines.
+const (
+	lineBreakLF    = 1 // '\n'
+	lineBreakOther = 2 // another line break's first byte, or non-ASCII
+)
+
+// lineByteClass classifies every byte value for plainLines.
+var lineByteClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '\n':
+			t[c] = lineBreakLF
+		case c >= utf8.RuneSelf, c == '\r', c == '\v', c == '\f', c == 0x1c, c == 0x1d, c == 0x1e:
+			t[c] = lineBreakOther
+		}
+	}
+	return t
+}()
