@@ -75,7 +75,7 @@ func FuzzRound(f *testing.F) {
 		if err != nil {
 			t.Fatalf("resolve: %v", err)
 		}
-		if p := collectPending(v); len(p) != 0 {
+		if p := collectPending(v, 0); len(p) != 0 {
 			t.Fatalf("placeholders left after executing all pending actions: %v", p)
 		}
 		if _, err := json.Marshal(v); err != nil {

@@ -22,7 +22,6 @@ func (p *parser) fastOut() (*Out, bool) {
 	stackLen, arena, listStart := len(p.stack), p.arena, p.listStart
 	out, ok := p.foOut(p.lx.src, p.lx.off)
 	if !ok {
-		clear(p.stack[stackLen:])
 		p.stack = p.stack[:stackLen]
 		p.arena = arena
 		p.listStart = listStart

@@ -72,8 +72,8 @@ func parseWith(text string, fast bool, count declCount, sc *parseScratch) (*Prog
 	p.advance()
 	prog, err := p.parseProgram()
 	// Finished lists were copied out of the stack: it is scratch space,
-	// cleared (an error may leave items on it) and pooled when small.
-	clear(p.stack)
+	// pooled when small. It is not cleared (every item is written before
+	// it is read); what it holds is kept no longer than the pool keeps it.
 	if cap(p.stack) <= maxPooledStack {
 		*sp = p.stack[:0]
 		valueStackPool.Put(sp)
@@ -177,7 +177,9 @@ func (p *parser) finishList(start int) []Value {
 	}
 	i := len(p.arena)
 	p.arena = append(p.arena, items...)
-	clear(items)
+	// The stack above start is not cleared: every item is written
+	// before it is read, and the pooled stack keeps what it held no
+	// longer than the pool keeps it.
 	p.stack = p.stack[:start]
 	return p.arena[i : i+n : i+n]
 }

@@ -167,11 +167,17 @@ func Round(in RoundInput) *RoundResult {
 		return res.retry(err)
 	}
 	res.keepForResolve(d, fields, a.dynFields, a.calls)
+	placeholders := 0
+	for _, ph := range a.calls {
+		if ph != nil {
+			placeholders++
+		}
+	}
 	a.release()
 	res.known = in.ActionResults
 	res.Outcome = OutcomeSuccess
 	res.Assembled = obj
-	res.Pending = collectPending(obj)
+	res.Pending = collectPending(obj, placeholders)
 	return res
 }
 
@@ -376,54 +382,65 @@ const pendingScan = 16
 
 // collectPending returns the actions of the placeholders in v, depth
 // first (arrays in order, objects in insertion order), each alias once.
-func collectPending(v any) []Action {
-	pending := []Action{}
-	// The aliases seen: found by scanning pending while it is short, in
-	// a map beyond.
-	var seen map[string]bool
-	isNew := func(name string) bool {
-		if seen != nil {
-			if seen[name] {
-				return false
-			}
-			seen[name] = true
-			return true
+func collectPending(v any, room int) []Action {
+	c := pendingCollector{pending: make([]Action, 0, room)}
+	c.walk(v, 0)
+	return c.pending
+}
+
+// pendingCollector gathers the actions of placeholders, each alias once.
+type pendingCollector struct {
+	pending []Action
+	// seen holds the aliases once pending is longer than pendingScan;
+	// before, pending is scanned.
+	seen map[string]bool
+}
+
+func (c *pendingCollector) isNew(name string) bool {
+	if c.seen != nil {
+		if c.seen[name] {
+			return false
 		}
-		for i := range pending {
-			if pending[i].Name == name {
-				return false
-			}
-		}
-		if len(pending) == pendingScan {
-			seen = make(map[string]bool, 2*pendingScan)
-			for i := range pending {
-				seen[pending[i].Name] = true
-			}
-			seen[name] = true
-		}
+		c.seen[name] = true
 		return true
 	}
-	var walk func(v any, depth int)
-	walk = func(v any, depth int) {
-		if depth > maxPlaceholderDepth {
-			return
+	for i := range c.pending {
+		if c.pending[i].Name == name {
+			return false
 		}
-		switch x := v.(type) {
-		case *Placeholder:
-			if isNew(x.Action.Name) {
-				pending = append(pending, x.Action)
+	}
+	if len(c.pending) == pendingScan {
+		c.seen = make(map[string]bool, 2*pendingScan)
+		for i := range c.pending {
+			c.seen[c.pending[i].Name] = true
+		}
+		c.seen[name] = true
+	}
+	return true
+}
+
+func (c *pendingCollector) walk(v any, depth int) {
+	if depth > maxPlaceholderDepth {
+		return
+	}
+	switch x := v.(type) {
+	case *Placeholder:
+		if c.isNew(x.Action.Name) {
+			c.pending = append(c.pending, x.Action)
+		}
+	case *Object:
+		for i := range x.pairs {
+			switch x.pairs[i].val.(type) {
+			case *Placeholder, *Object, []any:
+				c.walk(x.pairs[i].val, depth+1)
 			}
-		case *Object:
-			x.Range(func(_ string, e any) bool {
-				walk(e, depth+1)
-				return true
-			})
-		case []any:
-			for _, e := range x {
-				walk(e, depth+1)
+		}
+	case []any:
+		for _, e := range x {
+			switch e.(type) {
+			case *Placeholder, *Object, []any:
+				c.walk(e, depth+1)
 			}
 		}
 	}
-	walk(v, 0)
-	return pending
 }
