@@ -1,6 +1,7 @@
 package lndl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -81,6 +82,36 @@ func parseWith(text string, fast bool, count declCount, sc *parseScratch) (*Prog
 	return prog, err
 }
 
+// parseVouched parses text, into sc, as parseWith does after normalization,
+// when it can vouch in passing that normalization would not change text
+// (NormalizeBlock(text) == text): ok is false when it cannot, and the
+// caller normalizes and parses. It vouches for the usual block: no curly
+// tag or "Note." anywhere, then declarations with clean heads (see
+// cleanHeadEnd) and bodies without '<', separated only by white space,
+// then an OUT block the fast path reads, without '<', and after it text
+// needsRepair passes. Every '<' of such a text is a closing tag or the
+// opening tag of a clean head, where no repair applies.
+func parseVouched(text string, sc *parseScratch) (prog *Program, err error, ok bool) {
+	if len(text) > MaxInputBytes || hasCurlyTag(text) || strings.Contains(text, "Note.") {
+		return nil, nil, false
+	}
+	sp := valueStackPool.Get().(*[]Value)
+	p := &parser{lx: newLexer(text), cur: startPos, stack: (*sp)[:0], listStart: -1, sc: sc, vouch: true}
+	p.advance()
+	prog, err = p.parseProgram()
+	if cap(p.stack) <= maxPooledStack {
+		*sp = p.stack[:0]
+		valueStackPool.Put(sp)
+	}
+	if p.unsure || err != nil {
+		return nil, nil, false
+	}
+	return prog, nil, true
+}
+
+// errUnsure stops a vouching parse that cannot vouch for its text.
+var errUnsure = errors.New("lndl: cannot vouch for the text")
+
 // valueStackPool holds the parsers' list stacks for reuse.
 var valueStackPool = sync.Pool{New: func() any { return new([]Value) }}
 
@@ -111,6 +142,10 @@ type parser struct {
 	declEnd int
 	// sc, when set, is the storage to make the program in.
 	sc *parseScratch
+	// vouch asks the parser to check, as it goes, that normalization
+	// would not change the text (see parseVouched); unsure records that
+	// it could not.
+	vouch, unsure bool
 }
 
 // makeEntries returns an empty entry slice with room for n.
@@ -220,6 +255,7 @@ func (p *parser) parseProgram() (*Program, error) {
 	var prog *Program
 	if p.sc != nil {
 		prog = &p.sc.prog
+		*prog = Program{}
 	} else {
 		prog = &Program{}
 	}
@@ -269,6 +305,10 @@ func (p *parser) parseProgram() (*Program, error) {
 			}
 			p.declEnd = -1
 			if !p.fastDecl(head, body, pos) {
+				if p.vouch {
+					p.unsure = true
+					return nil, errUnsure
+				}
 				h, b, ps, err := p.parseDecl()
 				if err != nil {
 					return nil, err
@@ -287,6 +327,20 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, p.errorAt(&at, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 		case tokOutOpen:
+			if p.vouch {
+				out, ok := p.fastOut()
+				if !ok || strings.IndexByte(p.lx.src[out.Pos.Offset:p.lx.off], '<') >= 0 {
+					p.unsure = true
+					return nil, errUnsure
+				}
+				if need, _ := needsRepair(p.lx.src[p.lx.off:]); need {
+					p.unsure = true
+					return nil, errUnsure
+				}
+				prog.Out = out
+				prog.aliases = aliases.many
+				return prog, nil
+			}
 			out, err := p.parseOut()
 			if err != nil {
 				return nil, err
@@ -296,6 +350,10 @@ func (p *parser) parseProgram() (*Program, error) {
 			return prog, nil
 		case tokEOF:
 		default:
+			if p.vouch {
+				p.unsure = true
+				return nil, errUnsure
+			}
 			p.advance()
 		}
 	}
@@ -431,6 +489,12 @@ func (p *parser) fastDecl(h *Head, body *string, pos *Pos) bool {
 	k := strings.Index(rest, closer)
 	if k < 0 {
 		return false
+	}
+	if p.vouch {
+		// A clean head, and no '<' in the body: no repair applies here.
+		if end, ok := cleanHeadEnd(s, p.lx.off); !ok || end != i+1 || strings.IndexByte(rest[:k], '<') >= 0 {
+			return false
+		}
 	}
 	open := p.tok.off
 	end := i + 1 + k + len(closer)

@@ -133,12 +133,18 @@ func Round(in RoundInput) *RoundResult {
 		res.Outcome = OutcomeContinue
 		return res
 	}
-	block, count := repairTagsCounting(strings.Join(blocks, "\n\n"))
 	// The program lives in pooled storage that is released when Round
-	// returns: nothing Round returns refers to it.
+	// returns: nothing Round returns refers to it. A usual block is
+	// parsed as it is, checking in passing that normalization would not
+	// change it; any other is normalized first.
 	sc := getScratch()
 	defer sc.release()
-	prog, err := parseWith(block, true, count, sc)
+	joined := strings.Join(blocks, "\n\n")
+	prog, err, vouched := parseVouched(joined, sc)
+	if !vouched {
+		block, count := repairTagsCounting(joined)
+		prog, err = parseWith(block, true, count, sc)
+	}
 	if err != nil {
 		res.Notes = copyNotes(in.Notes)
 		return res.retry(err)
