@@ -1,7 +1,9 @@
 package lndl
 
 // Pos is a position in the parsed text. Offset counts bytes from the start;
-// Line and Column follow the convention of [ParseError].
+// Line and Column follow the convention of [ParseError]. The nodes of a
+// [Program] record byte offsets only; [Program.Position] turns one into a
+// Pos.
 type Pos struct {
 	Offset int
 	Line   int
@@ -20,6 +22,16 @@ type Program struct {
 	// each alias to its declaration (i for Lvars[i], -i-1 for Lacts[i]);
 	// assembly reuses it. Read only.
 	aliases map[string]int
+	// src is the parsed text, for Position.
+	src string
+}
+
+// Position returns the line and column of byte offset off of the parsed
+// text (an Offset of one of p's nodes), counted when asked for. An offset
+// outside the text is taken as its end.
+func (p *Program) Position(off int) Pos {
+	off = min(max(off, 0), len(p.src))
+	return position(p.src, startPos, off)
 }
 
 // Head is the head of an <lvar ...> or <lact ...> tag. A namespaced head
@@ -36,19 +48,22 @@ type Head struct {
 // Namespaced reports whether the head is of the form Model.field.
 func (h Head) Namespaced() bool { return h.Model != "" }
 
-// Lvar is a declared value: its head and its trimmed body text.
+// Lvar is a declared value: its head, its trimmed body text and the byte
+// offset of its opening tag (see [Program.Position]).
 type Lvar struct {
 	Head
 	Content string
-	Pos     Pos
+	Offset  int
 }
 
 // Lact is a declared action: its head and its trimmed body, a call
 // expression parsed only when used (see [ParseCall]).
+//
+// Offset is the byte offset of its opening tag (see [Program.Position]).
 type Lact struct {
 	Head
-	Call string
-	Pos  Pos
+	Call   string
+	Offset int
 }
 
 // EntryKind says which form an OUT entry has.
@@ -77,10 +92,11 @@ type OutEntry struct {
 	Value Value
 }
 
-// Out is an OUT{...} block.
+// Out is an OUT{...} block; Offset is the byte offset of its opener (see
+// [Program.Position]).
 type Out struct {
 	Entries []OutEntry
-	Pos     Pos
+	Offset  int
 }
 
 // ValueKind is the kind of an OUT [Value].

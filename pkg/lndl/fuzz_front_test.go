@@ -97,7 +97,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		seen := make(map[string]bool)
-		check := func(h Head, pos Pos, tag string) {
+		check := func(h Head, off int, tag string) {
+			pos := prog.Position(off)
 			if h.Alias == "" {
 				t.Fatalf("declaration without alias: %+v", h)
 			}
@@ -113,13 +114,13 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		for _, lv := range prog.Lvars {
-			check(lv.Head, lv.Pos, "<lvar")
+			check(lv.Head, lv.Offset, "<lvar")
 			if lv.Content != trimLNDLSpace(lv.Content) {
 				t.Fatalf("content %q not trimmed", lv.Content)
 			}
 		}
 		for _, la := range prog.Lacts {
-			check(la.Head, la.Pos, "<lact")
+			check(la.Head, la.Offset, "<lact")
 		}
 		if prog.Out != nil {
 			if len(prog.Out.Entries) > MaxOutEntries {

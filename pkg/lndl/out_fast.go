@@ -163,7 +163,7 @@ func (p *parser) foOut(s string, i int) (*Out, bool) {
 		}
 		i = foSeparator(s, i)
 	}
-	out := p.newOut(p.posAt(p.tok.off))
+	out := p.newOut(p.tok.off)
 	out.Entries = entries
 	p.lx.off = i + 1
 	p.lx.inOut = false

@@ -156,13 +156,13 @@ func (p *parser) makeEntries(n int) []OutEntry {
 	return make([]OutEntry, 0, n)
 }
 
-// newOut returns an empty OUT block at pos.
-func (p *parser) newOut(pos Pos) *Out {
+// newOut returns an empty OUT block at byte offset off.
+func (p *parser) newOut(off int) *Out {
 	if p.sc != nil {
-		p.sc.out = Out{Pos: pos}
+		p.sc.out = Out{Offset: off}
 		return &p.sc.out
 	}
-	return &Out{Pos: pos}
+	return &Out{Offset: off}
 }
 
 // declRoom returns the room to make for the lvars and the lacts of src.
@@ -259,6 +259,7 @@ func (p *parser) parseProgram() (*Program, error) {
 	} else {
 		prog = &Program{}
 	}
+	prog.src = p.lx.src
 	aliases := aliasSet{mapRoom: min(len(p.lx.src)/64, MaxDeclarations), room: -1}
 	for p.tok.kind != tokEOF {
 		p.skipNewlines()
@@ -276,7 +277,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				decl int
 				head *Head
 				body *string
-				pos  *Pos
+				pos  *int
 			)
 			if kind := p.tok.kind; kind == tokLvarOpen {
 				if prog.Lvars == nil {
@@ -289,7 +290,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				decl = len(prog.Lvars)
 				prog.Lvars = append(prog.Lvars, Lvar{})
 				lv := &prog.Lvars[decl]
-				head, body, pos = &lv.Head, &lv.Content, &lv.Pos
+				head, body, pos = &lv.Head, &lv.Content, &lv.Offset
 			} else {
 				if prog.Lacts == nil {
 					if p.sc != nil {
@@ -301,7 +302,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				decl = -len(prog.Lacts) - 1
 				prog.Lacts = append(prog.Lacts, Lact{})
 				la := &prog.Lacts[len(prog.Lacts)-1]
-				head, body, pos = &la.Head, &la.Call, &la.Pos
+				head, body, pos = &la.Head, &la.Call, &la.Offset
 			}
 			p.declEnd = -1
 			if !p.fastDecl(head, body, pos) {
@@ -329,7 +330,7 @@ func (p *parser) parseProgram() (*Program, error) {
 		case tokOutOpen:
 			if p.vouch {
 				out, ok := p.fastOut()
-				if !ok || strings.IndexByte(p.lx.src[out.Pos.Offset:p.lx.off], '<') >= 0 {
+				if !ok || strings.IndexByte(p.lx.src[out.Offset:p.lx.off], '<') >= 0 {
 					p.unsure = true
 					return nil, errUnsure
 				}
@@ -420,9 +421,9 @@ func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 // else it reports false and consumes nothing, and parseDecl parses the
 // declaration (and reports any error).
 //
-// It writes the head, the trimmed body and the tag's position through h,
+// It writes the head, the trimmed body and the tag's offset through h,
 // body and pos, and only when it reports true.
-func (p *parser) fastDecl(h *Head, body *string, pos *Pos) bool {
+func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 	if p.noFastPath {
 		return false
 	}
@@ -505,7 +506,7 @@ func (p *parser) fastDecl(h *Head, body *string, pos *Pos) bool {
 		text = trimLNDLSpace(text)
 	}
 	*body = text
-	*pos = p.posAt(open)
+	*pos = open
 	p.lx.head = tokEOF
 	p.lx.body = false
 	// The token after the closing tag: when only white space and
@@ -539,14 +540,14 @@ func asciiSpaceOrHigh(c byte) bool {
 }
 
 // parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current
-// token and returns the head, the trimmed body and the tag's position.
-func (p *parser) parseDecl() (Head, string, Pos, error) {
+// token and returns the head, the trimmed body and the tag's offset.
+func (p *parser) parseDecl() (Head, string, int, error) {
 	open := p.tok
 	p.advance()
 	p.skipNewlines()
 	first, err := p.expect(tokID)
 	if err != nil {
-		return Head{}, "", Pos{}, err
+		return Head{}, "", 0, err
 	}
 	var h Head
 	switch p.tok.kind {
@@ -554,7 +555,7 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 		p.advance()
 		field, err := p.expect(tokID)
 		if err != nil {
-			return Head{}, "", Pos{}, err
+			return Head{}, "", 0, err
 		}
 		h.Model, h.Field, h.Alias = first, field, field
 		if p.tok.kind == tokID {
@@ -568,7 +569,7 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 		h.Alias = first
 	}
 	if _, err := p.expect(tokGT); err != nil {
-		return Head{}, "", Pos{}, err
+		return Head{}, "", 0, err
 	}
 	// The lexer always yields the body right after the head's '>'.
 	body := p.tok
@@ -577,11 +578,11 @@ func (p *parser) parseDecl() (Head, string, Pos, error) {
 		if open.kind == tokLactOpen {
 			name = "lact"
 		}
-		return Head{}, "", Pos{}, p.errorAt(&body, "Unclosed %s tag - missing </%s>", name, name)
+		return Head{}, "", 0, p.errorAt(&body, "Unclosed %s tag - missing </%s>", name, name)
 	}
 	p.advance() // the closing tag
 	p.advance() // the token after it
-	return h, trimLNDLSpace(body.text), p.posAt(open.off), nil
+	return h, trimLNDLSpace(body.text), open.off, nil
 }
 
 // readName reads an identifier and its dotted continuation (`a.b.c`); a
@@ -633,7 +634,7 @@ func (p *parser) parseOut() (*Out, error) {
 	if out, ok := p.fastOut(); ok {
 		return out, nil
 	}
-	out := p.newOut(p.posAt(p.tok.off))
+	out := p.newOut(p.tok.off)
 	out.Entries = p.makeEntries(8)
 	p.advance()
 	p.skipNewlines()

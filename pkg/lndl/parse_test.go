@@ -224,19 +224,19 @@ func TestParseProgram(t *testing.T) {
 			src:  "<lvar M.f a>1</lvar>\n<lact\n\nM.g>f()</lact> <lvar h b> 2 </lvar><lact c>g()</lact>",
 			want: Program{
 				Lvars: []Lvar{
-					{Head: Head{Model: "M", Field: "f", Alias: "a"}, Content: "1", Pos: Pos{0, 1, 1}},
-					{Head: Head{Hint: "h", Alias: "b"}, Content: "2", Pos: Pos{43, 4, 15}},
+					{Head: Head{Model: "M", Field: "f", Alias: "a"}, Content: "1", Offset: 0},
+					{Head: Head{Hint: "h", Alias: "b"}, Content: "2", Offset: 43},
 				},
 				Lacts: []Lact{
-					{Head: Head{Model: "M", Field: "g", Alias: "g"}, Call: "f()", Pos: Pos{21, 2, 0}},
-					{Head: Head{Alias: "c"}, Call: "g()", Pos: Pos{63, 4, 35}},
+					{Head: Head{Model: "M", Field: "g", Alias: "g"}, Call: "f()", Offset: 21},
+					{Head: Head{Alias: "c"}, Call: "g()", Offset: 63},
 				},
 			},
 		},
 		{
 			name: "entries as written",
 			src:  "OUT{a: [x, 'y', 1, TRUE, Null, [z]], s.t, [u], 'k': v.w, n: null, b: False, c: \"q\", d: 2.5}",
-			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+			want: Program{Out: &Out{Offset: 0, Entries: []OutEntry{
 				{Kind: EntryKeyed, Key: "a", Value: list(ref("x"), lit("y"), Value{Kind: ValueInt, Text: "1"},
 					Value{Kind: ValueBool, Bool: true}, Value{Kind: ValueNull}, list(ref("z")))},
 				{Kind: EntryShortcut, Name: "s.t"},
@@ -251,14 +251,14 @@ func TestParseProgram(t *testing.T) {
 		{
 			name: "colon after newlines",
 			src:  "OUT{a\n:\n[x]}",
-			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+			want: Program{Out: &Out{Offset: 0, Entries: []OutEntry{
 				{Kind: EntryKeyed, Key: "a", Value: list(ref("x"))},
 			}}},
 		},
 		{
 			name: "true before a dot is a boolean",
 			src:  "OUT{a: true.x}",
-			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+			want: Program{Out: &Out{Offset: 0, Entries: []OutEntry{
 				{Kind: EntryKeyed, Key: "a", Value: Value{Kind: ValueBool, Bool: true}},
 				{Kind: EntryShortcut, Name: "x"},
 			}}},
@@ -266,14 +266,14 @@ func TestParseProgram(t *testing.T) {
 		{
 			name: "closing brace inside a list does not end it",
 			src:  "OUT{a: [x} y]",
-			want: Program{Out: &Out{Pos: Pos{0, 1, 1}, Entries: []OutEntry{
+			want: Program{Out: &Out{Offset: 0, Entries: []OutEntry{
 				{Kind: EntryKeyed, Key: "a", Value: list(ref("x"), ref("y"))},
 			}}},
 		},
 		{
 			name: "text after OUT is not parsed",
 			src:  "OUT{} <lvar a>",
-			want: Program{Out: &Out{Pos: Pos{0, 1, 1}}},
+			want: Program{Out: &Out{Offset: 0}},
 		},
 	}
 	for _, tt := range tests {
@@ -282,6 +282,7 @@ func TestParseProgram(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tt.want.src = tt.src
 			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("Parse(%q)\n got %+v\nwant %+v", tt.src, *got, tt.want)
 				if got.Out != nil && tt.want.Out != nil {
@@ -289,6 +290,32 @@ func TestParseProgram(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestProgramPosition(t *testing.T) {
+	src := "<lvar M.f a>1</lvar>\n<lact\n\nM.g>f()</lact> <lvar h b> 2 </lvar><lact c>g()</lact>\nOUT{x: [a]}\né<"
+	prog, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		off  int
+		want Pos
+	}{
+		{prog.Lvars[0].Offset, Pos{0, 1, 1}},
+		{prog.Lacts[0].Offset, Pos{21, 2, 0}},
+		{prog.Lvars[1].Offset, Pos{43, 4, 15}},
+		{prog.Lacts[1].Offset, Pos{63, 4, 35}},
+		{prog.Out.Offset, Pos{82, 5, 0}},
+		{len(src) - 1, Pos{len(src) - 1, 6, 1}},
+		{-5, Pos{0, 1, 1}},
+		{len(src) + 9, Pos{len(src), 6, 2}},
+	}
+	for _, tt := range tests {
+		if got := prog.Position(tt.off); got != tt.want {
+			t.Errorf("Position(%d) = %+v, want %+v", tt.off, got, tt.want)
+		}
 	}
 }
 
