@@ -368,7 +368,6 @@ func (k *keptDecls) copyValue(v Value) Value {
 // noDecls declares nothing.
 var noDecls = decls{prog: &Program{}}
 
-
 func copyNotes(notes map[string]any) map[string]any {
 	out := make(map[string]any, len(notes))
 	for k, v := range notes {
