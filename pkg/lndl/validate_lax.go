@@ -296,8 +296,8 @@ func (lv *laxValidator) newItemObject(n, itemsLeft int) *Object {
 	}
 	s := &lv.slab[0]
 	lv.slab = lv.slab[1:]
-	s.obj.pairs = s.buf[:0]
-	return &s.obj
+	s.o.pairs = s.b[:0]
+	return &s.o
 }
 
 // addNewKey sets key, which o does not hold, to v: as o.Set does, without

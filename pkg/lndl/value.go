@@ -30,58 +30,51 @@ type objectPair struct {
 	val any
 }
 
-// smallObject holds an Object and room for its first few keys in one
-// allocation.
-type smallObject struct {
-	obj Object
-	buf [smallObjectKeys]objectPair
+// objectIndexMin is the number of keys from which an Object keeps a map
+// index instead of scanning its keys.
+const objectIndexMin = 12
+
+// sized is an Object with its room for keys, A an array of pairs, so that
+// both take one allocation.
+type sized[A any] struct {
+	o Object
+	b A
 }
 
-const (
-	// smallObjectKeys is how many keys NewObject stores without a
-	// separate allocation.
-	smallObjectKeys = 4
-	// objectIndexMin is the number of keys from which an Object keeps a
-	// map index instead of scanning its keys.
-	objectIndexMin = 12
-)
+// smallObject is an object with room for smallObjectKeys keys.
+type smallObject = sized[[smallObjectKeys]objectPair]
 
-// Objects of up to 16 keys are allocated with their room, in one
-// allocation sized to a few steps.
-type (
-	object8 struct {
-		obj Object
-		buf [8]objectPair
-	}
-	object12 struct {
-		obj Object
-		buf [12]objectPair
-	}
-	object16 struct {
-		obj Object
-		buf [16]objectPair
-	}
-)
+// smallObjectKeys is the room of a smallObject.
+const smallObjectKeys = 4
+
+// sizedObjects[n] returns an empty object with room for n keys, made in
+// one allocation of the size class that fits them.
+var sizedObjects = [...]func() *Object{
+	1:  func() *Object { s := new(sized[[1]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	2:  func() *Object { s := new(sized[[2]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	3:  func() *Object { s := new(sized[[3]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	4:  func() *Object { s := new(sized[[4]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	5:  func() *Object { s := new(sized[[5]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	6:  func() *Object { s := new(sized[[6]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	7:  func() *Object { s := new(sized[[7]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	8:  func() *Object { s := new(sized[[8]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	9:  func() *Object { s := new(sized[[9]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	10: func() *Object { s := new(sized[[10]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	11: func() *Object { s := new(sized[[11]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	12: func() *Object { s := new(sized[[12]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	13: func() *Object { s := new(sized[[13]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	14: func() *Object { s := new(sized[[14]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	15: func() *Object { s := new(sized[[15]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+	16: func() *Object { s := new(sized[[16]objectPair]); s.o.pairs = s.b[:0]; return &s.o },
+}
 
 // NewObject returns an empty object with room for n keys.
 func NewObject(n int) *Object {
 	switch {
-	case n <= smallObjectKeys:
-		s := &smallObject{}
-		s.obj.pairs = s.buf[:0]
-		return &s.obj
-	case n <= 8:
-		s := &object8{}
-		s.obj.pairs = s.buf[:0]
-		return &s.obj
-	case n <= 12:
-		s := &object12{}
-		s.obj.pairs = s.buf[:0]
-		return &s.obj
-	case n <= 16:
-		s := &object16{}
-		s.obj.pairs = s.buf[:0]
-		return &s.obj
+	case n <= 0:
+		return &Object{}
+	case n < len(sizedObjects):
+		return sizedObjects[n]()
 	}
 	return &Object{pairs: make([]objectPair, 0, n)}
 }
