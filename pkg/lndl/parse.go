@@ -431,11 +431,19 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 	s := p.lx.src
 	i := p.lx.off
 	// The head's tokens: up to four words, with '.' as a word of its own.
+	// clean tracks whether the head is clean (see cleanHeadEnd): one
+	// space before the first word, one or none between tokens, none
+	// before the '>'.
 	var words [4]string
 	n := 0
+	clean := true
 	for {
+		ws := i
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
 			i++
+		}
+		if i > ws || ws == p.lx.off {
+			clean = clean && i == ws+1 && s[ws] == ' ' && (i >= len(s) || s[i] != '>')
 		}
 		if i >= len(s) {
 			return false
@@ -493,7 +501,7 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 	}
 	if p.vouch {
 		// A clean head, and no '<' in the body: no repair applies here.
-		if end, ok := cleanHeadEnd(s, p.lx.off); !ok || end != i+1 || strings.IndexByte(rest[:k], '<') >= 0 {
+		if !clean || strings.IndexByte(rest[:k], '<') >= 0 {
 			return false
 		}
 	}
