@@ -61,6 +61,20 @@ var pythonKeywords = map[string]bool{
 	"return": true, "try": true, "while": true, "with": true, "yield": true,
 }
 
+// isPythonKeyword reports whether s is in pythonKeywords, without hashing
+// s: the compiler turns the switch into a search by length and bytes
+// (TestIsPythonKeyword checks it against the map).
+func isPythonKeyword(s string) bool {
+	switch s {
+	case "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+		"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+		"if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+		"return", "try", "while", "with", "yield":
+		return true
+	}
+	return false
+}
+
 // ParseCall parses a lact body, one Python call expression whose
 // arguments are literals, into a [Call]. alias names the lact in the
 // error.

@@ -22,12 +22,12 @@ func fastCall(body string) (c Call, ok bool) {
 		return Call{}, false
 	}
 	i := fastIdent(body, 0)
-	if i == 0 || pythonKeywords[body[:i]] {
+	if i == 0 || isPythonKeyword(body[:i]) {
 		return Call{}, false
 	}
 	if i < len(body) && body[i] == '.' {
 		j := fastIdent(body, i+1)
-		if j == i+1 || pythonKeywords[body[i+1:j]] {
+		if j == i+1 || isPythonKeyword(body[i+1:j]) {
 			return Call{}, false
 		}
 		i = j
@@ -54,7 +54,7 @@ func fastCall(body string) (c Call, ok bool) {
 			return Call{}, false
 		}
 		j := fastIdent(body, i)
-		if j == i || j >= len(body) || body[j] != '=' || pythonKeywords[body[i:j]] {
+		if j == i || j >= len(body) || body[j] != '=' || isPythonKeyword(body[i:j]) {
 			return Call{}, false
 		}
 		key := body[i:j]
