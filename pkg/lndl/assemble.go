@@ -122,6 +122,12 @@ type assembler struct {
 	// reference in, the fields Resolve may assemble again.
 	refDyn    bool
 	dynFields []int
+	// refNote is set by resolve when a value is taken from the notes;
+	// anyFields are the indexes of the fields assemble found a note, a
+	// lact, a result or an undeclared name in: the only fields that can
+	// hold a placeholder.
+	refNote   bool
+	anyFields []int
 	// callBuf is the storage of calls.
 	callBuf []*Placeholder
 }
@@ -154,6 +160,7 @@ func (a *assembler) release() {
 	clear(a.partBuf[:cap(a.partBuf)])
 	a.partBuf = a.partBuf[:0]
 	a.dynFields, a.refDyn = a.dynFields[:0], false
+	a.anyFields, a.refNote = a.anyFields[:0], false
 	if cap(a.callBuf) > maxPooledParts {
 		a.callBuf = nil
 	}
@@ -194,20 +201,23 @@ func (p *part) result() bool  { return p.flags&partResult != 0 }
 // (see [Out.keyedFields]), so each is appended without a lookup.
 func (a *assembler) assemble(fields []OutEntry) (*Object, error) {
 	out := NewObject(len(fields))
-	a.dynFields = a.dynFields[:0]
+	a.dynFields, a.anyFields = a.dynFields[:0], a.anyFields[:0]
 	for i := range fields {
 		f := &fields[i]
 		var ft *Type
 		if spec := a.target.Field(f.Key); spec != nil {
 			ft = shapeType(spec.Type)
 		}
-		a.refDyn = false
+		a.refDyn, a.refNote = false, false
 		v, err := a.assembleValue(f.Key, f.Value, ft)
 		if err != nil {
 			return nil, err
 		}
 		if a.refDyn {
 			a.dynFields = append(a.dynFields, i)
+		}
+		if a.refDyn || a.refNote {
+			a.anyFields = append(a.anyFields, i)
 		}
 		out.setNew(f.Key, v)
 	}
@@ -231,6 +241,7 @@ func (a *assembler) assembleValue(key string, v Value, ft *Type) (any, error) {
 		if v.Kind == ValueString {
 			if k, ok := noteKey(v.Text); ok {
 				if nv, ok := a.notes[k]; ok {
+					a.refNote = true
 					return nv, nil
 				}
 			}
@@ -326,6 +337,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 		name := it.Text
 		if k, ok := noteKey(name); ok {
 			if nv, ok := a.notes[k]; ok {
+				a.refNote = true
 				parts = append(parts, part{value: nv})
 			}
 			continue

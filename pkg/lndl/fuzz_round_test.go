@@ -3,6 +3,7 @@ package lndl
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -61,6 +62,9 @@ func FuzzRound(f *testing.F) {
 		}
 		if _, err := json.Marshal(res.Assembled); err != nil {
 			t.Fatalf("marshal assembled: %v", err)
+		}
+		if full := collectPending(res.Assembled, 0); !reflect.DeepEqual(full, res.Pending) {
+			t.Fatalf("pending %v, a walk of the whole value gives %v", res.Pending, full)
 		}
 		executed := map[string]any{}
 		seen := map[string]bool{}

@@ -173,17 +173,23 @@ func Round(in RoundInput) *RoundResult {
 		return res.retry(err)
 	}
 	res.keepForResolve(d, fields, a.dynFields, a.calls)
+	// Placeholders are only in the fields that refer to a lact, a
+	// result or a note; the others are not walked.
 	placeholders := 0
 	for _, ph := range a.calls {
 		if ph != nil {
 			placeholders++
 		}
 	}
+	c := pendingCollector{pending: make([]Action, 0, placeholders)}
+	for _, i := range a.anyFields {
+		c.walk(obj.pairs[i].val, 1)
+	}
 	a.release()
 	res.known = in.ActionResults
 	res.Outcome = OutcomeSuccess
 	res.Assembled = obj
-	res.Pending = collectPending(obj, placeholders)
+	res.Pending = c.pending
 	return res
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -454,5 +455,29 @@ func TestParseVouchedTakesUsualBlocks(t *testing.T) {
 		if _, _, ok := parseVouched(text, nil); ok {
 			t.Errorf("parseVouched(%q) vouched for a block that needs normalizing or has other text", text)
 		}
+	}
+}
+
+// TestRoundPendingFromNotesAndResults checks that placeholders a note or
+// an earlier result holds are pending like the round's own, in the order
+// of a walk of the whole value.
+func TestRoundPendingFromNotesAndResults(t *testing.T) {
+	tg := mustTarget(t, reportSchema)
+	notes := map[string]any{"ph": &Placeholder{Action: Action{Name: "z", Function: "f"}}}
+	known := map[string]any{"old": []any{&Placeholder{Action: Action{Name: "y", Function: "g"}}}}
+	text := "```lndl\n<lvar Report.title t>T</lvar>\n<lact s>summarize()</lact>\nOUT{report: [t, note.ph], quality: [old], extra: [s, old]}\n```"
+	res := Round(RoundInput{Text: text, Target: tg, ActionResults: known, Notes: notes})
+	if res.Outcome != OutcomeSuccess {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	var names []string
+	for _, a := range res.Pending {
+		names = append(names, a.Name)
+	}
+	if got := strings.Join(names, ","); got != "z,y,s" {
+		t.Errorf("pending %s, want z,y,s", got)
+	}
+	if full := collectPending(res.Assembled, 0); !reflect.DeepEqual(full, res.Pending) {
+		t.Errorf("pending %v, a walk of the whole value gives %v", res.Pending, full)
 	}
 }
