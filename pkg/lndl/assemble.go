@@ -80,7 +80,7 @@ func mergeNotesBoxed(notes map[string]any, p *Program, contents []any) map[strin
 	}
 	for i := range p.Lvars {
 		lv := &p.Lvars[i]
-		if lv.Field != "" && strings.EqualFold(lv.Model, noteNamespace) {
+		if lv.Field != "" && len(lv.Model) == len(noteNamespace) && strings.EqualFold(lv.Model, noteNamespace) {
 			if contents != nil {
 				out[lv.Field] = contents[i]
 			} else {

@@ -81,15 +81,15 @@ func (d *decls) lookup(name string) (int, bool) {
 	if name == "" {
 		return 0, false
 	}
-	// Most aliases are short and differ in length or first byte, which
-	// are compared before the text.
+	// Most aliases are short and differ in length, first or last byte,
+	// which are compared before the text.
 	for i := range d.prog.Lvars {
-		if a := d.prog.Lvars[i].Alias; len(a) == len(name) && a[0] == name[0] && a == name {
+		if a := d.prog.Lvars[i].Alias; len(a) == len(name) && a[0] == name[0] && a[len(a)-1] == name[len(name)-1] && a == name {
 			return i, true
 		}
 	}
 	for i := range d.prog.Lacts {
-		if a := d.prog.Lacts[i].Alias; len(a) == len(name) && a[0] == name[0] && a == name {
+		if a := d.prog.Lacts[i].Alias; len(a) == len(name) && a[0] == name[0] && a[len(a)-1] == name[len(name)-1] && a == name {
 			return -i - 1, true
 		}
 	}
