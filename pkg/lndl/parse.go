@@ -461,11 +461,11 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 			i++
 			continue
 		}
-		if c >= utf8.RuneSelf || !isIdentStart(rune(c)) {
+		if identByte[c]&identByteStart == 0 {
 			return false
 		}
 		start := i
-		for i < len(s) && s[i] < utf8.RuneSelf && asciiIdentPart[s[i]] {
+		for i < len(s) && identByte[s[i]]&identBytePart != 0 {
 			i++
 		}
 		if i < len(s) && s[i] >= utf8.RuneSelf {
@@ -495,15 +495,22 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 		closer = lactCloseText
 	}
 	rest := s[i+1:]
-	k := strings.Index(rest, closer)
+	// The body usually holds no '<': its first '<' starts the closer.
+	k := strings.IndexByte(rest, '<')
 	if k < 0 {
 		return false
 	}
-	if p.vouch {
-		// A clean head, and no '<' in the body: no repair applies here.
-		if !clean || strings.IndexByte(rest[:k], '<') >= 0 {
+	if !strings.HasPrefix(rest[k:], closer) {
+		if p.vouch {
+			// A '<' in the body: a repair might apply there.
 			return false
 		}
+		if k = strings.Index(rest, closer); k < 0 {
+			return false
+		}
+	}
+	if p.vouch && !clean {
+		return false
 	}
 	open := p.tok.off
 	end := i + 1 + k + len(closer)
