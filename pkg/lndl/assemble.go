@@ -205,7 +205,11 @@ func (a *assembler) assemble(fields []OutEntry) (*Object, error) {
 	for i := range fields {
 		f := &fields[i]
 		var ft *Type
-		if spec := a.target.Field(f.Key); spec != nil {
+		var spec *FieldSpec
+		if a.target != nil {
+			spec = a.target.Model.fieldNear(f.Key, i)
+		}
+		if spec != nil {
 			ft = shapeType(spec.Type)
 		}
 		a.refDyn, a.refNote = false, false
@@ -570,7 +574,8 @@ func (f *modelFill) release() {
 // position returns the position in keys of key, or -1, and the field key
 // names.
 func (f *modelFill) position(key string) (int, *FieldSpec) {
-	if spec := f.m.Field(key); spec != nil {
+	// Parts usually name the model's fields in order.
+	if spec := f.m.fieldNear(key, len(f.keys)); spec != nil {
 		return int(f.slot[f.m.fieldPos(spec)]), spec
 	}
 	for j, k := range f.keys {

@@ -113,8 +113,17 @@ type Model struct {
 
 // Field returns the field called name, or nil.
 func (m *Model) Field(name string) *FieldSpec {
+	return m.fieldNear(name, -1)
+}
+
+// fieldNear is Field, looking at Fields[hint] first: keys often come in
+// the model's order.
+func (m *Model) fieldNear(name string, hint int) *FieldSpec {
 	if m == nil {
 		return nil
+	}
+	if hint >= 0 && hint < len(m.Fields) && m.Fields[hint].Name == name {
+		return m.Fields[hint]
 	}
 	if len(m.Fields) <= smallModelFields || m.index == nil {
 		// Field names are compared by length and first byte before
