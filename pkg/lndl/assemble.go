@@ -151,23 +151,21 @@ func getAssembler(d *decls, target *Target, known, notes map[string]any) *assemb
 	return a
 }
 
-// release clears the assembler's references and pools it.
+// release drops the assembler's references to its inputs and pools it.
+// Its scratch space is not cleared: every element is written before it is
+// read, and what the last assembly left is kept no longer than the pool
+// keeps the assembler (sync.Pool drops its items over two garbage
+// collections).
 func (a *assembler) release() {
 	a.target, a.d, a.known, a.notes, a.calls, a.prevCalls, a.texts = nil, nil, nil, nil, nil, nil, nil
-	if cap(a.partBuf) > maxPooledParts || cap(a.fill.keys) > maxPooledFields || cap(a.fill.slot) > maxPooledFields {
+	if cap(a.partBuf) > maxPooledParts || cap(a.callBuf) > maxPooledParts ||
+		cap(a.fill.keys) > maxPooledFields || cap(a.fill.slot) > maxPooledFields {
 		return
 	}
-	clear(a.partBuf[:cap(a.partBuf)])
 	a.partBuf = a.partBuf[:0]
 	a.dynFields, a.refDyn = a.dynFields[:0], false
 	a.anyFields, a.refNote = a.anyFields[:0], false
-	if cap(a.callBuf) > maxPooledParts {
-		a.callBuf = nil
-	}
-	clear(a.callBuf[:cap(a.callBuf)])
 	a.fill.release()
-	clear(a.fill.keys[:cap(a.fill.keys)])
-	clear(a.fill.specs[:cap(a.fill.specs)])
 	a.fill.m = nil
 	assemblerPool.Put(a)
 }
@@ -395,6 +393,7 @@ func (a *assembler) placeholder(i int) (*Placeholder, error) {
 	if a.calls == nil {
 		// The slice is the assembler's: callers copy what they keep.
 		a.calls = makeRoom(a.callBuf, len(a.d.prog.Lacts))[:len(a.d.prog.Lacts)]
+		clear(a.calls) // nil is "not parsed yet"
 		a.callBuf = a.calls
 	}
 	a.calls[i] = ph
