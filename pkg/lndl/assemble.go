@@ -804,45 +804,16 @@ func shapeType(t *Type) *Type {
 
 func isModel(t *Type) bool { return t != nil && t.Kind == KindModel }
 
-// refNames is a set of names that list values are checked against: a
-// few names are compared directly, which is cheaper than hashing every
-// reference; more are looked up in the map.
-type refNames struct {
-	few   [8]string
-	n     int // names in few, or -1 to use the map
-	names map[string]any
-}
-
-// newRefNames returns the set of the keys of names, which refersTo reads
-// when it has more keys than the set holds inline.
-func newRefNames(names map[string]any) refNames {
-	r := refNames{names: names, n: -1}
-	if len(names) <= len(r.few) {
-		r.n = 0
-		for k := range names {
-			r.few[r.n] = k
-			r.n++
-		}
-	}
-	return r
-}
-
-// refersTo reports whether v holds a reference to one of the names.
-func (r *refNames) refersTo(v *Value) bool {
+// refersTo reports whether v holds a reference to one of the keys of
+// names.
+func refersTo(v *Value, names map[string]any) bool {
 	switch v.Kind {
 	case ValueRef:
-		if r.n < 0 {
-			_, ok := r.names[v.Text]
-			return ok
-		}
-		for _, n := range r.few[:r.n] {
-			if n == v.Text {
-				return true
-			}
-		}
+		_, ok := names[v.Text]
+		return ok
 	case ValueList:
 		for i := range v.List {
-			if r.refersTo(&v.List[i]) {
+			if refersTo(&v.List[i], names) {
 				return true
 			}
 		}

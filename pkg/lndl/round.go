@@ -235,7 +235,6 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 	// others keep the value of the first assembly. The keys are those of
 	// the first assembly, so the required-field check holds.
 	first := r.Assembled.(*Object)
-	changed := newRefNames(executed)
 	out := NewObject(len(first.pairs))
 	next := 0
 	for i := range first.pairs {
@@ -243,10 +242,12 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 		if next < len(r.dyn) && r.dyn[next].i == i {
 			f := &r.dyn[next]
 			next++
-			if changed.refersTo(&f.v) {
+			if len(executed) > 0 && refersTo(&f.v, executed) {
 				var ft *Type
-				if spec := r.target.Field(key); spec != nil {
-					ft = shapeType(spec.Type)
+				if r.target != nil {
+					if spec := r.target.Model.fieldNear(key, i); spec != nil {
+						ft = shapeType(spec.Type)
+					}
 				}
 				v, err := a.assembleValue(key, f.v, ft)
 				if err != nil {
