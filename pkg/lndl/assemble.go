@@ -130,6 +130,9 @@ type assembler struct {
 	anyFields []int
 	// callBuf is the storage of calls.
 	callBuf []*Placeholder
+	// slab, while a grouped list of small models is assembled, holds
+	// room for its objects.
+	slab []smallObject
 }
 
 // assemblerPool holds assemblers between uses, so that their scratch
@@ -272,6 +275,11 @@ func (a *assembler) assembleValue(key string, v Value, ft *Type) (any, error) {
 		elem = shapeType(ft.Elem)
 	}
 	items := make([]any, 0, len(v.List))
+	if elem != nil && elem.Kind == KindModel && len(elem.Model.Fields) <= smallObjectKeys && len(v.List) > 1 {
+		// The groups' objects are small: they are made together.
+		a.slab = make([]smallObject, len(v.List))
+		defer func() { a.slab = nil }()
+	}
 	for i := range v.List {
 		group := v.List[i : i+1]
 		if v.List[i].Kind == ValueList {
@@ -619,7 +627,15 @@ func (f *modelFill) nextUnset() string {
 
 // object returns the filled object, each value coerced for its field.
 func (f *modelFill) object(a *assembler) *Object {
-	obj := NewObject(len(f.keys))
+	var obj *Object
+	if len(a.slab) > 0 && len(f.keys) <= smallObjectKeys {
+		s := &a.slab[0]
+		a.slab = a.slab[1:]
+		s.o.pairs = s.b[:0]
+		obj = &s.o
+	} else {
+		obj = NewObject(len(f.keys))
+	}
 	for i, k := range f.keys {
 		var ft *Type
 		if spec := f.specs[i]; spec != nil {
