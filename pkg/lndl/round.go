@@ -120,18 +120,20 @@ var ErrNotSuccess = errors.New("lndl: round outcome is not success")
 // Round is pure: it reads its input and modifies nothing, so rounds may
 // run concurrently.
 func Round(in RoundInput) *RoundResult {
-	res := &RoundResult{target: in.Target}
+	failed := func(outcome Outcome, err error, notes map[string]any) *RoundResult {
+		if notes == nil {
+			notes = copyNotes(in.Notes)
+		}
+		return &RoundResult{Outcome: outcome, Err: err, Notes: notes, target: in.Target}
+	}
 	if len(in.Text) > MaxInputBytes {
-		res.Notes = copyNotes(in.Notes)
-		return res.retry(&ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
-			"Input too large - %d bytes exceeds the limit of %d", len(in.Text), MaxInputBytes)})
+		return failed(OutcomeRetry, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
+			"Input too large - %d bytes exceeds the limit of %d", len(in.Text), MaxInputBytes)}, nil)
 	}
 	var buf [4]string
 	blocks := extractInto(crlfToLF(in.Text), buf[:0])
 	if len(blocks) == 0 {
-		res.Notes = copyNotes(in.Notes)
-		res.Outcome = OutcomeContinue
-		return res
+		return failed(OutcomeContinue, nil, nil)
 	}
 	// The program lives in pooled storage that is released when Round
 	// returns: nothing Round returns refers to it. A usual block is
@@ -146,33 +148,31 @@ func Round(in RoundInput) *RoundResult {
 		prog, err = parseWith(block, true, count, sc)
 	}
 	if err != nil {
-		res.Notes = copyNotes(in.Notes)
-		return res.retry(err)
+		return failed(OutcomeRetry, err, nil)
 	}
 	d := &sc.d
 	d.initWith(prog, sc.contents)
-	res.Notes = mergeNotesBoxed(in.Notes, prog, d.contents)
+	notes := mergeNotesBoxed(in.Notes, prog, d.contents)
 	if prog.Out == nil {
-		res.Outcome = OutcomeContinue
-		res.Pending = make([]Action, 0, len(prog.Lacts))
+		pending := make([]Action, 0, len(prog.Lacts))
 		for i := range prog.Lacts {
 			act, err := parseAction(prog.Lacts[i].Alias, prog.Lacts[i].Call)
 			if err != nil {
-				res.Pending = nil
-				return res.retry(err)
+				return failed(OutcomeRetry, err, notes)
 			}
-			res.Pending = append(res.Pending, act)
+			pending = append(pending, act)
 		}
+		res := failed(OutcomeContinue, nil, notes)
+		res.Pending = pending
 		return res
 	}
 	fields := prog.Out.keyedFields((&binder{d: d, target: in.Target}).bind)
-	a := getAssembler(d, in.Target, in.ActionResults, res.Notes)
+	a := getAssembler(d, in.Target, in.ActionResults, notes)
+	defer a.release()
 	obj, err := a.assemble(fields)
 	if err != nil {
-		a.release()
-		return res.retry(err)
+		return failed(OutcomeRetry, err, notes)
 	}
-	res.keepForResolve(d, fields, a.dynFields, a.calls)
 	// Placeholders are only in the fields that refer to a lact, a
 	// result or a note; the others are not walked.
 	placeholders := 0
@@ -181,22 +181,38 @@ func Round(in RoundInput) *RoundResult {
 			placeholders++
 		}
 	}
-	c := pendingCollector{pending: make([]Action, 0, placeholders)}
+	res, kept, pending := newSuccess(len(a.dynFields) > 0, placeholders)
+	res.Outcome, res.Notes, res.Assembled = OutcomeSuccess, notes, obj
+	res.target, res.known = in.Target, in.ActionResults
+	res.keepForResolve(kept, d, fields, a.dynFields, a.calls)
+	c := pendingCollector{pending: pending}
 	for _, i := range a.anyFields {
 		c.walk(obj.pairs[i].val, 1)
 	}
-	a.release()
-	res.known = in.ActionResults
-	res.Outcome = OutcomeSuccess
-	res.Assembled = obj
 	res.Pending = c.pending
 	return res
 }
 
-func (r *RoundResult) retry(err error) *RoundResult {
-	r.Outcome = OutcomeRetry
-	r.Err = err
-	return r
+// successResult is a successful round's result with what it keeps for
+// Resolve and room for its first pending action, made together.
+type successResult struct {
+	res     RoundResult
+	kept    keptDecls
+	pending [1]Action
+}
+
+// newSuccess returns a result to fill, the storage of what it keeps for
+// Resolve when some field can change (else nil), and an empty slice with
+// room for the pending actions.
+func newSuccess(dynamic bool, pending int) (*RoundResult, *keptDecls, []Action) {
+	if !dynamic {
+		return new(RoundResult), nil, make([]Action, 0, pending)
+	}
+	s := new(successResult)
+	if pending <= len(s.pending) {
+		return &s.res, &s.kept, s.pending[:0:len(s.pending)]
+	}
+	return &s.res, &s.kept, make([]Action, 0, pending)
 }
 
 // Resolve assembles the response again with executed — the results of
@@ -263,16 +279,15 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 }
 
 // keepForResolve copies out of the round's syntax tree what Resolve
-// needs: the fields that can change (dyn, as the assembly found them),
-// and the declarations they name, with their boxed bodies and parsed
-// calls.
-func (r *RoundResult) keepForResolve(d *decls, fields []OutEntry, dyn []int, calls []*Placeholder) {
+// needs, into k: the fields that can change (dyn, as the assembly found
+// them), and the declarations they name, with their boxed bodies and
+// parsed calls. k may be nil when dyn is empty.
+func (r *RoundResult) keepForResolve(k *keptDecls, d *decls, fields []OutEntry, dyn []int, calls []*Placeholder) {
 	r.resolvable = true
 	if len(dyn) == 0 {
 		r.d = &noDecls
 		return
 	}
-	k := new(keptDecls)
 	k.d.prog = &k.prog
 	k.prog.Lacts, r.calls, r.dyn, k.free = k.lacts[:0], k.calls[:0], k.dyn[:0], k.items[:0]
 	for _, i := range dyn {
