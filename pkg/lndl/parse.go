@@ -86,13 +86,13 @@ func parseWith(text string, fast bool, count declCount, sc *parseScratch) (*Prog
 // when it can vouch in passing that normalization would not change text
 // (NormalizeBlock(text) == text): ok is false when it cannot, and the
 // caller normalizes and parses. It vouches for the usual block: no curly
-// tag or "Note." anywhere, then declarations with clean heads (see
-// cleanHeadEnd) and bodies without '<', separated only by white space,
+// tag anywhere, then declarations with clean heads (see cleanHeadEnd) not
+// starting "Note." and bodies without '<', separated only by white space,
 // then an OUT block the fast path reads, without '<', and after it text
 // needsRepair passes. Every '<' of such a text is a closing tag or the
 // opening tag of a clean head, where no repair applies.
 func parseVouched(text string, sc *parseScratch) (prog *Program, err error, ok bool) {
-	if len(text) > MaxInputBytes || hasCurlyTag(text) || strings.Contains(text, "Note.") {
+	if len(text) > MaxInputBytes || hasCurlyTag(text) {
 		return nil, nil, false
 	}
 	sp := valueStackPool.Get().(*[]Value)
@@ -509,7 +509,8 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 			return false
 		}
 	}
-	if p.vouch && !clean {
+	if p.vouch && (!clean || strings.HasPrefix(s[p.lx.off+1:], "Note.")) {
+		// A head to clean, or a "Note." head to lower-case.
 		return false
 	}
 	open := p.tok.off

@@ -174,7 +174,7 @@ func pyLines(s string) iter.Seq[string] {
 
 // crlfToLF replaces every "\r\n" with "\n" (LNDL-D11); a lone '\r' stays.
 func crlfToLF(s string) string {
-	if !strings.Contains(s, "\r\n") {
+	if strings.IndexByte(s, '\r') < 0 || !strings.Contains(s, "\r\n") {
 		return s
 	}
 	return strings.ReplaceAll(s, "\r\n", "\n")
