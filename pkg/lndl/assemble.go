@@ -133,6 +133,24 @@ type assembler struct {
 	// slab, while a grouped list of small models is assembled, holds
 	// room for its objects.
 	slab []smallObject
+	// nextLvar is the lvar after the one lookup found last: OUT blocks
+	// usually refer to lvars in the order they are declared.
+	nextLvar int
+}
+
+// lookup is a.d.lookup, trying the lvar after the last one found first
+// in a parsed program (where no alias is declared twice).
+func (a *assembler) lookup(name string) (int, bool) {
+	lvars := a.d.prog.Lvars
+	if i := a.nextLvar; a.d.prog.parsed && i < len(lvars) && lvars[i].Alias == name {
+		a.nextLvar = i + 1
+		return i, true
+	}
+	i, ok := a.d.lookup(name)
+	if ok && i >= 0 {
+		a.nextLvar = i + 1
+	}
+	return i, ok
 }
 
 // assemblerPool holds assemblers between uses, so that their scratch
@@ -150,7 +168,7 @@ const (
 // calls release.
 func getAssembler(d *decls, target *Target, known, notes map[string]any) *assembler {
 	a := assemblerPool.Get().(*assembler)
-	a.target, a.d, a.known, a.notes = target, d, known, notes
+	a.target, a.d, a.known, a.notes, a.nextLvar = target, d, known, notes, 0
 	return a
 }
 
@@ -352,7 +370,7 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			}
 			continue
 		}
-		if di, ok := a.d.lookup(name); ok && di < 0 {
+		if di, ok := a.lookup(name); ok && di < 0 {
 			a.refDyn = true
 			la := &a.d.prog.Lacts[-di-1]
 			p := part{field: la.Field, ref: name, decl: int32(di), flags: partDeclared}

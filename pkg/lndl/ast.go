@@ -24,6 +24,8 @@ type Program struct {
 	aliases map[string]int
 	// src is the parsed text, for Position.
 	src string
+	// parsed is set by Parse, whose programs declare every alias once.
+	parsed bool
 }
 
 // Position returns the line and column of byte offset off of the parsed

@@ -348,6 +348,7 @@ func (p *parser) parseProgram() (*Program, error) {
 			}
 			prog.Out = out
 			prog.aliases = aliases.many
+			prog.parsed = true
 			return prog, nil
 		case tokEOF:
 		default:
@@ -359,6 +360,7 @@ func (p *parser) parseProgram() (*Program, error) {
 		}
 	}
 	prog.aliases = aliases.many
+	prog.parsed = true
 	return prog, nil
 }
 

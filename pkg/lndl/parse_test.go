@@ -282,7 +282,7 @@ func TestParseProgram(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.want.src = tt.src
+			tt.want.src, tt.want.parsed = tt.src, true
 			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("Parse(%q)\n got %+v\nwant %+v", tt.src, *got, tt.want)
 				if got.Out != nil && tt.want.Out != nil {
