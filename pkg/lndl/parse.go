@@ -340,6 +340,7 @@ func (p *parser) parseProgram() (*Program, error) {
 				}
 				prog.Out = out
 				prog.aliases = aliases.many
+				prog.parsed = true
 				return prog, nil
 			}
 			out, err := p.parseOut()
