@@ -252,28 +252,27 @@ func (r *RoundResult) Resolve(executed map[string]any) (any, error) {
 	// the first assembly, so the required-field check holds.
 	first := r.Assembled.(*Object)
 	out := NewObject(len(first.pairs))
-	next := 0
-	for i := range first.pairs {
-		key := first.pairs[i].key
-		if next < len(r.dyn) && r.dyn[next].i == i {
-			f := &r.dyn[next]
-			next++
-			if len(executed) > 0 && refersTo(&f.v, executed) {
-				var ft *Type
-				if r.target != nil {
-					if spec := r.target.Model.fieldNear(key, i); spec != nil {
-						ft = shapeType(spec.Type)
-					}
-				}
-				v, err := a.assembleValue(key, f.v, ft)
-				if err != nil {
-					return nil, err
-				}
-				out.setNew(key, v)
-				continue
+	out.pairs = append(out.pairs, first.pairs...)
+	if len(out.pairs) > objectIndexMin {
+		out.buildIndex()
+	}
+	for j := range r.dyn {
+		f := &r.dyn[j]
+		if len(executed) == 0 || !refersTo(&f.v, executed) {
+			continue
+		}
+		key := out.pairs[f.i].key
+		var ft *Type
+		if r.target != nil {
+			if spec := r.target.Model.fieldNear(key, f.i); spec != nil {
+				ft = shapeType(spec.Type)
 			}
 		}
-		out.setNew(key, first.pairs[i].val)
+		v, err := a.assembleValue(key, f.v, ft)
+		if err != nil {
+			return nil, err
+		}
+		out.pairs[f.i].val = v
 	}
 	return out, nil
 }
