@@ -15,9 +15,10 @@
 //     the conservative repairs: missing `>` on lacts, curly tags, tag
 //     attributes, `Note.` heads.
 //   - [Parse] lexes and parses the text to a [Program]: its lvars, lacts
-//     and OUT block, with positions. [Out.Fields] merges the OUT entries,
-//     binding shortcuts and groups with [Program.DefaultBinding] or, in
-//     assembly, with the target's rules.
+//     and OUT block, each with the byte offset of its tag
+//     ([Program.Position] gives line and column). [Out.Fields] merges the
+//     OUT entries, binding shortcuts and groups with
+//     [Program.DefaultBinding] or, in assembly, with the target's rules.
 //   - [ParseCall] parses a lact body, a Python call with literal
 //     arguments, into an [Action]'s function and arguments.
 //   - [ParseTarget] reads a JSON Schema target (as pydantic writes it);
@@ -79,4 +80,16 @@
 // value is linear in the response plus the action results it references.
 // The system prompt functions bound the error messages and action results
 // they quote, as their documentation says.
+//
+// # Speed
+//
+// A round parses into storage taken from a sync.Pool and returned when the
+// round ends: its result keeps only what [RoundResult.Resolve] needs (the
+// fields that refer to actions or results, copied, and the declarations
+// they name). A block that needs no repair is parsed as it is, the parser
+// checking in passing that normalization would change nothing. Pooled
+// storage keeps at most 1024 elements per slice (larger is dropped), is
+// not cleared (every element is written before it is read) and holds on
+// to the last round's strings no longer than the pool keeps it. `make
+// bench` reports a whole round (BenchmarkRound) and each stage.
 package lndl
