@@ -269,7 +269,14 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, p.errorAt(&p.tok, "Too many declarations - exceeded max of %d", MaxDeclarations)
 			}
 			if aliases.room < 0 {
-				aliases.room, aliases.lactRoom = p.declRoom()
+				if p.sc != nil && !p.count.known && cap(p.sc.lvars) > 0 {
+					// Pooled storage has room already; append grows it
+					// when short, so counting the tags is not worth a
+					// pass over the text.
+					aliases.room, aliases.lactRoom = cap(p.sc.lvars), max(cap(p.sc.lacts), 1)
+				} else {
+					aliases.room, aliases.lactRoom = p.declRoom()
+				}
 			}
 			// The declaration is parsed in place, into a new last
 			// element of Lvars or Lacts.
@@ -288,7 +295,7 @@ func (p *parser) parseProgram() (*Program, error) {
 					}
 				}
 				decl = len(prog.Lvars)
-				prog.Lvars = append(prog.Lvars, Lvar{})
+				prog.Lvars = grow(prog.Lvars)
 				lv := &prog.Lvars[decl]
 				head, body, pos = &lv.Head, &lv.Content, &lv.Offset
 			} else {
@@ -300,7 +307,7 @@ func (p *parser) parseProgram() (*Program, error) {
 					}
 				}
 				decl = -len(prog.Lacts) - 1
-				prog.Lacts = append(prog.Lacts, Lact{})
+				prog.Lacts = grow(prog.Lacts)
 				la := &prog.Lacts[len(prog.Lacts)-1]
 				head, body, pos = &la.Head, &la.Call, &la.Offset
 			}
@@ -363,6 +370,16 @@ func (p *parser) parseProgram() (*Program, error) {
 	prog.aliases = aliases.many
 	prog.parsed = true
 	return prog, nil
+}
+
+// grow returns s with one more element, which the caller sets whole: from
+// s's room when it has some, without zeroing it first.
+func grow[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s[:len(s)+1]
+	}
+	var zero T
+	return append(s, zero)
 }
 
 // aliasSet is the set of declared aliases: a slice scanned linearly while

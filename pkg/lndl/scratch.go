@@ -50,9 +50,7 @@ func (sc *parseScratch) release() {
 	sc.arena = keepLarger(sc.arena, sc.arenaUsed)
 	sc.contents = keepLarger(sc.contents, sc.d.contents)
 	sc.arenaUsed = nil
-	sc.prog = Program{}
-	sc.out = Out{}
-	sc.d = decls{}
+	// sc.prog, sc.out and sc.d are set afresh by the next round.
 	scratchPool.Put(sc)
 }
 
