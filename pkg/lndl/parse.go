@@ -872,7 +872,7 @@ func (p *parser) number(t token) (Value, error) {
 	invalid := func() (Value, error) {
 		return Value{}, p.errorAt(&t, "Invalid number literal %s", quoteLiteral(t.text))
 	}
-	if !strings.ContainsAny(lit, ".eE") {
+	if !hasFloatByte(lit) {
 		neg := strings.HasPrefix(lit, "-")
 		digits := strings.TrimPrefix(lit, "-")
 		if digits == "" || len(digits) > MaxIntDigits || strings.TrimLeft(digits, "0123456789") != "" {
@@ -895,6 +895,16 @@ func (p *parser) number(t token) (Value, error) {
 		return invalid()
 	}
 	return Value{Kind: ValueFloat, Text: pythonFloatRepr(f)}, nil
+}
+
+// hasFloatByte reports whether lit holds '.', 'e' or 'E'.
+func hasFloatByte(lit string) bool {
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
 }
 
 // plainFloatIsRepr reports whether lit, a literal like "0.92" or "-12.5",

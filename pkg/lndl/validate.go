@@ -152,9 +152,10 @@ func (t *Target) validate(v any, forceSchema bool) (any, error) {
 	lv := laxValidator{path: (*pp)[:0], keepDefaults: runSchema}
 	defer func() {
 		// Trials may have grown their own copies; lv.path is the
-		// pooled buffer or one grown from it.
+		// pooled buffer or one grown from it. It is not cleared: every
+		// step is written before it is read, and the keys it holds are
+		// kept no longer than the pool keeps it.
 		if cap(lv.path) <= maxPooledLocPath {
-			clear(lv.path[:cap(lv.path)])
 			*pp = lv.path[:0]
 			locPathPool.Put(pp)
 		}
