@@ -214,6 +214,15 @@ const (
 )
 
 func (p *part) literal() bool { return p.flags&partLiteral != 0 }
+
+// addPart appends a part to parts, setting its fields one by one into
+// room parts already has, instead of copying a whole part in.
+func addPart(parts []part, value any, field, ref string, decl int32, flags partFlags) []part {
+	parts = grow(parts)
+	p := &parts[len(parts)-1]
+	p.value, p.field, p.ref, p.decl, p.flags = value, field, ref, decl, flags
+	return parts
+}
 func (p *part) result() bool  { return p.flags&partResult != 0 }
 
 // assemble assembles the fields of an OUT block. Their keys are distinct
@@ -359,14 +368,14 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			continue
 		case ValueRef:
 		default:
-			parts = append(parts, part{value: literalValue(*it), flags: partLiteral})
+			parts = addPart(parts, literalValue(*it), "", "", 0, partLiteral)
 			continue
 		}
 		name := it.Text
 		if k, ok := noteKey(name); ok {
 			if nv, ok := a.notes[k]; ok {
 				a.refNote = true
-				parts = append(parts, part{value: nv})
+				parts = addPart(parts, nv, "", "", 0, 0)
 			}
 			continue
 		}
@@ -388,12 +397,12 @@ func (a *assembler) resolve(items []Value) ([]part, error) {
 			continue
 		} else if ok {
 			lv := &a.d.prog.Lvars[di]
-			parts = append(parts, part{value: a.d.contents[di], field: lv.Field, ref: name, decl: int32(di), flags: partDeclared | partLvar})
+			parts = addPart(parts, a.d.contents[di], lv.Field, name, int32(di), partDeclared|partLvar)
 			continue
 		}
 		a.refDyn = true
 		if r, ok := a.known[name]; ok {
-			parts = append(parts, part{value: normalizeResult(r), ref: name, flags: partResult})
+			parts = addPart(parts, normalizeResult(r), "", name, 0, partResult)
 			continue
 		}
 		return nil, &MissingLvarError{Alias: name}

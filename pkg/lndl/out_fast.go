@@ -130,6 +130,14 @@ func foStr(s string, i int) (int, string, bool) {
 	return j + 1, s[i+1 : j], true
 }
 
+// push adds an item to the list stack. It sets the fields one by one
+// into room the stack already has, instead of copying a whole Value in.
+func (p *parser) push(kind ValueKind, text string, list []Value, b bool) {
+	p.stack = grow(p.stack)
+	v := &p.stack[len(p.stack)-1]
+	v.Kind, v.Bool, v.Text, v.List = kind, b, text, list
+}
+
 // foOut reads the entries from i up to the closing brace.
 func (p *parser) foOut(s string, i int) (*Out, bool) {
 	var entries []OutEntry
@@ -215,7 +223,7 @@ func (p *parser) foValue(s string, i int, dst *Value) (int, bool) {
 		if p.listStart < 0 {
 			p.listStart = i
 		}
-		p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
+		p.push(ValueRef, name, nil, false)
 		dst.Kind, dst.List = ValueList, p.finishList(len(p.stack)-1)
 	}
 	return end, true
@@ -245,7 +253,7 @@ func (p *parser) foList(s string, i, depth int) (int, []Value, bool) {
 			if !ok {
 				return i, nil, false
 			}
-			p.stack = append(p.stack, Value{Kind: ValueList, List: list})
+			p.push(ValueList, "", list, false)
 			i = end
 		case c == '-' || '0' <= c && c <= '9':
 			end, ok := foNumberEnd(s, i)
@@ -256,14 +264,14 @@ func (p *parser) foList(s string, i, depth int) (int, []Value, bool) {
 			if err != nil {
 				return i, nil, false
 			}
-			p.stack = append(p.stack, Value{Kind: v.Kind, Text: v.Text})
+			p.push(v.Kind, v.Text, nil, false)
 			i = end
 		case c == '"' || c == '\'':
 			end, text, ok := foStr(s, i)
 			if !ok {
 				return i, nil, false
 			}
-			p.stack = append(p.stack, Value{Kind: ValueString, Text: text})
+			p.push(ValueString, text, nil, false)
 			i = end
 		default:
 			end, dotted, ok := foName(s, i)
@@ -273,15 +281,15 @@ func (p *parser) foList(s string, i, depth int) (int, []Value, bool) {
 			name := s[i:end]
 			switch {
 			case dotted:
-				p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
+				p.push(ValueRef, name, nil, false)
 			case asciiEqualFold(name, "true"):
-				p.stack = append(p.stack, Value{Kind: ValueBool, Bool: true})
+				p.push(ValueBool, "", nil, true)
 			case asciiEqualFold(name, "false"):
-				p.stack = append(p.stack, Value{Kind: ValueBool})
+				p.push(ValueBool, "", nil, false)
 			case asciiEqualFold(name, "null"):
-				p.stack = append(p.stack, Value{Kind: ValueNull})
+				p.push(ValueNull, "", nil, false)
 			default:
-				p.stack = append(p.stack, Value{Kind: ValueRef, Text: name})
+				p.push(ValueRef, name, nil, false)
 			}
 			i = end
 		}
