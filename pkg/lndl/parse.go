@@ -372,6 +372,16 @@ func (p *parser) parseProgram() (*Program, error) {
 	return prog, nil
 }
 
+// aliasSig returns the bit of an aliasSet's signature for alias, from its
+// length and its first and last bytes.
+func aliasSig(alias string) uint64 {
+	h := uint(len(alias)) * 31
+	if alias != "" {
+		h += uint(alias[0])*7 + uint(alias[len(alias)-1])
+	}
+	return 1 << (h % 64)
+}
+
 // grow returns s with one more element, which the caller sets whole: from
 // s's room when it has some, without zeroing it first.
 func grow[T any](s []T) []T {
@@ -386,8 +396,11 @@ func grow[T any](s []T) []T {
 // small (most responses declare a handful), a map beyond. The map holds
 // each alias's declaration as decls.index does, so assembly can reuse it.
 type aliasSet struct {
-	few  [aliasSetSmall]string
-	n    int
+	few [aliasSetSmall]string
+	n   int
+	// sig has bit aliasSig(a) set for every alias a in few, so that most
+	// new aliases are known new without a scan.
+	sig  uint64
 	many map[string]int
 	// mapRoom is the size to give the map when it is made.
 	mapRoom int
@@ -405,14 +418,18 @@ const aliasSetSmall = 16
 // made from prog's other declarations.
 func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 	if a.many == nil {
-		for _, x := range a.few[:a.n] {
-			if len(x) == len(alias) && (x == "" || x[0] == alias[0] && x[len(x)-1] == alias[len(alias)-1]) && x == alias {
-				return false
+		bit := aliasSig(alias)
+		if a.sig&bit != 0 {
+			for _, x := range a.few[:a.n] {
+				if len(x) == len(alias) && (x == "" || x[0] == alias[0] && x[len(x)-1] == alias[len(alias)-1]) && x == alias {
+					return false
+				}
 			}
 		}
 		if a.n < aliasSetSmall {
 			a.few[a.n] = alias
 			a.n++
+			a.sig |= bit
 			return true
 		}
 		a.many = make(map[string]int, max(2*aliasSetSmall, a.mapRoom))
