@@ -214,6 +214,7 @@ const (
 )
 
 func (p *part) literal() bool { return p.flags&partLiteral != 0 }
+func (p *part) result() bool  { return p.flags&partResult != 0 }
 
 // addPart appends a part to parts, setting its fields one by one into
 // room parts already has, instead of copying a whole part in.
@@ -223,7 +224,6 @@ func addPart(parts []part, value any, field, ref string, decl int32, flags partF
 	p.value, p.field, p.ref, p.decl, p.flags = value, field, ref, decl, flags
 	return parts
 }
-func (p *part) result() bool  { return p.flags&partResult != 0 }
 
 // assemble assembles the fields of an OUT block. Their keys are distinct
 // (see [Out.keyedFields]), so each is appended without a lookup.
