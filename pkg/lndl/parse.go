@@ -68,13 +68,19 @@ func parseWith(text string, fast bool, count declCount, sc *parseScratch) (*Prog
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
+	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, listStart: -1, count: count, sc: sc}
+	return p.run()
+}
+
+// run parses the whole text with a list stack from the pool. Finished
+// lists are copied out of the stack, so it is scratch space, pooled when
+// small; it is not cleared (every item is written before it is read), and
+// what it holds is kept no longer than the pool keeps it.
+func (p *parser) run() (*Program, error) {
 	sp := valueStackPool.Get().(*[]Value)
-	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, stack: (*sp)[:0], listStart: -1, count: count, sc: sc}
+	p.stack = (*sp)[:0]
 	p.advance()
 	prog, err := p.parseProgram()
-	// Finished lists were copied out of the stack: it is scratch space,
-	// pooled when small. It is not cleared (every item is written before
-	// it is read); what it holds is kept no longer than the pool keeps it.
 	if cap(p.stack) <= maxPooledStack {
 		*sp = p.stack[:0]
 		valueStackPool.Put(sp)
@@ -95,14 +101,8 @@ func parseVouched(text string, sc *parseScratch) (prog *Program, err error, ok b
 	if len(text) > MaxInputBytes || hasCurlyTag(text) {
 		return nil, nil, false
 	}
-	sp := valueStackPool.Get().(*[]Value)
-	p := &parser{lx: newLexer(text), cur: startPos, stack: (*sp)[:0], listStart: -1, sc: sc, vouch: true}
-	p.advance()
-	prog, err = p.parseProgram()
-	if cap(p.stack) <= maxPooledStack {
-		*sp = p.stack[:0]
-		valueStackPool.Put(sp)
-	}
+	p := &parser{lx: newLexer(text), cur: startPos, listStart: -1, sc: sc, vouch: true}
+	prog, err = p.run()
 	if p.unsure || err != nil {
 		return nil, nil, false
 	}
