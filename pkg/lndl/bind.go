@@ -78,18 +78,13 @@ func (d *decls) lookup(name string) (int, bool) {
 		i, ok := d.index[name]
 		return i, ok
 	}
-	if name == "" {
-		return 0, false
-	}
-	// Most aliases are short and differ in length, first or last byte,
-	// which are compared before the text.
 	for i := range d.prog.Lvars {
-		if a := d.prog.Lvars[i].Alias; len(a) == len(name) && a[0] == name[0] && a[len(a)-1] == name[len(name)-1] && a == name {
+		if sameName(d.prog.Lvars[i].Alias, name) {
 			return i, true
 		}
 	}
 	for i := range d.prog.Lacts {
-		if a := d.prog.Lacts[i].Alias; len(a) == len(name) && a[0] == name[0] && a[len(a)-1] == name[len(name)-1] && a == name {
+		if sameName(d.prog.Lacts[i].Alias, name) {
 			return -i - 1, true
 		}
 	}

@@ -413,15 +413,15 @@ const aliasSetSmall = 16
 
 // add adds alias, declared at decl (i for Lvars[i], -i-1 for Lacts[i],
 // already in prog), and reports whether it was new. While the set is
-// small the aliases are compared directly (length, first and last byte
-// first: most aliases are short and differ there); once it is full, the map is
-// made from prog's other declarations.
+// small its signature rules most new aliases out and the rest are
+// compared (see sameName); once it is full, the map is made from prog's
+// other declarations.
 func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 	if a.many == nil {
 		bit := aliasSig(alias)
 		if a.sig&bit != 0 {
 			for _, x := range a.few[:a.n] {
-				if len(x) == len(alias) && (x == "" || x[0] == alias[0] && x[len(x)-1] == alias[len(alias)-1]) && x == alias {
+				if sameName(x, alias) {
 					return false
 				}
 			}

@@ -126,10 +126,8 @@ func (m *Model) fieldNear(name string, hint int) *FieldSpec {
 		return m.Fields[hint]
 	}
 	if len(m.Fields) <= smallModelFields || m.index == nil {
-		// Field names are compared by length and first byte before
-		// their text, which rules most out.
 		for _, f := range m.Fields {
-			if len(f.Name) == len(name) && (name == "" || f.Name[0] == name[0]) && f.Name == name {
+			if sameName(f.Name, name) {
 				return f
 			}
 		}

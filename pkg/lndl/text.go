@@ -40,6 +40,13 @@ func trimLNDLSpace(s string) string {
 	return strings.TrimFunc(s, isLNDLSpace)
 }
 
+// sameName reports whether a == b, comparing the length and the first
+// and last bytes first: the names, aliases and keys it compares are short
+// and most pairs differ there, which saves a call to compare the text.
+func sameName(a, b string) bool {
+	return len(a) == len(b) && (a == "" || a[0] == b[0] && a[len(a)-1] == b[len(b)-1]) && a == b
+}
+
 // fieldsLNDLSpace splits s around runs of white space, as Python's
 // str.split() with no arguments does.
 func fieldsLNDLSpace(s string) []string {

@@ -104,10 +104,8 @@ func (o *Object) find(key string) int {
 		}
 		return -1
 	}
-	// Keys are compared by length and first byte before their text,
-	// which rules most out.
 	for i := range o.pairs {
-		if k := o.pairs[i].key; len(k) == len(key) && (k == "" || k[0] == key[0]) && k == key {
+		if sameName(o.pairs[i].key, key) {
 			return i
 		}
 	}
