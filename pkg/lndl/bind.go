@@ -59,17 +59,24 @@ func (d *decls) setIndex(p *Program) {
 		d.index = p.aliases
 		return
 	}
-	d.index = make(map[string]int, len(p.Lvars)+len(p.Lacts))
+	d.index = indexAliases(p)
+}
+
+// indexAliases maps every alias of p to its declaration (i for Lvars[i],
+// -i-1 for Lacts[i]); the first declaration of an alias wins.
+func indexAliases(p *Program) map[string]int {
+	index := make(map[string]int, len(p.Lvars)+len(p.Lacts))
 	for i := range p.Lvars {
-		if _, dup := d.index[p.Lvars[i].Alias]; !dup {
-			d.index[p.Lvars[i].Alias] = i
+		if _, dup := index[p.Lvars[i].Alias]; !dup {
+			index[p.Lvars[i].Alias] = i
 		}
 	}
 	for i := range p.Lacts {
-		if _, dup := d.index[p.Lacts[i].Alias]; !dup {
-			d.index[p.Lacts[i].Alias] = -i - 1
+		if _, dup := index[p.Lacts[i].Alias]; !dup {
+			index[p.Lacts[i].Alias] = -i - 1
 		}
 	}
+	return index
 }
 
 // lookup returns the index of the declaration of name, as in index.

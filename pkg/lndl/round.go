@@ -295,7 +295,7 @@ func (r *RoundResult) keepForResolve(k *keptDecls, d *decls, fields []OutEntry, 
 	kept := &k.d
 	r.d = kept
 	// The declarations the fields name, each once, in a program of
-	// their own; kept.index is made as decls.setIndex does.
+	// their own, indexed once they are more than smallDecls.
 	var add func(v *Value)
 	add = func(v *Value) {
 		switch v.Kind {
@@ -330,20 +330,13 @@ func (r *RoundResult) keepForResolve(k *keptDecls, d *decls, fields []OutEntry, 
 			}
 			r.calls = append(r.calls, ph)
 		}
-		if kept.index != nil || len(prog.Lvars)+len(prog.Lacts) > smallDecls {
-			if kept.index == nil {
-				kept.index = make(map[string]int)
-				for i := range prog.Lvars {
-					kept.index[prog.Lvars[i].Alias] = i
-				}
-				for i := range prog.Lacts {
-					kept.index[prog.Lacts[i].Alias] = -i - 1
-				}
-			} else if di >= 0 {
-				kept.index[v.Text] = len(prog.Lvars) - 1
-			} else {
-				kept.index[v.Text] = -len(prog.Lacts)
-			}
+		switch {
+		case kept.index == nil && len(prog.Lvars)+len(prog.Lacts) > smallDecls:
+			kept.index = indexAliases(prog)
+		case kept.index != nil && di >= 0:
+			kept.index[v.Text] = len(prog.Lvars) - 1
+		case kept.index != nil:
+			kept.index[v.Text] = -len(prog.Lacts)
 		}
 	}
 	for i := range r.dyn {
