@@ -390,22 +390,15 @@ func copyNotes(notes map[string]any) map[string]any {
 	return out
 }
 
-// maxPlaceholderDepth is how deep collectPending looks: placeholders sit
+// maxPlaceholderDepth is how deep pendingCollector looks: placeholders sit
 // at most a few levels down (a field, a list item, a model field in a
 // list item, a group), so deeper action results are not walked.
 const maxPlaceholderDepth = 8
 
-// pendingScan is how many pending actions collectPending scans for a
+// pendingScan is how many pending actions pendingCollector scans for a
 // repeated alias before it indexes them.
 const pendingScan = 16
 
-// collectPending returns the actions of the placeholders in v, depth
-// first (arrays in order, objects in insertion order), each alias once.
-func collectPending(v any, room int) []Action {
-	c := pendingCollector{pending: make([]Action, 0, room)}
-	c.walk(v, 0)
-	return c.pending
-}
 
 // pendingCollector gathers the actions of placeholders, each alias once.
 type pendingCollector struct {

@@ -481,3 +481,13 @@ func TestRoundPendingFromNotesAndResults(t *testing.T) {
 		t.Errorf("pending %v, a walk of the whole value gives %v", res.Pending, full)
 	}
 }
+
+// collectPending returns the actions of the placeholders anywhere in v,
+// depth first (arrays in order, objects in insertion order), each alias
+// once: the oracle for the pending actions Round collects from the
+// fields that can hold placeholders.
+func collectPending(v any, room int) []Action {
+	c := pendingCollector{pending: make([]Action, 0, room)}
+	c.walk(v, 0)
+	return c.pending
+}
