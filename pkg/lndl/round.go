@@ -399,7 +399,6 @@ const maxPlaceholderDepth = 8
 // repeated alias before it indexes them.
 const pendingScan = 16
 
-
 // pendingCollector gathers the actions of placeholders, each alias once.
 type pendingCollector struct {
 	pending []Action
