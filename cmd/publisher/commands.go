@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
 // maxDataBytes bounds what --data, --response-format and friends read from
@@ -168,7 +168,7 @@ var commands = []command{
 					return errors.New("send needs exactly one argument: the verb")
 				}
 				for _, tok := range strings.Split(args[0], ".") {
-					if !bus.ValidToken(tok) {
+					if !protocol.ValidToken(tok) {
 						return fmt.Errorf("verb %q: want dot-separated names of [A-Za-z0-9_-] (e.g. chat, op.summarize)", args[0])
 					}
 				}

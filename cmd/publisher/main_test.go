@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
 // startWorker starts an embedded server and a worker serving prefix on it,
@@ -22,48 +22,12 @@ import (
 // the test ends.
 func startWorker(t *testing.T, prefixes ...string) string {
 	t.Helper()
-	srv := bustest.NewServer(t)
-	nc, js := bustest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i, prefix := range prefixes {
-		res, err := bus.Provision(ctx, js, bus.Config{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i > 0 {
-			continue // provisioned, but nobody serves it
-		}
-		store, err := bus.NewStore(js, res, bus.StoreConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		providers := ops.NewProviders(nil)
-		if err := scripted.Register(providers); err != nil {
-			t.Fatal(err)
-		}
-		engine, err := ops.NewEngine(ops.Config{Store: store, Providers: providers})
-		if err != nil {
-			t.Fatal(err)
-		}
-		codec, err := bus.NewCodec(res.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := bus.NewWorker(nc, res, codec, engine, bus.WorkerConfig{Name: "test", MaxInFlight: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = w.Stop(ctx)
-		})
+	b := bustest.New(t, provision.Config{Prefix: prefixes[0]})
+	b.StartWorker(t, nil, nil, nil, worker.Config{Name: "test", MaxInFlight: 4})
+	for _, prefix := range prefixes[1:] {
+		bustest.Provision(t, b.JS, provision.Config{Prefix: prefix}) // provisioned, but nobody serves it
 	}
-	return srv.ClientURL()
+	return b.Srv.ClientURL()
 }
 
 // call runs the publisher with args and returns its exit code and output.

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
 // Defaults of the global flags.
@@ -34,7 +35,7 @@ type options struct {
 
 // newOptions returns the options with their defaults.
 func newOptions() *options {
-	return &options{NATSURL: defaultURL, Prefix: bus.DefaultPrefix, Timeout: defaultTimeout}
+	return &options{NATSURL: defaultURL, Prefix: protocol.DefaultPrefix, Timeout: defaultTimeout}
 }
 
 // envFlags are the global flags that may also come from the environment:
@@ -67,11 +68,11 @@ func (o *options) validate() error {
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout must be positive, got %s", o.Timeout))
 	}
-	if _, err := bus.NewSubjects(o.Prefix); err != nil {
-		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", o.Prefix, bus.MaxTokenLength))
+	if _, err := protocol.NewSubjects(o.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", o.Prefix, protocol.MaxTokenLength))
 	}
-	if o.ID != "" && !bus.ValidToken(o.ID) {
-		errs = append(errs, fmt.Errorf("--request-id %q: want 1 to %d characters of [A-Za-z0-9_-]", o.ID, bus.MaxTokenLength))
+	if o.ID != "" && !protocol.ValidToken(o.ID) {
+		errs = append(errs, fmt.Errorf("--request-id %q: want 1 to %d characters of [A-Za-z0-9_-]", o.ID, protocol.MaxTokenLength))
 	}
 	if err := o.Credentials.Validate(); err != nil {
 		errs = append(errs, err)
@@ -83,7 +84,7 @@ func (o *options) validate() error {
 }
 
 // connectConfig is how to reach NATS.
-func (o *options) connectConfig() bus.ConnectConfig {
+func (o *options) connectConfig() client.ConnectConfig {
 	return o.Credentials.ConnectConfig(o.NATSURL, "lionbus-publisher", o.Timeout)
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
@@ -17,7 +17,7 @@ const lineWidth = 100
 // verbOf returns the verb of a result type: "lionbus.branch.get.result" is
 // "branch.get".
 func verbOf(typ string) string {
-	v := strings.TrimPrefix(typ, bus.EventTypePrefix)
+	v := strings.TrimPrefix(typ, protocol.EventTypePrefix)
 	return strings.TrimSuffix(v, ".result")
 }
 

@@ -12,22 +12,23 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
 // send connects, submits req and, unless --no-wait, waits for the answer
 // and prints it.
 func send(ctx context.Context, o *options, req *request, stdout, stderr io.Writer) int {
-	return withClient(ctx, o, stderr, func(ctx context.Context, client *bus.Client) int {
-		var opts []bus.SubmitOption
+	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
+		var opts []client.SubmitOption
 		if o.ID != "" {
-			opts = append(opts, bus.WithID(o.ID))
+			opts = append(opts, client.WithID(o.ID))
 		}
 		if o.Binary {
-			opts = append(opts, bus.WithBinary())
+			opts = append(opts, client.WithBinary())
 		}
-		id, err := client.Submit(ctx, req.verb, req.branch, req.data, opts...)
-		if errors.Is(err, bus.ErrInvalidOption) {
+		id, err := cl.Submit(ctx, req.verb, req.branch, req.data, opts...)
+		if errors.Is(err, client.ErrInvalidOption) {
 			return usageError(stderr, err)
 		}
 		if err != nil {
@@ -38,7 +39,7 @@ func send(ctx context.Context, o *options, req *request, stdout, stderr io.Write
 			fmt.Fprintln(stdout, id)
 			return exitOK
 		}
-		reply, err := client.Await(ctx, id)
+		reply, err := cl.Await(ctx, id)
 		if err != nil {
 			fmt.Fprintf(stderr, "publisher: no answer to request %s: %v\n(the request may still run: 'publisher result %s' reads its answer later)\n", id, err, id)
 			return exitNoAnswer
@@ -55,16 +56,16 @@ func runResult(ctx context.Context, o *options, given map[string]bool, args []st
 	if !ok {
 		return code
 	}
-	return withClient(ctx, o, stderr, func(ctx context.Context, client *bus.Client) int {
-		var reply *bus.Reply
+	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
+		var reply *client.Reply
 		var err error
 		if *wait {
-			reply, err = client.Await(ctx, id)
+			reply, err = cl.Await(ctx, id)
 		} else {
-			reply, err = client.Result(ctx, id)
+			reply, err = cl.Result(ctx, id)
 		}
 		switch {
-		case errors.Is(err, bus.ErrNoResult):
+		case errors.Is(err, client.ErrNoResult):
 			fmt.Fprintf(stderr, "publisher: no answer is stored for request %s (not answered yet, unknown, or expired)\n", id)
 			return exitNoResult
 		case err != nil:
@@ -82,8 +83,8 @@ func runCancel(ctx context.Context, o *options, given map[string]bool, args []st
 	if !ok {
 		return code
 	}
-	return withClient(ctx, o, stderr, func(ctx context.Context, client *bus.Client) int {
-		if err := client.Cancel(ctx, id); err != nil {
+	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
+		if err := cl.Cancel(ctx, id); err != nil {
 			fmt.Fprintf(stderr, "publisher: cancel %s: %v\n", id, err)
 			return exitNoAnswer
 		}
@@ -123,8 +124,8 @@ func parseRequestID(fs *flag.FlagSet, o *options, given map[string]bool, args []
 		return "", usageError(stderr, fmt.Errorf("%s needs exactly one argument: the request id", name)), false
 	}
 	id = positional[0]
-	if !bus.ValidToken(id) {
-		return "", usageError(stderr, fmt.Errorf("request id %q: want 1 to %d characters of [A-Za-z0-9_-]", id, bus.MaxTokenLength)), false
+	if !protocol.ValidToken(id) {
+		return "", usageError(stderr, fmt.Errorf("request id %q: want 1 to %d characters of [A-Za-z0-9_-]", id, protocol.MaxTokenLength)), false
 	}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
@@ -138,43 +139,43 @@ func parseRequestID(fs *flag.FlagSet, o *options, given map[string]bool, args []
 
 // withClient connects within --timeout and runs do with the client and
 // that deadline; it returns do's exit code, or why it could not connect.
-func withClient(ctx context.Context, o *options, stderr io.Writer, do func(context.Context, *bus.Client) int) int {
+func withClient(ctx context.Context, o *options, stderr io.Writer, do func(context.Context, *client.Client) int) int {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	client, nc, code := connect(ctx, o, stderr)
-	if client == nil {
+	cl, nc, code := connect(ctx, o, stderr)
+	if cl == nil {
 		return code
 	}
 	defer nc.Close()
-	return do(ctx, client)
+	return do(ctx, cl)
 }
 
 // connect returns a client, or nil and the exit code after printing why.
-func connect(ctx context.Context, o *options, stderr io.Writer) (*bus.Client, *nats.Conn, int) {
-	nc, err := bus.Connect(ctx, o.connectConfig())
-	if errors.Is(err, bus.ErrInvalidConfig) {
+func connect(ctx context.Context, o *options, stderr io.Writer) (*client.Client, *nats.Conn, int) {
+	nc, err := client.Connect(ctx, o.connectConfig())
+	if errors.Is(err, client.ErrInvalidConfig) {
 		return nil, nil, usageError(stderr, err)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "publisher: cannot connect to NATS at %s: %v\n", o.NATSURL, err)
 		return nil, nil, exitNoAnswer
 	}
-	client, err := bus.NewClient(nc, bus.ClientConfig{Prefix: o.Prefix, Timeout: o.Timeout, AwaitTimeout: o.Timeout, Source: "/lionbus/publisher"})
+	cl, err := client.New(nc, client.Config{Prefix: o.Prefix, Timeout: o.Timeout, AwaitTimeout: o.Timeout, Source: "/lionbus/publisher"})
 	if err != nil {
 		nc.Close()
 		return nil, nil, usageError(stderr, err)
 	}
-	return client, nc, exitOK
+	return cl, nc, exitOK
 }
 
 // printReply prints an answer and returns the exit code: exitFailed for an
 // error event.
-func printReply(o *options, reply *bus.Reply, stdout, stderr io.Writer) int {
+func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
 	if o.JSON {
 		fmt.Fprintln(stdout, render.IndentJSON(reply.Data))
 	}
 	if err := reply.Err(); err != nil {
-		var re *bus.RemoteError
+		var re *client.RemoteError
 		if errors.As(err, &re) {
 			fmt.Fprintf(stderr, "error: %s: %s (request %s)\n", re.Code, re.Message, re.RequestID)
 		} else {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
 // Defaults of the worker's flags.
@@ -116,7 +116,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Host, "host", "127.0.0.1", "embedded server: interface to listen on")
 	fs.IntVar(&c.Port, "port", defaultPort, "embedded server: client port (-1 picks a free port)")
 	fs.StringVar(&c.StoreDir, "store-dir", "", "embedded server: JetStream store directory (default: a temporary directory removed on exit)")
-	fs.IntVar(&c.MaxPayload, "max-payload", 0, fmt.Sprintf("largest request accepted, in bytes; larger ones get a payload_too_large error (default %d, at most %d)", bus.DefaultMaxPayload, maxRequestPayload))
+	fs.IntVar(&c.MaxPayload, "max-payload", 0, fmt.Sprintf("largest request accepted, in bytes; larger ones get a payload_too_large error (default %d, at most %d)", protocol.DefaultMaxPayload, maxRequestPayload))
 
 	fs.StringVar(&c.NATSURL, "nats", "", "join the NATS deployment at this URL (comma-separated list allowed) instead of starting an embedded server")
 	c.Credentials.Register(fs)
@@ -157,8 +157,8 @@ func (c config) validate() error {
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("--replicas must be between 1 and 5, got %d", c.Replicas))
 	}
-	if _, err := bus.NewSubjects(c.Prefix); err != nil {
-		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", c.Prefix, bus.MaxTokenLength))
+	if _, err := protocol.NewSubjects(c.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", c.Prefix, protocol.MaxTokenLength))
 	}
 	if c.NATSURL != "" && c.StoreDir != "" {
 		errs = append(errs, errors.New("--store-dir is for the embedded server and cannot be used with --nats"))

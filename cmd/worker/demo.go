@@ -15,7 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
@@ -67,8 +68,8 @@ var demoSteps = []demoStep{
 // requests, prints each result and then the branch history. With reuse
 // (a persistent store), a demo branch left by an earlier run is deleted
 // first.
-func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, out io.Writer) error {
-	client, err := bus.NewClient(nc, bus.ClientConfig{Prefix: subj.Prefix, Source: "/lionbus/demo"})
+func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse bool, out io.Writer) error {
+	client, err := client.New(nc, client.Config{Prefix: subj.Prefix, Source: "/lionbus/demo"})
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj bus.Subjects, reuse bool, 
 // demoEventCounts returns how many events of each type (the last subject
 // token: run_start, message_added, ...) the events stream holds for the
 // demo branch.
-func demoEventCounts(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (map[string]uint64, error) {
+func demoEventCounts(ctx context.Context, js jetstream.JetStream, subj protocol.Subjects) (map[string]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
 	stream, err := js.Stream(ctx, subj.EventsStream())
@@ -181,10 +182,10 @@ func demoEventCounts(ctx context.Context, js jetstream.JetStream, subj bus.Subje
 // eventOrder is the order event types are listed in: a run's own order,
 // then any other type by name.
 var eventOrder = []string{
-	bus.EventToken(ops.SignalRunStart),
-	bus.EventToken(ops.SignalMessageAdded),
-	bus.EventToken(ops.SignalRunEnd),
-	bus.EventToken(ops.SignalRunFailed),
+	protocol.EventToken(ops.SignalRunStart),
+	protocol.EventToken(ops.SignalMessageAdded),
+	protocol.EventToken(ops.SignalRunEnd),
+	protocol.EventToken(ops.SignalRunFailed),
 }
 
 // eventsSummary renders the events added between two counts, e.g.
@@ -215,7 +216,7 @@ func eventsSummary(before, after map[string]uint64) string {
 }
 
 // printTryIt tells how to talk to the running worker from another terminal.
-func printTryIt(out io.Writer, url string, subj bus.Subjects) {
+func printTryIt(out io.Writer, url string, subj protocol.Subjects) {
 	fmt.Fprintf(out, `
 ── the worker keeps serving on %[1]s ──
 
@@ -235,8 +236,8 @@ Ctrl-C to stop.
 
 // isCode reports whether err is a lionbus.error answer with code.
 func isCode(err error, code ops.Code) bool {
-	var re *bus.RemoteError
-	return errors.As(err, &re) && re.Code == string(code)
+	var re *client.RemoteError
+	return errors.As(err, &re) && re.Code == code
 }
 
 // schemaSummary renders an object schema's properties as {name: type, ...}.

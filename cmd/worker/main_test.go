@@ -15,8 +15,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
@@ -142,7 +145,7 @@ func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 	}
 
 	nc, _ := bustest.Connect(t, srv)
-	client, err := bus.NewClient(nc, bus.ClientConfig{Prefix: "joined"})
+	cl, err := client.New(nc, client.Config{Prefix: "joined"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,21 +159,21 @@ func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 		verb, branch string
 		data         any
 		wantValue    string
-		wantCode     string
+		wantCode     ops.Code
 	}{
 		{verb: "branch.create", data: map[string]any{"branch_id": "b1", "chat_model": "scripted:echo"}},
 		{verb: "communicate", branch: "b1", data: map[string]any{"instruction": "ping"}, wantValue: `"ping"`},
 		{verb: "communicate", branch: "nope", data: map[string]any{"instruction": "x"}, wantCode: "branch_not_found"},
-		{verb: "communicate", branch: "b1", data: map[string]any{"guidance": "no instruction"}, wantCode: bus.CodeInvalidData},
+		{verb: "communicate", branch: "b1", data: map[string]any{"guidance": "no instruction"}, wantCode: protocol.CodeInvalidData},
 	}
 	for _, tc := range tests {
-		reply, err := client.Do(ctx, tc.verb, tc.branch, tc.data)
+		reply, err := cl.Do(ctx, tc.verb, tc.branch, tc.data)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.verb, err)
 		}
 		res, err := reply.Result()
 		if tc.wantCode != "" {
-			var re *bus.RemoteError
+			var re *client.RemoteError
 			if !errors.As(err, &re) || re.Code != tc.wantCode {
 				t.Errorf("%s on %q: error = %v, want code %s", tc.verb, tc.branch, err, tc.wantCode)
 			}
@@ -236,7 +239,7 @@ func TestRun_warns_about_drift_of_existing_streams(t *testing.T) {
 			name: "results stream without direct gets",
 			prepare: func(ctx context.Context, t *testing.T, js jetstream.JetStream) {
 				// As an earlier version created it.
-				if _, err := bus.Provision(ctx, js, bus.Config{Prefix: "drifty"}); err != nil {
+				if _, err := provision.Ensure(ctx, js, provision.Config{Prefix: "drifty"}); err != nil {
 					t.Fatal(err)
 				}
 				st, err := js.Stream(ctx, "DRIFTY_RESULTS")
@@ -254,7 +257,7 @@ func TestRun_warns_about_drift_of_existing_streams(t *testing.T) {
 		{
 			name: "shorter results age",
 			prepare: func(ctx context.Context, t *testing.T, js jetstream.JetStream) {
-				if _, err := bus.Provision(ctx, js, bus.Config{Prefix: "drifty", ResultsMaxAge: time.Hour}); err != nil {
+				if _, err := provision.Ensure(ctx, js, provision.Config{Prefix: "drifty", ResultsMaxAge: time.Hour}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -309,7 +312,7 @@ func TestRun_exit_codes(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, exitUsage, `invalid --log-level "loud"`},
 		{"bad log format", []string{"--log-format", "xml"}, exitUsage, `invalid --log-format "xml"`},
 		{"port taken", []string{"--port", takenPort(t), "--log-level", "disabled"}, exitFailure, "embedded NATS cannot listen on 127.0.0.1:"},
-		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: bus: connect to nats://127.0.0.1:1"},
+		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: client: connect to nats://127.0.0.1:1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -415,7 +418,7 @@ func TestRun_gives_up_when_JetStream_never_becomes_ready(t *testing.T) {
 	if got := strings.Count(stderr.String(), "JetStream not ready; retrying"); got < 2 {
 		t.Errorf("%d retries logged, want at least 2:\n%s", got, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "JetStream not ready after 1.5s (--startup-timeout)") {
+	if !strings.Contains(stderr.String(), "JetStream not ready after 1.5s") || !strings.Contains(stderr.String(), "(--startup-timeout 1.5s)") {
 		t.Errorf("stderr lacks the startup timeout:\n%s", stderr.String())
 	}
 }

@@ -17,33 +17,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
-	"github.com/lionbus/lionbus/schemas"
 )
-
-// checkSchema validates an answer's data against the schema of its type.
-func checkSchema(t testing.TB, r *bus.Reply) {
-	t.Helper()
-	if err := schemas.Validate(r.Type, r.Data); err != nil {
-		t.Fatalf("%s answer does not match its schema: %v\n%s", r.Type, err, r.Data)
-	}
-}
-
-// branchEvents returns the history of branch, read through a fresh store.
-func (b *busBundle) branchEvents(t testing.TB, branch string) []ops.Event {
-	t.Helper()
-	st, err := bus.NewStore(b.js, b.res, bus.StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := st.History(bg(t), branch, 0, 0)
-	if err != nil {
-		t.Fatalf("history of %s: %v", branch, err)
-	}
-	return evs
-}
 
 // commitsOf counts the EventMessages of each request id in evs.
 func commitsOf(evs []ops.Event) map[string]int {
@@ -57,37 +38,37 @@ func commitsOf(evs []ops.Event) map[string]int {
 }
 
 // communicateValue returns the value of a communicate result (the echo).
-func communicateValue(t testing.TB, r *bus.Reply) string {
+func communicateValue(t testing.TB, r *client.Reply) string {
 	t.Helper()
-	checkSchema(t, r)
+	bustest.CheckSchema(t, r)
 	var v string
-	mustResult(t, r, &v)
+	bustest.MustResult(t, r, &v)
 	return v
 }
 
 func TestAcceptance_structured_and_binary_requests_get_results(t *testing.T) {
 	t.Parallel()
-	b := setupBus(t, bus.Config{})
-	b.startWorker(t, nil, nil, nil, bus.WorkerConfig{})
-	b.createBranch(t, "modes")
+	b := bustest.New(t, provision.Config{})
+	b.StartWorker(t, nil, nil, nil, worker.Config{})
+	b.CreateBranch(t, "modes")
 
 	tests := []struct {
 		name    string
 		publish func(t *testing.T, id, instruction string)
 	}{
 		{"structured", func(t *testing.T, id, instruction string) {
-			if _, err := b.client.Submit(bg(t), "communicate", "modes", map[string]any{"instruction": instruction}, bus.WithID(id)); err != nil {
+			if _, err := b.Client.Submit(bustest.Ctx(t), "communicate", "modes", map[string]any{"instruction": instruction}, client.WithID(id)); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"binary", func(t *testing.T, id, instruction string) {
-			if _, err := b.client.Submit(bg(t), "communicate", "modes", map[string]any{"instruction": instruction}, bus.WithID(id), bus.WithBinary()); err != nil {
+			if _, err := b.Client.Submit(bustest.Ctx(t), "communicate", "modes", map[string]any{"instruction": instruction}, client.WithID(id), client.WithBinary()); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"plain JSON without content type", func(t *testing.T, id, instruction string) {
 			body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"/cli","type":"lionbus.communicate.request","branchid":"modes","data":{"instruction":%q}}`, id, instruction)
-			if err := b.nc.Publish(b.res.Subjects.Op("communicate"), []byte(body)); err != nil {
+			if err := b.NC.Publish(b.Res.Subjects.Op("communicate"), []byte(body)); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -96,37 +77,37 @@ func TestAcceptance_structured_and_binary_requests_get_results(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id := fmt.Sprintf("mode-%d", i)
 			instruction := "hello in " + tt.name
-			sub, err := b.nc.SubscribeSync(b.res.Subjects.Reply(id))
+			sub, err := b.NC.SubscribeSync(b.Res.Subjects.Reply(id))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() { _ = sub.Unsubscribe() }()
-			if err := b.nc.Flush(); err != nil {
+			if err := b.NC.Flush(); err != nil {
 				t.Fatal(err)
 			}
 			tt.publish(t, id, instruction)
 
 			m, err := sub.NextMsg(10 * time.Second)
 			if err != nil {
-				t.Fatalf("no answer on %s: %v", b.res.Subjects.Reply(id), err)
+				t.Fatalf("no answer on %s: %v", b.Res.Subjects.Reply(id), err)
 			}
-			ev, err := b.codec.Decode(m)
+			ev, err := b.Codec.Decode(m)
 			if err != nil {
 				t.Fatalf("answer is not a CloudEvent: %v", err)
 			}
-			onWire := &bus.Reply{Event: *ev, Type: ev.Type(), Data: ev.Data()}
+			onWire := &client.Reply{Event: *ev, Type: ev.Type(), Data: ev.Data()}
 			if onWire.Type != "lionbus.communicate.result" {
 				t.Fatalf("answer type %s: %s", onWire.Type, onWire.Data)
 			}
 			if got := communicateValue(t, onWire); got != instruction {
 				t.Fatalf("value %q, want the echo %q", got, instruction)
 			}
-			if ev.Extensions()[bus.ExtRequestID] != id || ev.Extensions()[bus.ExtBranchID] != "modes" {
+			if ev.Extensions()[protocol.ExtRequestID] != id || ev.Extensions()[protocol.ExtBranchID] != "modes" {
 				t.Fatalf("answer extensions %v", ev.Extensions())
 			}
 
 			// Read again later by id.
-			later, err := b.client.Result(bg(t), id)
+			later, err := b.Client.Result(bustest.Ctx(t), id)
 			if err != nil {
 				t.Fatalf("Result(%s): %v", id, err)
 			}
@@ -135,20 +116,20 @@ func TestAcceptance_structured_and_binary_requests_get_results(t *testing.T) {
 			}
 		})
 	}
-	if _, err := b.client.Result(bg(t), "never-sent"); !errors.Is(err, bus.ErrNoResult) {
+	if _, err := b.Client.Result(bustest.Ctx(t), "never-sent"); !errors.Is(err, client.ErrNoResult) {
 		t.Fatalf("Result of an unknown id: %v, want ErrNoResult", err)
 	}
 }
 
 // countingHandler counts the requests h runs.
 type countingHandler struct {
-	h     bus.Handler
+	h     worker.Handler
 	runs  atomic.Int64
 	mu    sync.Mutex
 	perID map[string]int
 }
 
-func countRuns(h bus.Handler) *countingHandler {
+func countRuns(h worker.Handler) *countingHandler {
 	return &countingHandler{h: h, perID: map[string]int{}}
 }
 
@@ -168,47 +149,47 @@ func (c *countingHandler) ran(id string) int {
 
 func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 	t.Parallel()
-	b := setupBus(t, bus.Config{})
+	b := bustest.New(t, provision.Config{})
 	const branches, requests = 10, 200
 	var handlers []*countingHandler
 	for range 2 {
-		_, js, res := b.conn(t)
-		h := countRuns(newEngine(t, js, res, nil))
+		_, js, res := b.Conn(t)
+		h := countRuns(bustest.NewEngine(t, js, res, nil))
 		handlers = append(handlers, h)
-		b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
+		b.StartWorker(t, nil, h, nil, worker.Config{})
 	}
 	for i := range branches {
-		b.createBranch(t, fmt.Sprintf("burst-%d", i))
+		b.CreateBranch(t, fmt.Sprintf("burst-%d", i))
 	}
-	watch := b.watchAnswers(t)
+	watch := b.WatchAnswers(t)
 	before0, before1 := handlers[0].runs.Load(), handlers[1].runs.Load()
 
 	ids := make([]string, requests)
 	for i := range ids {
 		branch := fmt.Sprintf("burst-%d", i%branches)
-		id, err := b.client.Submit(bg(t), "communicate", branch, map[string]any{"instruction": fmt.Sprintf("n%d", i)})
+		id, err := b.Client.Submit(bustest.Ctx(t), "communicate", branch, map[string]any{"instruction": fmt.Sprintf("n%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[i] = id
 	}
 	for i, id := range ids {
-		r := b.await(t, id)
+		r := b.Await(t, id)
 		if got, want := communicateValue(t, r), fmt.Sprintf("n%d", i); got != want {
 			t.Fatalf("request %d answered %q, want %q", i, got, want)
 		}
 	}
-	waitFor(t, 10*time.Second, "200 answers", func() bool { n, _ := watch.total(); return n >= requests })
-	waitFor(t, 10*time.Second, "every request acknowledged", func() bool {
-		info, err := b.res.Workers.Info(bg(t))
+	bustest.WaitFor(t, 10*time.Second, "200 answers", func() bool { n, _ := watch.Total(); return n >= requests })
+	bustest.WaitFor(t, 10*time.Second, "every request acknowledged", func() bool {
+		info, err := b.Res.Workers.Info(bustest.Ctx(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
 	for _, id := range ids {
-		if n := watch.count(id); n != 1 {
+		if n := watch.Count(id); n != 1 {
 			t.Errorf("request %s answered %d times, want exactly 1", id, n)
 		}
 	}
-	if nIDs, nMsgs := watch.total(); nIDs != requests || nMsgs != requests {
+	if nIDs, nMsgs := watch.Total(); nIDs != requests || nMsgs != requests {
 		t.Errorf("%d answers for %d ids, want %d for %d", nMsgs, nIDs, requests, requests)
 	}
 	ran0, ran1 := handlers[0].runs.Load()-before0, handlers[1].runs.Load()-before1
@@ -219,7 +200,7 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 	}
 	// Every request committed exactly once to its branch.
 	for i := range branches {
-		commits := commitsOf(b.branchEvents(t, fmt.Sprintf("burst-%d", i)))
+		commits := commitsOf(b.History(t, fmt.Sprintf("burst-%d", i)))
 		if len(commits) != requests/branches {
 			t.Errorf("branch burst-%d has %d commits, want %d", i, len(commits), requests/branches)
 		}
@@ -253,7 +234,7 @@ func (echo) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error
 // context ends without answering: a worker that committed its operation and died before it could
 // publish the result.
 type hangAfter struct {
-	h       bus.Handler
+	h       worker.Handler
 	entered chan string
 }
 
@@ -284,20 +265,20 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setupBus(t, bus.Config{AckWait: time.Second})
-			watch := b.watchAnswers(t)
+			b := bustest.New(t, provision.Config{AckWait: time.Second})
+			watch := b.WatchAnswers(t)
 
 			// Worker 1 hangs until the request is cancelled: in its "model",
 			// or after the engine committed.
 			entered := make(chan string, 1)
-			nc1, js1, res1 := b.conn(t)
+			nc1, js1, res1 := b.Conn(t)
 			var h1 *countingHandler
 			if tt.committed {
-				h1 = countRuns(hangAfter{h: newEngine(t, js1, res1, map[string]ops.Provider{"hang": echo{}}), entered: entered})
+				h1 = countRuns(hangAfter{h: bustest.NewEngine(t, js1, res1, map[string]ops.Provider{"hang": echo{}}), entered: entered})
 			} else {
-				h1 = countRuns(newEngine(t, js1, res1, map[string]ops.Provider{"hang": gate{entered: entered}}))
+				h1 = countRuns(bustest.NewEngine(t, js1, res1, map[string]ops.Provider{"hang": gate{entered: entered}}))
 			}
-			w1, err := bus.NewWorker(nc1, res1, b.codec, h1, bus.WorkerConfig{FetchWait: 200 * time.Millisecond, DrainTimeout: 100 * time.Millisecond})
+			w1, err := worker.New(nc1, res1, b.Codec, h1, worker.Config{FetchWait: 200 * time.Millisecond, DrainTimeout: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,8 +289,8 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = w1.Stop(context.Background()) })
 
-			b.createBranch(t, "redeliver")
-			id, err := b.client.Submit(bg(t), "communicate", "redeliver", map[string]any{
+			b.CreateBranch(t, "redeliver")
+			id, err := b.Client.Submit(bustest.Ctx(t), "communicate", "redeliver", map[string]any{
 				"instruction": "survive", "chat_model": "hang:model",
 			})
 			if err != nil {
@@ -326,13 +307,13 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 
 			// Worker 2's "hang" model answers.
 			h2 := countRuns(nil)
-			_, js2, res2 := b.conn(t)
-			h2.h = newEngine(t, js2, res2, map[string]ops.Provider{"hang": echo{}})
-			b.startWorker(t, nil, h2, nil, bus.WorkerConfig{})
+			_, js2, res2 := b.Conn(t)
+			h2.h = bustest.NewEngine(t, js2, res2, map[string]ops.Provider{"hang": echo{}})
+			b.StartWorker(t, nil, h2, nil, worker.Config{})
 
 			tt.stop(cancel1, nc1)
 
-			answer := b.await(t, id)
+			answer := b.Await(t, id)
 			if got := communicateValue(t, answer); got != "survive" {
 				t.Fatalf("value %q", got)
 			}
@@ -343,14 +324,14 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 				t.Fatalf("runs: worker 1 %d, worker 2 %d; want 1 and 1", h1.ran(id), h2.ran(id))
 			}
 			// Nothing is left to deliver, so no other answer can come.
-			waitFor(t, 10*time.Second, "the request acknowledged", func() bool {
-				info, err := b.res.Workers.Info(bg(t))
+			bustest.WaitFor(t, 10*time.Second, "the request acknowledged", func() bool {
+				info, err := b.Res.Workers.Info(bustest.Ctx(t))
 				return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 			})
-			if n := watch.count(id); n != 1 {
+			if n := watch.Count(id); n != 1 {
 				t.Fatalf("%d answers, want exactly 1", n)
 			}
-			evs := b.branchEvents(t, "redeliver")
+			evs := b.History(t, "redeliver")
 			if c := commitsOf(evs); len(c) != 1 || c[id] != 1 {
 				t.Fatalf("commits %v, want one for %s", c, id)
 			}
@@ -369,61 +350,61 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 
 func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 	t.Parallel()
-	b := setupBus(t, bus.Config{})
+	b := bustest.New(t, provision.Config{})
 	h := countRuns(nil)
-	_, js, res := b.conn(t)
-	h.h = newEngine(t, js, res, nil)
-	b.startWorker(t, nil, h, nil, bus.WorkerConfig{})
-	b.createBranch(t, "twice")
+	_, js, res := b.Conn(t)
+	h.h = bustest.NewEngine(t, js, res, nil)
+	b.StartWorker(t, nil, h, nil, worker.Config{})
+	b.CreateBranch(t, "twice")
 
-	ev, err := bus.EventBuilder{Source: "/test"}.Request("communicate", "twice", "", "", map[string]any{"instruction": "once"})
+	ev, err := protocol.EventBuilder{Source: "/test"}.Request("communicate", "twice", "", "", map[string]any{"instruction": "once"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := ev.ID()
-	msg, err := bus.Encode(b.res.Subjects.Op("communicate"), ev, bus.Structured)
+	msg, err := protocol.Encode(b.Res.Subjects.Op("communicate"), ev, protocol.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack1, err := b.js.PublishMsg(bg(t), msg)
+	ack1, err := b.JS.PublishMsg(bustest.Ctx(t), msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg2, _ := bus.Encode(b.res.Subjects.Op("communicate"), ev, bus.Structured)
-	ack2, err := b.js.PublishMsg(bg(t), msg2)
+	msg2, _ := protocol.Encode(b.Res.Subjects.Op("communicate"), ev, protocol.Structured)
+	ack2, err := b.JS.PublishMsg(bustest.Ctx(t), msg2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ack1.Duplicate || !ack2.Duplicate || ack1.Sequence != ack2.Sequence {
 		t.Fatalf("acks %+v and %+v: want the second to be a duplicate of the first", ack1, ack2)
 	}
-	first := b.await(t, id)
+	first := b.Await(t, id)
 	if communicateValue(t, first) != "once" {
 		t.Fatal("wrong answer")
 	}
 
 	// The same event again after the duplicate window (simulated by a
 	// different message id): answered from the stored result, not run.
-	msg3, _ := bus.Encode(b.res.Subjects.Op("communicate"), ev, bus.Structured)
+	msg3, _ := protocol.Encode(b.Res.Subjects.Op("communicate"), ev, protocol.Structured)
 	msg3.Header.Set(jetstream.MsgIDHeader, id+"-later")
-	if _, err := b.js.PublishMsg(bg(t), msg3); err != nil {
+	if _, err := b.JS.PublishMsg(bustest.Ctx(t), msg3); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the resent request acknowledged", func() bool {
-		info, err := b.res.Workers.Info(bg(t))
+	bustest.WaitFor(t, 10*time.Second, "the resent request acknowledged", func() bool {
+		info, err := b.Res.Workers.Info(bustest.Ctx(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream >= ack1.Sequence+1
 	})
 	if n := h.ran(id); n != 1 {
 		t.Fatalf("request ran %d times, want 1", n)
 	}
-	again, err := b.client.Result(bg(t), id)
+	again, err := b.Client.Result(bustest.Ctx(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Event.ID() != first.Event.ID() {
 		t.Fatalf("stored answer changed: %s, was %s", again.Event.ID(), first.Event.ID())
 	}
-	if c := commitsOf(b.branchEvents(t, "twice")); c[id] != 1 || len(c) != 1 {
+	if c := commitsOf(b.History(t, "twice")); c[id] != 1 || len(c) != 1 {
 		t.Fatalf("commits %v", c)
 	}
 }
@@ -431,10 +412,10 @@ func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 func TestAcceptance_bad_input_gets_specific_error(t *testing.T) {
 	t.Parallel()
 	const limit = 8 << 10
-	b := setupBus(t, bus.Config{MaxPayload: limit})
-	b.startWorker(t, nil, nil, nil, bus.WorkerConfig{})
-	b.createBranch(t, "good")
-	subject := b.res.Subjects.Op("communicate")
+	b := bustest.New(t, provision.Config{MaxPayload: limit})
+	b.StartWorker(t, nil, nil, nil, worker.Config{})
+	b.CreateBranch(t, "good")
+	subject := b.Res.Subjects.Op("communicate")
 
 	structured := func(attrs map[string]any) []byte {
 		body, err := json.Marshal(attrs)
@@ -464,25 +445,25 @@ func TestAcceptance_bad_input_gets_specific_error(t *testing.T) {
 		subject string
 		header  nats.Header
 		body    func(id string) []byte
-		code    string
+		code    ops.Code
 	}{
-		{"non-JSON body", subject, nil, func(string) []byte { return []byte("hello, worker") }, bus.CodeMalformedEvent},
-		{"missing id", subject, nil, func(id string) []byte { return without(id, "id") }, bus.CodeMissingAttribute},
-		{"missing type", subject, nil, func(id string) []byte { return without(id, "type") }, bus.CodeMissingAttribute},
-		{"missing specversion", subject, nil, func(id string) []byte { return without(id, "specversion") }, bus.CodeMissingAttribute},
-		{"missing source", subject, nil, func(id string) []byte { return without(id, "source") }, bus.CodeMissingAttribute},
-		{"wrong specversion", subject, nil, func(id string) []byte { return with(id, "specversion", "0.3") }, bus.CodeUnsupportedSpecVersion},
-		{"unknown type", b.res.Subjects.Op("dance"), nil, func(id string) []byte { return with(id, "type", "lionbus.dance.request") }, bus.CodeUnknownType},
-		{"schema-invalid data", subject, nil, func(id string) []byte { return with(id, "data", map[string]any{"instruction": 42}) }, bus.CodeInvalidData},
-		{"invalid branch id", subject, nil, func(id string) []byte { return with(id, "branchid", "no.dots") }, bus.CodeInvalidBranchID},
+		{"non-JSON body", subject, nil, func(string) []byte { return []byte("hello, worker") }, protocol.CodeMalformedEvent},
+		{"missing id", subject, nil, func(id string) []byte { return without(id, "id") }, protocol.CodeMissingAttribute},
+		{"missing type", subject, nil, func(id string) []byte { return without(id, "type") }, protocol.CodeMissingAttribute},
+		{"missing specversion", subject, nil, func(id string) []byte { return without(id, "specversion") }, protocol.CodeMissingAttribute},
+		{"missing source", subject, nil, func(id string) []byte { return without(id, "source") }, protocol.CodeMissingAttribute},
+		{"wrong specversion", subject, nil, func(id string) []byte { return with(id, "specversion", "0.3") }, protocol.CodeUnsupportedSpecVersion},
+		{"unknown type", b.Res.Subjects.Op("dance"), nil, func(id string) []byte { return with(id, "type", "lionbus.dance.request") }, protocol.CodeUnknownType},
+		{"schema-invalid data", subject, nil, func(id string) []byte { return with(id, "data", map[string]any{"instruction": 42}) }, protocol.CodeInvalidData},
+		{"invalid branch id", subject, nil, func(id string) []byte { return with(id, "branchid", "no.dots") }, protocol.CodeInvalidBranchID},
 		{"payload over the limit", subject, nil, func(id string) []byte {
 			return with(id, "data", map[string]any{"instruction": strings.Repeat("x", limit)})
-		}, bus.CodePayloadTooLarge},
-		{"unknown branch", subject, nil, func(id string) []byte { return with(id, "branchid", "nobody") }, string(ops.CodeBranchNotFound)},
+		}, protocol.CodePayloadTooLarge},
+		{"unknown branch", subject, nil, func(id string) []byte { return with(id, "branchid", "nobody") }, ops.CodeBranchNotFound},
 		{"binary non-JSON data", subject, nats.Header{
 			"ce-specversion": {"1.0"}, "ce-type": {"lionbus.communicate.request"}, "ce-source": {"/test"},
 			"ce-branchid": {"good"}, "Content-Type": {"application/json"},
-		}, func(string) []byte { return []byte("{not json") }, bus.CodeInvalidData},
+		}, func(string) []byte { return []byte("{not json") }, protocol.CodeInvalidData},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -497,15 +478,15 @@ func TestAcceptance_bad_input_gets_specific_error(t *testing.T) {
 			m.Data = tt.body(id)
 			// Published the way the Client publishes: the event id is the
 			// JetStream message id.
-			if _, err := b.js.PublishMsg(bg(t), m, jetstream.WithMsgID(id)); err != nil {
+			if _, err := b.JS.PublishMsg(bustest.Ctx(t), m, jetstream.WithMsgID(id)); err != nil {
 				t.Fatal(err)
 			}
-			r := b.await(t, id)
-			if r.Type != bus.EventTypeError {
-				t.Fatalf("answer %s, want %s: %s", r.Type, bus.EventTypeError, r.Data)
+			r := b.Await(t, id)
+			if r.Type != protocol.EventTypeError {
+				t.Fatalf("answer %s, want %s: %s", r.Type, protocol.EventTypeError, r.Data)
 			}
-			checkSchema(t, r)
-			var re *bus.RemoteError
+			bustest.CheckSchema(t, r)
+			var re *client.RemoteError
 			if !errors.As(r.Err(), &re) || re.Code != tt.code {
 				t.Fatalf("error %v, want code %s", r.Err(), tt.code)
 			}
@@ -515,12 +496,12 @@ func TestAcceptance_bad_input_gets_specific_error(t *testing.T) {
 		})
 	}
 	// Every bad request was terminated, none is left to redeliver.
-	waitFor(t, 10*time.Second, "bad requests terminated", func() bool {
-		info, err := b.res.Workers.Info(bg(t))
+	bustest.WaitFor(t, 10*time.Second, "bad requests terminated", func() bool {
+		info, err := b.Res.Workers.Info(bustest.Ctx(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
 	// And the worker still serves.
-	if got := communicateValue(t, b.do(t, "communicate", "good", map[string]any{"instruction": "still here"})); got != "still here" {
+	if got := communicateValue(t, b.Do(t, "communicate", "good", map[string]any{"instruction": "still here"})); got != "still here" {
 		t.Fatalf("value %q", got)
 	}
 }
@@ -553,29 +534,29 @@ func (b *barrier) Complete(ctx context.Context, call ops.Call) (*ops.Completion,
 
 func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 	t.Parallel()
-	b := setupBus(t, bus.Config{})
+	b := bustest.New(t, provision.Config{})
 	bar := newBarrier(2)
 	for range 2 {
-		b.startWorker(t, nil, nil, map[string]ops.Provider{"barrier": bar}, bus.WorkerConfig{MaxInFlight: 1})
+		b.StartWorker(t, nil, nil, map[string]ops.Provider{"barrier": bar}, worker.Config{MaxInFlight: 1})
 	}
-	b.createBranch(t, "shared")
-	before := b.branchEvents(t, "shared")
+	b.CreateBranch(t, "shared")
+	before := b.History(t, "shared")
 
 	// Both operations load the branch at the same sequence and only then
 	// call the model, so both commit against the same last sequence: one
 	// of them has to re-read and append after the other.
 	var ids []string
 	for _, text := range []string{"first", "second"} {
-		id, err := b.client.Submit(bg(t), "communicate", "shared", map[string]any{"instruction": text, "chat_model": "barrier:x"})
+		id, err := b.Client.Submit(bustest.Ctx(t), "communicate", "shared", map[string]any{"instruction": text, "chat_model": "barrier:x"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
 	for _, id := range ids {
-		communicateValue(t, b.await(t, id))
+		communicateValue(t, b.Await(t, id))
 	}
-	evs := b.branchEvents(t, "shared")
+	evs := b.History(t, "shared")
 	if len(evs) != len(before)+2 {
 		t.Fatalf("history has %d events, want %d", len(evs), len(before)+2)
 	}
@@ -586,12 +567,12 @@ func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 		}
 	}
 	get := func() string {
-		r := b.do(t, "branch.get", "shared", nil)
-		checkSchema(t, r)
+		r := b.Do(t, "branch.get", "shared", nil)
+		bustest.CheckSchema(t, r)
 		var v struct {
 			Messages []ops.Message `json:"messages"`
 		}
-		mustResult(t, r, &v)
+		bustest.MustResult(t, r, &v)
 		var got []string
 		for _, m := range v.Messages {
 			if m.Kind == ops.KindInstruction {
@@ -607,17 +588,17 @@ func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 	withSnapshot := get()
 
 	// Losing the snapshot loses nothing.
-	if err := b.res.Branches.Delete(bg(t), "shared"); err != nil {
+	if err := b.Res.Branches.Delete(bustest.Ctx(t), "shared"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.res.Branches.Get(bg(t), "shared"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := b.Res.Branches.Get(bustest.Ctx(t), "shared"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("snapshot still there: %v", err)
 	}
 	rebuilt := get()
 	if rebuilt != withSnapshot {
 		t.Fatalf("rebuilt branch differs:\n got %s\nwant %s", rebuilt, withSnapshot)
 	}
-	if _, err := b.res.Branches.Get(bg(t), "shared"); err != nil {
+	if _, err := b.Res.Branches.Get(bustest.Ctx(t), "shared"); err != nil {
 		t.Fatalf("snapshot not written back after the rebuild: %v", err)
 	}
 }

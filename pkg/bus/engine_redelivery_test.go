@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
@@ -14,12 +16,12 @@ import (
 // and creates no second one, whether or not the request names the new id.
 func TestEngine_redelivered_create_and_clone_answer_the_same_branch(t *testing.T) {
 	t.Parallel()
-	b := setupBus(t, bus.Config{})
-	_, js, res := b.conn(t)
-	eng := newEngine(t, js, res, nil)
+	b := bustest.New(t, provision.Config{})
+	_, js, res := b.Conn(t)
+	eng := bustest.NewEngine(t, js, res, nil)
 	mustCreate := func(req ops.Request) string {
 		t.Helper()
-		r, err := eng.Do(bg(t), req)
+		r, err := eng.Do(bustest.Ctx(t), req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", req.Verb, req.ID, err)
 		}
@@ -43,7 +45,7 @@ func TestEngine_redelivered_create_and_clone_answer_the_same_branch(t *testing.T
 		first := mustCreate(tt.req)
 		again := tt.req
 		again.Attempt = 2
-		r, err := eng.Do(bg(t), again)
+		r, err := eng.Do(bustest.Ctx(t), again)
 		if err != nil {
 			t.Fatalf("%s: redelivery: %v", tt.name, err)
 		}
@@ -58,22 +60,22 @@ func TestEngine_redelivered_create_and_clone_answer_the_same_branch(t *testing.T
 // the whole backoff schedule as if the store were unavailable.
 func TestEngine_corrupt_history_is_not_retried(t *testing.T) {
 	t.Parallel()
-	b := setupBus(t, bus.Config{MaxDeliver: 3})
-	_, js, res := b.conn(t)
-	h := countRuns(newEngine(t, js, res, nil))
-	b.startWorker(t, nil, h, nil, bus.WorkerConfig{Backoff: bus.Backoff{10 * time.Millisecond}})
-	b.createBranch(t, "broken")
-	if _, err := b.js.Publish(bg(t), b.res.Subjects.History("broken"), []byte("\xc1garbage")); err != nil {
+	b := bustest.New(t, provision.Config{MaxDeliver: 3})
+	_, js, res := b.Conn(t)
+	h := countRuns(bustest.NewEngine(t, js, res, nil))
+	b.StartWorker(t, nil, h, nil, worker.Config{Backoff: worker.Backoff{10 * time.Millisecond}})
+	b.CreateBranch(t, "broken")
+	if _, err := b.JS.Publish(bustest.Ctx(t), b.Res.Subjects.History("broken"), []byte("\xc1garbage")); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.res.Branches.Delete(bg(t), "broken"); err != nil {
+	if err := b.Res.Branches.Delete(bustest.Ctx(t), "broken"); err != nil {
 		t.Fatal(err)
 	}
-	id, err := b.client.Submit(bg(t), "communicate", "broken", map[string]any{"instruction": "hi"})
+	id, err := b.Client.Submit(bustest.Ctx(t), "communicate", "broken", map[string]any{"instruction": "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := remoteCode(t, b.await(t, id)); code != string(ops.CodeInternal) {
+	if code := bustest.RemoteCode(t, b.Await(t, id)); code != ops.CodeInternal {
 		t.Fatalf("code %s, want %s", code, ops.CodeInternal)
 	}
 	if n := h.ran(id); n != 1 {

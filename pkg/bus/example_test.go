@@ -6,86 +6,44 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
-// Example_clientAndWorker runs a worker and a client against an embedded NATS server: it
-// creates a branch whose chat model is the scripted echo model, has one
-// exchange on it, reads it back, and shows how an error answer looks.
-func Example_clientAndWorker() {
+// Example starts a worker service on an embedded NATS server with
+// bus.Start, then uses a client to create a branch whose chat model is the
+// scripted echo model, have one exchange on it, read it back, and see how an
+// error answer looks.
+func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	// An embedded server with JetStream; StoreDir "" is a temporary
-	// directory removed by Shutdown.
-	srv, err := bus.StartServer(ctx, bus.ServerConfig{Port: bus.RandomPort})
+	// Connect.URL "" starts an embedded server; RandomPort picks a free
+	// port and an empty StoreDir is a temporary directory.
+	svc, err := bus.Start(ctx, bus.Config{Embedded: embedded.Config{Port: embedded.RandomPort}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
+	defer svc.Close()
+	defer func() { _ = svc.Stop(ctx) }()
+
+	// A client needs only a connection: package client links no server.
+	nc, err := client.Connect(ctx, client.ConnectConfig{URL: svc.URL()})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	cl, err := client.New(nc, client.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-
-	// Streams, the workers consumer and the buckets; then the worker: a
-	// codec, the NATS branch store, and the operations engine.
-	res, err := bus.Provision(ctx, js, bus.Config{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	codec, err := bus.NewCodec(res.Config)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	store, err := bus.NewStore(js, res, bus.StoreConfig{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	providers := ops.NewProviders(nil)
-	if err := scripted.Register(providers); err != nil {
-		fmt.Println(err)
-		return
-	}
-	engine, err := ops.NewEngine(ops.Config{Store: store, Providers: providers})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	worker, err := bus.NewWorker(nc, res, codec, engine, bus.WorkerConfig{MaxInFlight: 4})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := worker.Start(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer func() { _ = worker.Stop(ctx) }()
-
-	client, err := bus.NewClient(nc, bus.ClientConfig{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ask := func(verb, branch string, data any) *bus.Reply {
-		r, err := client.Do(ctx, verb, branch, data)
+	ask := func(verb, branch string, data any) *client.Reply {
+		r, err := cl.Do(ctx, verb, branch, data)
 		if err != nil {
 			panic(err) // a transport failure, not an error answer
 		}
@@ -122,7 +80,7 @@ func Example_clientAndWorker() {
 
 	// An error answer is a Reply too; Err returns it as a *RemoteError.
 	if err := ask("branch.get", "missing", nil).Err(); err != nil {
-		fmt.Println(err.(*bus.RemoteError).Code)
+		fmt.Println(err.(*client.RemoteError).Code)
 	}
 
 	// Output:

@@ -45,3 +45,11 @@ func (e *Error) Unwrap() error { return e.Err }
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
+
+// Codes returns every code the operations layer produces.
+func Codes() []Code {
+	return []Code{
+		CodeInvalidRequest, CodeUnknownVerb, CodeBranchNotFound, CodeBranchExists,
+		CodeProvider, CodeParse, CodeTimeout, CodeCanceled, CodeInternal, CodeUnavailable,
+	}
+}

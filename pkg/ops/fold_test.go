@@ -197,21 +197,3 @@ func TestMessageConstructors(t *testing.T) {
 		t.Fatalf("ids not unique or not valid tokens: %q %q", ins.ID, req.ID)
 	}
 }
-
-func TestValidID(t *testing.T) {
-	long := make([]byte, ops.MaxIDLength+1)
-	for i := range long {
-		long[i] = 'a'
-	}
-	for _, tt := range []struct {
-		id   string
-		want bool
-	}{
-		{"abc-DEF_123", true}, {"", false}, {"a.b", false}, {"a b", false}, {"a*", false},
-		{"a>", false}, {string(long[:ops.MaxIDLength]), true}, {string(long), false}, {"é", false},
-	} {
-		if got := ops.ValidID(tt.id); got != tt.want {
-			t.Errorf("ValidID(%q) = %v, want %v", tt.id, got, tt.want)
-		}
-	}
-}

@@ -6,11 +6,6 @@ import (
 	"sync"
 )
 
-// MaxHistoryPage is the most events one History call of the memory store
-// returns, and the limit it applies when asked for limit <= 0. The engine's
-// branch.history verb uses the same bound.
-const MaxHistoryPage = 1000
-
 // MemoryStore is an in-memory [Store]: the reference implementation of the
 // Store contract, for tests and single-process use. Sequences are assigned
 // from one counter shared by all branches, as a stream would, so they are

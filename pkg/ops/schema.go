@@ -57,11 +57,7 @@ func (r *responseSchema) validate(v any) error {
 
 // shortError bounds an error message to n bytes.
 func shortError(err error, n int) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
-	if len(s) > n {
-		s = s[:n-3] + "..."
-	}
-	return s
+	return Truncate(strings.Join(strings.Fields(err.Error()), " "), n)
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// MaxHistoryPage is the most events one [Store.History] call returns, and
+// the limit a store applies when asked for limit <= 0 or more. It is also the
+// largest page of the branch.history verb. Every store uses this bound.
+const MaxHistoryPage = 1000
+
 // EventType names the kind of a history [Event].
 type EventType string
 

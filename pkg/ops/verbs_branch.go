@@ -5,11 +5,9 @@ import (
 	"errors"
 )
 
-// Default and maximum page size of branch.history.
-const (
-	DefaultHistoryLimit = 100
-	MaxHistoryLimit     = MaxHistoryPage
-)
+// DefaultHistoryLimit is the page size of branch.history when the request
+// names none; the largest is MaxHistoryPage.
+const DefaultHistoryLimit = 100
 
 type branchCreateData struct {
 	BranchID   string         `json:"branch_id"`
@@ -214,7 +212,7 @@ type HistoryPage struct {
 }
 
 // branchHistory returns at most data.limit events (default
-// DefaultHistoryLimit, at most MaxHistoryLimit) after data.after.
+// DefaultHistoryLimit, at most MaxHistoryPage) after data.after.
 func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error) {
 	if err := requireBranchID(req); err != nil {
 		return nil, err
@@ -228,8 +226,8 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 		return nil, Errorf(CodeInvalidRequest, "data.limit must not be negative, got %d", d.Limit)
 	case d.Limit == 0:
 		d.Limit = DefaultHistoryLimit
-	case d.Limit > MaxHistoryLimit:
-		d.Limit = MaxHistoryLimit
+	case d.Limit > MaxHistoryPage:
+		d.Limit = MaxHistoryPage
 	}
 	evs, err := e.store.History(ctx, req.BranchID, d.After, d.Limit)
 	if err != nil {

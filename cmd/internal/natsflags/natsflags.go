@@ -1,6 +1,6 @@
 // Package natsflags holds the command-line pieces the lionbus commands
 // share: the NATS credential and TLS flags, turned into a
-// bus.ConnectConfig, and flags read from LIONBUS_<FLAG> environment
+// client.ConnectConfig, and flags read from LIONBUS_<FLAG> environment
 // variables.
 package natsflags
 
@@ -9,7 +9,7 @@ import (
 	"flag"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
 )
 
 // Credentials are the flags that say how to authenticate to NATS and
@@ -53,8 +53,8 @@ func (c Credentials) Validate() error {
 // ConnectConfig returns how to reach the NATS servers at url with these
 // credentials; name is the connection name, timeout bounds connecting.
 // The caller may set the remaining fields (Logger, ...).
-func (c Credentials) ConnectConfig(url, name string, timeout time.Duration) bus.ConnectConfig {
-	return bus.ConnectConfig{
+func (c Credentials) ConnectConfig(url, name string, timeout time.Duration) client.ConnectConfig {
+	return client.ConnectConfig{
 		URL:          url,
 		User:         c.User,
 		Password:     c.Password,

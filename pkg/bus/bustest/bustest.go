@@ -1,7 +1,8 @@
 // Package bustest provides helpers for tests that need a real NATS server
 // with JetStream: an embedded server on a random port with its store in the
-// test's temporary directory, a connection to it, and the provisioned
-// lionbus resources. Everything is shut down by t.Cleanup.
+// test's temporary directory, a connection to it, the provisioned lionbus
+// resources, and workers started through [bus.Start], the same wiring the
+// worker command uses. Everything is shut down by t.Cleanup.
 package bustest
 
 import (
@@ -12,18 +13,19 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
 )
 
 // NewServer starts an embedded NATS server with JetStream on a random
 // loopback port, storing into t.TempDir(), with logging off. The server is
 // shut down when the test ends. It fails the test if the server cannot start.
-func NewServer(t testing.TB) *bus.Server {
+func NewServer(t testing.TB) *embedded.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := bus.StartServer(ctx, bus.ServerConfig{
-		Port:     bus.RandomPort,
+	s, err := embedded.Start(ctx, embedded.Config{
+		Port:     embedded.RandomPort,
 		StoreDir: t.TempDir(),
 	})
 	if err != nil {
@@ -35,7 +37,7 @@ func NewServer(t testing.TB) *bus.Server {
 
 // Connect connects to s and returns the connection and a JetStream handle.
 // The connection is closed when the test ends.
-func Connect(t testing.TB, s *bus.Server) (*nats.Conn, jetstream.JetStream) {
+func Connect(t testing.TB, s *embedded.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := nats.Connect(s.ClientURL(), nats.Name(t.Name()))
 	if err != nil {
@@ -51,11 +53,11 @@ func Connect(t testing.TB, s *bus.Server) (*nats.Conn, jetstream.JetStream) {
 
 // Provision provisions the lionbus streams, consumer and buckets with cfg
 // through js, failing the test on error.
-func Provision(t testing.TB, js jetstream.JetStream, cfg bus.Config) *bus.Resources {
+func Provision(t testing.TB, js jetstream.JetStream, cfg provision.Config) *provision.Resources {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := bus.Provision(ctx, js, cfg)
+	r, err := provision.Ensure(ctx, js, cfg)
 	if err != nil {
 		t.Fatalf("bustest: provision: %v", err)
 	}

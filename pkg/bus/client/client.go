@@ -1,0 +1,419 @@
+// Package client connects to NATS and talks to lionbus workers. It depends
+// on no NATS server and no worker code.
+//
+// [Connect] reaches any NATS server with user/password, token, nkey seed,
+// creds file and TLS, reconnecting forever once connected.
+//
+// [Client] submits requests (the event id is also the JetStream message id,
+// so a repeated Submit with the same id is stored once), waits for answers
+// ([Client.Await] subscribes to lion.reply.<id> and also reads the results
+// stream, so an answer stored earlier is not missed), reads a stored answer
+// later ([Client.Result], within provision.Config.ResultsMaxAge) and cancels
+// ([Client.Cancel]). A lionbus.error answer is a [Reply] whose Err is a
+// *[RemoteError] with the stable code.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultTimeout bounds Submit, Result and Cancel when their
+	// context has no deadline.
+	DefaultTimeout = 10 * time.Second
+	// DefaultAwaitTimeout bounds Await and Do when their context has no
+	// deadline.
+	DefaultAwaitTimeout = 2 * time.Minute
+	// DefaultSource is the source attribute of submitted requests.
+	DefaultSource = "/lionbus/client"
+	// awaitRecheck is how often Await looks at the results stream again
+	// while it waits, in case the answer was stored while it subscribed.
+	awaitRecheck = 2 * time.Second
+	// maxAnswerSize is the largest answer the client decodes; the server's
+	// max_payload is the real bound.
+	maxAnswerSize = 64 << 20
+)
+
+// Sentinel errors of [Client].
+var (
+	// ErrNoResult is returned by Result when no answer is stored for the
+	// request (not answered yet, unknown, or older than the results
+	// stream keeps).
+	ErrNoResult = errors.New("client: no result stored for the request")
+	// ErrInvalidOption is returned (wrapped) for an invalid SubmitOption
+	// or argument.
+	ErrInvalidOption = errors.New("client: invalid option")
+	// ErrInvalidConfig is returned (wrapped) by Connect for an unusable
+	// ConnectConfig.
+	ErrInvalidConfig = errors.New("client: invalid config")
+)
+
+// Config configures a [Client]. The zero value is usable.
+type Config struct {
+	// AwaitTimeout bounds Await and Do when ctx has no deadline.
+	// Default DefaultAwaitTimeout.
+	AwaitTimeout time.Duration
+	// Prefix is the subject prefix. Default DefaultPrefix.
+	Prefix string
+	// Source is the source attribute of requests. Default
+	// DefaultSource.
+	Source string
+	// Timeout bounds Submit, Result and Cancel when ctx has no deadline.
+	// Default DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Client submits requests to lionbus workers and reads their answers. It
+// is safe for concurrent use.
+type Client struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	subj  protocol.Subjects
+	cfg   Config
+	codec *protocol.Codec
+
+	mu      sync.Mutex
+	results jetstream.Stream // looked up on first use
+}
+
+// NewClient returns a client using nc. It does not contact the server.
+func New(nc *nats.Conn, cfg Config) (*Client, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: NewClient needs a connection", ErrInvalidOption)
+	}
+	if cfg.Timeout < 0 || cfg.AwaitTimeout < 0 {
+		return nil, fmt.Errorf("%w: timeouts must not be negative", ErrInvalidOption)
+	}
+	subj, err := protocol.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.AwaitTimeout == 0 {
+		cfg.AwaitTimeout = DefaultAwaitTimeout
+	}
+	if cfg.Source == "" {
+		cfg.Source = DefaultSource
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("client: client: %w", err)
+	}
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: subj.Prefix, MaxPayload: maxAnswerSize})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{nc: nc, js: js, subj: subj, cfg: cfg, codec: codec}, nil
+}
+
+// SubmitOption changes how [Client.Submit] builds a request.
+type SubmitOption func(*submitOptions) error
+
+type submitOptions struct {
+	id, replyTo, traceParent, source string
+	mode                             protocol.Mode
+}
+
+// WithID sets the request id (default: a new UUID). Sending the same id
+// twice runs the request once. It must be a valid subject token.
+func WithID(id string) SubmitOption {
+	return func(o *submitOptions) error {
+		if !protocol.ValidToken(id) {
+			return fmt.Errorf("%w: request id %q: want 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidOption, id, protocol.MaxTokenLength)
+		}
+		o.id = id
+		return nil
+	}
+}
+
+// WithReplyTo asks for the answer on subject as well as on the default
+// reply subject (where Await and Result read it). The subject must not be
+// under the prefix (the worker refuses another request's reply subject with
+// invalid_attribute); Submit checks this once the request id is known.
+func WithReplyTo(subject string) SubmitOption {
+	return func(o *submitOptions) error {
+		if subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
+			return fmt.Errorf("%w: reply subject %q is not a literal subject", ErrInvalidOption, subject)
+		}
+		o.replyTo = subject
+		return nil
+	}
+}
+
+// WithBinary sends the request in binary content mode (attributes as ce-
+// headers, data as the body) instead of structured mode.
+func WithBinary() SubmitOption {
+	return func(o *submitOptions) error { o.mode = protocol.Binary; return nil }
+}
+
+// WithTraceParent sets the W3C traceparent of the request (default: a new
+// trace).
+func WithTraceParent(tp string) SubmitOption {
+	return func(o *submitOptions) error {
+		if !protocol.ValidTraceParent(tp) {
+			return fmt.Errorf("%w: %q is not a W3C traceparent", ErrInvalidOption, tp)
+		}
+		o.traceParent = tp
+		return nil
+	}
+}
+
+// WithSource sets the source attribute of the request.
+func WithSource(source string) SubmitOption {
+	return func(o *submitOptions) error {
+		if source == "" {
+			return fmt.Errorf("%w: empty source", ErrInvalidOption)
+		}
+		o.source = source
+		return nil
+	}
+}
+
+// Submit publishes a request for verb ("communicate", "branch.create",
+// "op.NAME", ...) on branchID ("" for none) with data encoded as JSON (a
+// json.RawMessage is sent as is; nil means {}), and returns its id once the
+// ops stream stored it. The id is also the message id, so a repeated
+// Submit with WithID is stored once. It returns ErrInvalidOption (wrapped)
+// for a bad option or verb.
+func (c *Client) Submit(ctx context.Context, verb, branchID string, data any, opts ...SubmitOption) (string, error) {
+	o := submitOptions{source: c.cfg.Source, mode: protocol.Structured}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return "", err
+		}
+	}
+	if !validVerb(verb) {
+		return "", fmt.Errorf("%w: verb %q", ErrInvalidOption, verb)
+	}
+	ev, err := protocol.EventBuilder{Source: o.source}.Request(verb, branchID, o.replyTo, o.traceParent, data)
+	if err != nil {
+		return "", err
+	}
+	if o.id != "" {
+		ev.SetID(o.id)
+	}
+	if own := c.subj.Reply(ev.ID()); strings.HasPrefix(o.replyTo, c.subj.Prefix+".") && o.replyTo != own {
+		return "", fmt.Errorf("%w: reply subject %q is inside %s.>; only the request's own %s may be used there", ErrInvalidOption, o.replyTo, c.subj.Prefix, own)
+	}
+	msg, err := protocol.Encode(c.subj.Op(verb), ev, o.mode)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	if _, err := c.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(c.subj.OpsStream())); err != nil {
+		return "", fmt.Errorf("client: submit %s: %w", verb, err)
+	}
+	return ev.ID(), nil
+}
+
+// validVerb reports whether verb is one or more dot-separated tokens.
+func validVerb(verb string) bool {
+	if verb == "" {
+		return false
+	}
+	for _, tok := range strings.Split(verb, ".") {
+		if !protocol.ValidToken(tok) {
+			return false
+		}
+	}
+	return true
+}
+
+// Await waits for the answer of request id: its result or its lionbus.error
+// event (see [Reply.Err]). An answer stored before Await was called is
+// returned at once. When ctx has no deadline, AwaitTimeout applies.
+func (c *Client) Await(ctx context.Context, id string) (*Reply, error) {
+	if !protocol.ValidToken(id) {
+		return nil, fmt.Errorf("%w: request id %q", ErrInvalidOption, id)
+	}
+	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
+	defer cancel()
+	ch := make(chan *nats.Msg, 4)
+	sub, err := c.nc.ChanSubscribe(c.subj.Reply(id), ch)
+	if err != nil {
+		return nil, fmt.Errorf("client: await %s: %w", id, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	// The subscription is registered before the stored answer is read, so
+	// an answer is either stored already or delivered to ch.
+	if err := c.nc.FlushWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("client: await %s: %w", id, err)
+	}
+	recheck := time.NewTicker(awaitRecheck)
+	defer recheck.Stop()
+	for {
+		r, err := c.Result(ctx, id)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, ErrNoResult) {
+			return nil, err
+		}
+		select {
+		case m := <-ch:
+			return c.decodeReply(m.Header, m.Data)
+		case <-recheck.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("client: await %s: %w", id, ctx.Err())
+		}
+	}
+}
+
+// Result returns the stored answer of request id, or ErrNoResult.
+func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
+	if !protocol.ValidToken(id) {
+		return nil, fmt.Errorf("%w: request id %q", ErrInvalidOption, id)
+	}
+	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	st, err := c.resultsStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, c.subj.Reply(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, ErrNoResult
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: result of %s: %w", id, err)
+	}
+	return c.decodeReply(m.Header, m.Data)
+}
+
+// Do submits a request and waits for its answer. A lionbus.error answer is
+// returned as a Reply, not an error: check [Reply.Err].
+func (c *Client) Do(ctx context.Context, verb, branchID string, data any, opts ...SubmitOption) (*Reply, error) {
+	id, err := c.Submit(ctx, verb, branchID, data, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.Await(ctx, id)
+}
+
+// Cancel asks the workers to cancel request id. A running request is
+// answered with the code canceled; a request still queued is answered so
+// when a worker picks it up (within RememberCancelFor). A request already
+// answered is not affected.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	if !protocol.ValidToken(id) {
+		return fmt.Errorf("%w: request id %q", ErrInvalidOption, id)
+	}
+	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	if err := c.nc.Publish(c.subj.Cancel(id), nil); err != nil {
+		return fmt.Errorf("client: cancel %s: %w", id, err)
+	}
+	return c.nc.FlushWithContext(ctx)
+}
+
+func (c *Client) resultsStream(ctx context.Context) (jetstream.Stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.results != nil {
+		return c.results, nil
+	}
+	st, err := c.js.Stream(ctx, c.subj.ResultsStream())
+	if err != nil {
+		return nil, fmt.Errorf("client: results stream %s: %w", c.subj.ResultsStream(), err)
+	}
+	c.results = st
+	return st, nil
+}
+
+func (c *Client) decodeReply(h nats.Header, body []byte) (*Reply, error) {
+	ev, err := c.codec.DecodeEvent(h, body)
+	if err != nil {
+		return nil, fmt.Errorf("client: decode answer: %w", err)
+	}
+	return &Reply{Event: *ev, Type: ev.Type(), Data: json.RawMessage(ev.Data())}, nil
+}
+
+// withTimeout applies d when ctx has no deadline.
+func (c *Client) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// Reply is the answer to a request: a lionbus.<verb>.result event, or a
+// lionbus.error event.
+type Reply struct {
+	// Event is the answer as received.
+	Event event.Event
+	// Type is the event type.
+	Type string
+	// Data is the event data: an ops.Result as JSON for a result, an
+	// ErrorData for an error.
+	Data json.RawMessage
+}
+
+// Err returns a *RemoteError for a lionbus.error answer, else nil.
+func (r *Reply) Err() error {
+	if r.Type != protocol.EventTypeError {
+		return nil
+	}
+	var d protocol.ErrorData
+	if err := json.Unmarshal(r.Data, &d); err != nil {
+		return &RemoteError{Code: ops.CodeInternal, Message: "undecodable error event: " + err.Error()}
+	}
+	return &RemoteError{Code: d.Code, Message: d.Message, RequestID: d.RequestID}
+}
+
+// Result decodes the answer as an ops.Result; for an error answer it
+// returns the *RemoteError.
+func (r *Reply) Result() (*ops.Result, error) {
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	var res ops.Result
+	if err := json.Unmarshal(r.Data, &res); err != nil {
+		return nil, fmt.Errorf("client: decode %s data: %w", r.Type, err)
+	}
+	return &res, nil
+}
+
+// RemoteError is a lionbus.error answer.
+type RemoteError struct {
+	// Code is the stable error code, one of [protocol.Codes].
+	Code ops.Code
+	// Message explains the failure.
+	Message string
+	// RequestID is the id of the failed request.
+	RequestID string
+}
+
+// Error returns "lionbus: <code>: <message>".
+func (e *RemoteError) Error() string { return fmt.Sprintf("lionbus: %s: %s", e.Code, e.Message) }
+
+// Is matches the ops sentinels of the codes that have one
+// (ops.ErrBranchNotFound, ops.ErrBranchExists) and ErrBadEvent for the
+// codes of rejected input.
+func (e *RemoteError) Is(target error) bool {
+	switch target {
+	case ops.ErrBranchNotFound:
+		return e.Code == ops.CodeBranchNotFound
+	case ops.ErrBranchExists:
+		return e.Code == ops.CodeBranchExists
+	case protocol.ErrBadEvent:
+		return protocol.IsRejectionCode(e.Code)
+	}
+	return false
+}

@@ -1,0 +1,190 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of [ConnectConfig].
+const (
+	// DefaultURL is the NATS URL used when none is configured.
+	DefaultURL = "nats://127.0.0.1:4222"
+	// DefaultConnectTimeout bounds the initial connection.
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultReconnectWait is the pause between reconnection attempts
+	// (plus up to a second of jitter).
+	DefaultReconnectWait = 2 * time.Second
+	// DefaultReconnectBufSize bounds what is buffered while reconnecting.
+	DefaultReconnectBufSize = 8 << 20 // 8 MiB
+)
+
+// ConnectConfig says how to reach a NATS server. At most one of
+// User/Password, Token, NKeySeedFile and CredsFile may be set. The zero
+// value connects without credentials to DefaultURL.
+type ConnectConfig struct {
+	// CredsFile is a decentralized-auth credentials file (JWT + nkey seed).
+	CredsFile string
+
+	// Logger receives disconnect, reconnect and error notices. The zero
+	// value discards them.
+	Logger zerolog.Logger
+
+	// NKeySeedFile is a file holding a user nkey seed.
+	NKeySeedFile string
+
+	// Name is the connection name shown by the server's monitoring.
+	// Default "lionbus".
+	Name string
+
+	// Password goes with User.
+	Password string
+
+	// TLSCAFile is a PEM file of the CAs that verify the server. Setting it
+	// (or a client certificate) enables TLS even for a nats:// URL.
+	TLSCAFile string
+
+	// TLSCertFile and TLSKeyFile are the client certificate and key (PEM)
+	// for servers that verify clients. Both or neither must be set.
+	TLSCertFile string
+	TLSKeyFile  string
+
+	// Timeout bounds the initial connection (a ctx deadline that is sooner
+	// wins). Default DefaultConnectTimeout.
+	Timeout time.Duration
+
+	// Token is an authentication token.
+	Token string
+
+	// URL is one server URL or a comma-separated list. Default DefaultURL.
+	URL string
+
+	// User is a user name for user/password authentication.
+	User string
+}
+
+// Connect connects to NATS. The initial connection must succeed within the
+// timeout (or before ctx ends); after that, the connection reconnects
+// forever, every DefaultReconnectWait plus jitter, buffering up to
+// DefaultReconnectBufSize of publishes meanwhile. It returns
+// ErrInvalidConfig (wrapped) for contradictory settings, and the nats.go
+// error (for example nats.ErrAuthorization or nats.ErrNoServers) when the
+// connection fails.
+func Connect(ctx context.Context, cfg ConnectConfig) (*nats.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts, url, err := cfg.options(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(url, opts...)
+		ch <- result{nc, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("client: connect to %s: %w", url, r.err)
+		}
+		return r.nc, nil
+	case <-ctx.Done():
+		// The dial ends within the timeout; close what it produces.
+		go func() {
+			if r := <-ch; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// options turns cfg into nats.go options.
+func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, error) {
+	auth := 0
+	for _, set := range []bool{cfg.User != "" || cfg.Password != "", cfg.Token != "", cfg.NKeySeedFile != "", cfg.CredsFile != ""} {
+		if set {
+			auth++
+		}
+	}
+	if auth > 1 {
+		return nil, "", fmt.Errorf("%w: set only one of user/password, token, nkey seed file and creds file", ErrInvalidConfig)
+	}
+	if cfg.Password != "" && cfg.User == "" {
+		return nil, "", fmt.Errorf("%w: a password needs a user", ErrInvalidConfig)
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, "", fmt.Errorf("%w: TLS client certificate and key must be set together", ErrInvalidConfig)
+	}
+	if cfg.Timeout < 0 {
+		return nil, "", fmt.Errorf("%w: negative connect timeout %s", ErrInvalidConfig, cfg.Timeout)
+	}
+	url := cfg.URL
+	if url == "" {
+		url = DefaultURL
+	}
+	name := cfg.Name
+	if name == "" {
+		name = "lionbus"
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultConnectTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	log := cfg.Logger
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.Timeout(timeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(DefaultReconnectWait),
+		nats.ReconnectJitter(time.Second, time.Second),
+		nats.ReconnectBufSize(DefaultReconnectBufSize),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Str("name", name).Msg("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Str("name", name).Msg("nats reconnected")
+		}),
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Error().Err(err).Str("name", name)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("nats error")
+		}),
+	}
+	switch {
+	case cfg.User != "":
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	case cfg.Token != "":
+		opts = append(opts, nats.Token(cfg.Token))
+	case cfg.NKeySeedFile != "":
+		opt, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("client: nkey seed file: %w", err)
+		}
+		opts = append(opts, opt)
+	case cfg.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.TLSCAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
+	}
+	if cfg.TLSCertFile != "" {
+		opts = append(opts, nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile))
+	}
+	return opts, url, nil
+}

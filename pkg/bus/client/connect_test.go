@@ -1,0 +1,283 @@
+package client_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// runServer starts a nats-server with opts completed for a test.
+func runServer(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host = "127.0.0.1"
+	opts.Port = -1
+	opts.NoLog = true
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	return s
+}
+
+func TestConnect_credentials(t *testing.T) {
+	t.Parallel()
+	userSrv := runServer(t, &server.Options{Username: "alice", Password: "s3cret"})
+	tokenSrv := runServer(t, &server.Options{Authorization: "tok-123"})
+
+	nkey, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := nkey.PublicKey()
+	seed, _ := nkey.Seed()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _ := nkeys.CreateUser()
+	otherSeed, _ := otherKey.Seed()
+	otherSeedFile := filepath.Join(t.TempDir(), "other.nk")
+	if err := os.WriteFile(otherSeedFile, otherSeed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nkeySrv := runServer(t, &server.Options{Nkeys: []*server.NkeyUser{{Nkey: pub}}})
+
+	tests := []struct {
+		name string
+		cfg  client.ConnectConfig
+		ok   bool
+	}{
+		{"user and password", client.ConnectConfig{URL: userSrv.ClientURL(), User: "alice", Password: "s3cret"}, true},
+		{"wrong password", client.ConnectConfig{URL: userSrv.ClientURL(), User: "alice", Password: "nope"}, false},
+		{"no credentials", client.ConnectConfig{URL: userSrv.ClientURL()}, false},
+		{"token", client.ConnectConfig{URL: tokenSrv.ClientURL(), Token: "tok-123"}, true},
+		{"wrong token", client.ConnectConfig{URL: tokenSrv.ClientURL(), Token: "tok-999"}, false},
+		{"nkey seed", client.ConnectConfig{URL: nkeySrv.ClientURL(), NKeySeedFile: seedFile}, true},
+		{"unknown nkey", client.ConnectConfig{URL: nkeySrv.ClientURL(), NKeySeedFile: otherSeedFile}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			nc, err := client.Connect(context.Background(), tt.cfg)
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Connect: %v", err)
+				}
+				defer nc.Close()
+				if err := nc.Flush(); err != nil {
+					t.Errorf("Flush: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				nc.Close()
+				t.Fatal("Connect succeeded with bad credentials")
+			}
+		})
+	}
+}
+
+func TestConnect_TLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := writeTestPKI(t, dir)
+	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
+		CertFile: filepath.Join(dir, "server.pem"),
+		KeyFile:  filepath.Join(dir, "server-key.pem"),
+		CaFile:   ca,
+		Verify:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := runServer(t, &server.Options{TLS: true, TLSVerify: true, TLSConfig: tc, TLSTimeout: 5})
+
+	tests := []struct {
+		name string
+		cfg  client.ConnectConfig
+		ok   bool
+	}{
+		{"mutual TLS", client.ConnectConfig{URL: s.ClientURL(), TLSCAFile: ca,
+			TLSCertFile: filepath.Join(dir, "client.pem"), TLSKeyFile: filepath.Join(dir, "client-key.pem")}, true},
+		{"no client certificate", client.ConnectConfig{URL: s.ClientURL(), TLSCAFile: ca}, false},
+		{"unknown CA", client.ConnectConfig{URL: s.ClientURL(),
+			TLSCertFile: filepath.Join(dir, "client.pem"), TLSKeyFile: filepath.Join(dir, "client-key.pem")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			nc, err := client.Connect(context.Background(), tt.cfg)
+			if !tt.ok {
+				if err == nil {
+					nc.Close()
+					t.Fatal("Connect succeeded")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Connect: %v", err)
+			}
+			defer nc.Close()
+			if !nc.TLSRequired() {
+				t.Error("connection is not TLS")
+			}
+			if err := nc.Flush(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestConnect_embedded_server_same_path(t *testing.T) {
+	t.Parallel()
+	s, err := embedded.Start(context.Background(), embedded.Config{Port: embedded.RandomPort, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	nc, err := client.Connect(context.Background(), client.ConnectConfig{URL: s.ClientURL(), Name: "worker-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if got := nc.Opts.Name; got != "worker-1" {
+		t.Errorf("connection name = %q", got)
+	}
+	if nc.Opts.MaxReconnect != -1 {
+		t.Errorf("MaxReconnect = %d, want -1 (forever)", nc.Opts.MaxReconnect)
+	}
+}
+
+func TestConnect_rejects_bad_config(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  client.ConnectConfig
+	}{
+		{"user and token", client.ConnectConfig{User: "a", Password: "b", Token: "t"}},
+		{"token and creds", client.ConnectConfig{Token: "t", CredsFile: "x.creds"}},
+		{"password without user", client.ConnectConfig{Password: "b"}},
+		{"cert without key", client.ConnectConfig{TLSCertFile: "c.pem"}},
+		{"negative timeout", client.ConnectConfig{Timeout: -time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := client.Connect(context.Background(), tt.cfg); !errors.Is(err, client.ErrInvalidConfig) {
+				t.Errorf("Connect = %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+func TestConnect_honours_context(t *testing.T) {
+	t.Parallel()
+	// A listener that accepts and never speaks: the dial hangs until the
+	// context ends.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = client.Connect(ctx, client.ConnectConfig{URL: "nats://" + ln.Addr().String(), Timeout: time.Minute})
+	if err == nil {
+		t.Fatal("Connect to a silent server succeeded")
+	}
+}
+
+// writeTestPKI writes a CA, a server certificate for 127.0.0.1 and a client
+// certificate into dir and returns the CA file.
+func writeTestPKI(t *testing.T, dir string) string {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "lionbus test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caDER)
+
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      pkix.Name{CommonName: name},
+			NotBefore:    time.Now().Add(-time.Hour),
+			NotAfter:     time.Now().Add(time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+			DNSNames:     []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
+		writePEM(t, filepath.Join(dir, name+"-key.pem"), "EC PRIVATE KEY", keyDER)
+	}
+	leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	leaf("client", 3, x509.ExtKeyUsageClientAuth)
+	return filepath.Join(dir, "ca.pem")
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,84 @@
+// Package events publishes the signals of the ops engine (lifecycle and
+// message-added) as CloudEvents on <prefix>.events.<branch>.<token>, kept in
+// the events stream. See [Sink].
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// DefaultTimeout bounds publishing one signal event (see [Sink]).
+const DefaultTimeout = 5 * time.Second
+
+// Sink publishes the lifecycle and message-added signals of the ops engine
+// as CloudEvents and implements [ops.Signals]; pass it as
+// ops.Config.Signals.
+//
+// A signal of type T (e.g. "run.start") about branch B becomes an event of
+// type lionbus.T on the subject Subjects.Events(B, protocol.EventToken(T)),
+// e.g. lion.events.B.run_start: the dots of the type become underscores so
+// that the type stays one subject token, and observers can subscribe to
+// lion.events.B.> or lion.events.*.run_failed. The events stream
+// (<PREFIX>_EVENTS) keeps them for provision.Config.EventsMaxAge. The event
+// carries the extensions branchid, requestid and traceparent (the request's,
+// when the context carries one, see [protocol.ContextWithTraceParent]; else a
+// new one), and its data is a [protocol.SignalData].
+//
+// Emit publishes synchronously and waits for the stream's acknowledgement,
+// so the events of one request are stored in the order they were emitted.
+// Each publish is bounded by DefaultTimeout and is not cut short by the
+// request's own cancellation (a run.failed of a cancelled request is still
+// published). Errors are returned to the engine, which logs them; they never
+// change an operation's outcome.
+type Sink struct {
+	js      jetstream.JetStream
+	subj    protocol.Subjects
+	builder protocol.EventBuilder
+	log     zerolog.Logger
+	timeout time.Duration
+}
+
+var _ ops.Signals = (*Sink)(nil)
+
+// NewSink returns a sink publishing through js to the events stream of res
+// (see [provision.Ensure]), with events built by b (its Source is the
+// events' source). log receives debug records of what was published.
+func NewSink(js jetstream.JetStream, res *provision.Resources, b protocol.EventBuilder, log zerolog.Logger) (*Sink, error) {
+	if js == nil || res == nil || res.Events == nil {
+		return nil, errors.New("events: NewSink needs a JetStream handle and provisioned provision.Resources")
+	}
+	return &Sink{js: js, subj: res.Subjects, builder: b, log: log, timeout: DefaultTimeout}, nil
+}
+
+// Emit publishes s; see [Sink]. A signal that cannot be published (no valid
+// branch id, a type that is not a dotted lower-case name) is refused with
+// protocol.ErrInvalidSignal.
+func (k *Sink) Emit(ctx context.Context, s ops.Signal) error {
+	tp, ts := protocol.TraceParentFromContext(ctx)
+	ev, token, err := k.builder.Signal(s, tp, ts)
+	if err != nil {
+		return err
+	}
+	subject := k.subj.Events(s.BranchID, token)
+	msg, err := protocol.Encode(subject, ev, protocol.Structured)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
+	defer cancel()
+	if _, err := k.js.PublishMsg(pctx, msg, jetstream.WithExpectStream(k.subj.EventsStream())); err != nil {
+		return fmt.Errorf("events: publish %s event of request %s: %w", ev.Type(), s.RequestID, err)
+	}
+	k.log.Debug().Str("subject", subject).Str("request", s.RequestID).Msg("signal published")
+	return nil
+}

@@ -1,0 +1,145 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// EventTypeError is the type of the event that answers a failed request.
+const EventTypeError = "lionbus.error"
+
+// DefaultSource is the source attribute of events built by a zero
+// EventBuilder.
+const DefaultSource = "/lionbus"
+
+// RequestType returns the event type of a request for verb,
+// "lionbus.<verb>.request".
+func RequestType(verb string) string { return EventTypePrefix + verb + ".request" }
+
+// ResultType returns the event type of the result of verb,
+// "lionbus.<verb>.result".
+func ResultType(verb string) string { return EventTypePrefix + verb + ".result" }
+
+// ErrorData is the data of a lionbus.error event.
+type ErrorData struct {
+	// Code is a stable machine-readable code: one of [Codes].
+	Code ops.Code `json:"code"`
+	// Message explains the failure for a human.
+	Message string `json:"message"`
+	// RequestID is the id of the failed request ("" if it could not be read).
+	RequestID string `json:"request_id"`
+}
+
+// EventBuilder builds the events lionbus publishes. Every event gets a new
+// UUID id, the current UTC time, datacontenttype application/json, the
+// builder's source, and the traceparent of the request it follows from. A
+// request that arrived without a valid traceparent got one when it was
+// decoded (see Request.TraceParent); an EventError without one gets a new
+// one here, so every answer carries a trace context.
+type EventBuilder struct {
+	// Source is the source attribute, e.g. "/lionbus/worker/<name>".
+	// Default DefaultSource.
+	Source string
+}
+
+func (b EventBuilder) source() string {
+	if b.Source == "" {
+		return DefaultSource
+	}
+	return b.Source
+}
+
+// newEvent returns an event of typ with data encoded as JSON and the given
+// extensions ("" values are left out).
+func (b EventBuilder) newEvent(typ string, data any, ext map[string]string) (*event.Event, error) {
+	ev := event.New(event.CloudEventsVersionV1)
+	ev.SetID(uuid.NewString())
+	ev.SetSource(b.source())
+	ev.SetType(typ)
+	ev.SetTime(time.Now().UTC())
+	raw, ok := data.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(data); err != nil {
+			return nil, fmt.Errorf("protocol: encode %s data: %w", typ, err)
+		}
+	}
+	ev.SetDataContentType(ContentTypeJSON)
+	ev.DataEncoded = raw
+	for k, v := range ext {
+		if v != "" {
+			ev.SetExtension(k, v)
+		}
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, fmt.Errorf("protocol: build %s event: %w", typ, err)
+	}
+	return &ev, nil
+}
+
+// Request builds a request event for verb (type lionbus.<verb>.request)
+// with data encoded as JSON (a json.RawMessage is used as is; nil data is
+// left out). branchID, replyTo and traceParent are set as extensions when
+// not empty; a new traceparent is generated when traceParent is "".
+func (b EventBuilder) Request(verb, branchID, replyTo, traceParent string, data any) (*event.Event, error) {
+	if traceParent == "" {
+		traceParent = NewTraceParent()
+	}
+	if data == nil {
+		data = json.RawMessage("{}")
+	}
+	return b.newEvent(RequestType(verb), data, map[string]string{
+		ExtBranchID:    branchID,
+		ExtReplyTo:     replyTo,
+		ExtTraceParent: traceParent,
+	})
+}
+
+// Result builds the lionbus.<verb>.result event answering req; its data is
+// res as JSON. The branchid is res.BranchID, else req.BranchID.
+func (b EventBuilder) Result(req *Request, res *ops.Result) (*event.Event, error) {
+	branch := res.BranchID
+	if branch == "" {
+		branch = req.BranchID
+	}
+	return b.newEvent(ResultType(req.Verb), res, map[string]string{
+		ExtRequestID:   req.ID(),
+		ExtBranchID:    branch,
+		ExtTraceParent: traceOrNew(req.TraceParent),
+		ExtTraceState:  req.TraceState,
+	})
+}
+
+// Error builds the lionbus.error event answering req.
+func (b EventBuilder) Error(req *Request, code ops.Code, message string) (*event.Event, error) {
+	return b.newEvent(EventTypeError, ErrorData{Code: code, Message: message, RequestID: req.ID()}, map[string]string{
+		ExtRequestID:   req.ID(),
+		ExtBranchID:    req.BranchID,
+		ExtTraceParent: traceOrNew(req.TraceParent),
+		ExtTraceState:  req.TraceState,
+	})
+}
+
+// Rejection builds the lionbus.error event answering a message the codec
+// rejected, from what could be read of it. Publish it to ee.ReplyTo; when
+// that is "" the message cannot be answered.
+func (b EventBuilder) Rejection(ee *EventError) (*event.Event, error) {
+	return b.newEvent(EventTypeError, ErrorData{Code: ee.Code, Message: ee.Message, RequestID: ee.ID}, map[string]string{
+		ExtRequestID:   ee.ID,
+		ExtBranchID:    ee.BranchID,
+		ExtTraceParent: traceOrNew(ee.TraceParent),
+	})
+}
+
+func traceOrNew(tp string) string {
+	if ValidTraceParent(tp) {
+		return tp
+	}
+	return NewTraceParent()
+}

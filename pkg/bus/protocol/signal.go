@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// Event types of the signals an [EventSink] publishes: lionbus.<signal
+// type>.
+const (
+	EventTypeRunStart     = EventTypePrefix + string(ops.SignalRunStart)     // lionbus.run.start
+	EventTypeRunEnd       = EventTypePrefix + string(ops.SignalRunEnd)       // lionbus.run.end
+	EventTypeRunFailed    = EventTypePrefix + string(ops.SignalRunFailed)    // lionbus.run.failed
+	EventTypeMessageAdded = EventTypePrefix + string(ops.SignalMessageAdded) // lionbus.message.added
+)
+
+// ErrInvalidSignal is returned (wrapped) by [EventBuilder.Signal] for a signal
+// that cannot be published: no or an invalid branch id, or a type that is
+// not a dotted lower-case name.
+var ErrInvalidSignal = errors.New("protocol: signal cannot be published")
+
+// SignalData is the data of a signal event. Every signal carries Verb,
+// BranchID, RequestID and Time; run.end adds Result, run.failed Error and
+// message.added Message. Each type has a schema in package schemas
+// (lionbus.run.start.json, ...).
+type SignalData struct {
+	// Verb is the verb of the request that caused the signal.
+	Verb string `json:"verb"`
+	// BranchID is the branch the request acts on.
+	BranchID string `json:"branch_id"`
+	// RequestID is the id of the request.
+	RequestID string `json:"request_id"`
+	// Time is when the signal was emitted.
+	Time time.Time `json:"time"`
+	// Message is the message as it was recorded (message.added).
+	Message *ops.Message `json:"message,omitempty"`
+	// Result is the request's result (run.end).
+	Result *ops.Result `json:"result,omitempty"`
+	// Error is why the request failed (run.failed).
+	Error *SignalError `json:"error,omitempty"`
+}
+
+// SignalError is the error of a run.failed event.
+type SignalError struct {
+	// Code is the stable error code, as in a lionbus.error answer.
+	Code ops.Code `json:"code"`
+	// Message explains the failure for a human.
+	Message string `json:"message"`
+	// Temporary is true when the request will be retried: another
+	// run.start of the same request may follow.
+	Temporary bool `json:"temporary,omitempty"`
+}
+
+// EventToken returns the subject token of a signal type: its dots replaced
+// by underscores ("run.start" -> "run_start").
+func EventToken(t ops.SignalType) string {
+	return strings.ReplaceAll(string(t), ".", "_")
+}
+
+// validSignalToken reports whether tok (a signal type with its dots made
+// underscores) is a lower-case name usable as one subject token.
+func validSignalToken(tok string) bool {
+	if !ValidToken(tok) {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Signal builds the CloudEvent of signal s: type lionbus.<s.Type>, data a
+// [SignalData], extensions branchid, requestid and the trace context
+// (traceParent, or a new one when it is empty), time the signal's. It also
+// returns the subject token of the type (see [EventToken]); the event goes to
+// Subjects.Events(s.BranchID, token). A signal without a valid branch id or
+// with a type that is not a dotted lower-case name is refused with
+// ErrInvalidSignal.
+func (b EventBuilder) Signal(s ops.Signal, traceParent, traceState string) (ev *event.Event, token string, err error) {
+	if !ValidToken(s.BranchID) {
+		return nil, "", fmt.Errorf("%w: %s signal of request %q: branch id %q is not a valid subject token", ErrInvalidSignal, s.Type, s.RequestID, ops.Truncate(s.BranchID, MaxTokenLength+8))
+	}
+	token = EventToken(s.Type)
+	if !validSignalToken(token) {
+		return nil, "", fmt.Errorf("%w: signal type %q is not a dotted lower-case name", ErrInvalidSignal, ops.Truncate(string(s.Type), MaxTokenLength+8))
+	}
+	data := SignalData{
+		Verb:      s.Verb,
+		BranchID:  s.BranchID,
+		RequestID: s.RequestID,
+		Time:      s.Time.UTC(),
+		Message:   s.Message,
+		Result:    s.Result,
+	}
+	if data.Time.IsZero() {
+		data.Time = time.Now().UTC()
+	}
+	if s.Err != nil {
+		msg := s.Err.Message
+		if msg == "" {
+			msg = s.Err.Error()
+		}
+		data.Error = &SignalError{Code: s.Err.Code, Message: msg, Temporary: s.Err.Temporary}
+	}
+	ev, err = b.newEvent(EventTypePrefix+string(s.Type), data, map[string]string{
+		ExtBranchID:    s.BranchID,
+		ExtRequestID:   s.RequestID,
+		ExtTraceParent: traceOrNew(traceParent),
+		ExtTraceState:  traceState,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	ev.SetTime(data.Time)
+	return ev, token, nil
+}

@@ -1,0 +1,96 @@
+package protocol
+
+import (
+	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// DefaultPrefix is the subject prefix used when none is configured.
+const DefaultPrefix = "lion"
+
+// MaxTokenLength bounds a branch id, request id, tool name or any other
+// name that becomes a subject token. The rule is ops' id rule
+// ([ops.MaxIDLength], [ops.IDPattern]).
+const MaxTokenLength = ops.MaxIDLength
+
+// ValidToken reports whether s may be used as a single subject token:
+// 1 to MaxTokenLength characters of [A-Za-z0-9_-] (it is [ops.ValidID]).
+func ValidToken(s string) bool { return ops.ValidID(s) }
+
+// Subjects derives every subject, stream, consumer and bucket name from one
+// prefix. The zero value is not usable; use [NewSubjects].
+type Subjects struct {
+	Prefix string
+}
+
+// NewSubjects returns the names for prefix ("" means [DefaultPrefix]).
+// The prefix must be a valid token.
+func NewSubjects(prefix string) (Subjects, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !ValidToken(prefix) {
+		return Subjects{}, fmt.Errorf("protocol: invalid subject prefix %q", prefix)
+	}
+	return Subjects{Prefix: prefix}, nil
+}
+
+// Op is the request subject of verb, e.g. "lion.ops.communicate".
+// Verbs may contain dots ("branch.create", "op.NAME").
+func (s Subjects) Op(verb string) string { return s.Prefix + ".ops." + verb }
+
+// OpsWildcard matches every request subject.
+func (s Subjects) OpsWildcard() string { return s.Prefix + ".ops.>" }
+
+// Reply is the default reply subject of request id, kept in the results stream.
+func (s Subjects) Reply(id string) string { return s.Prefix + ".reply." + id }
+
+// RepliesWildcard matches every default reply subject.
+func (s Subjects) RepliesWildcard() string { return s.Prefix + ".reply.>" }
+
+// Chunk is the subject of the streamed chunks of run request id.
+func (s Subjects) Chunk(id string) string { return s.Prefix + ".chunk." + id }
+
+// History is the history subject of branch.
+func (s Subjects) History(branch string) string { return s.Prefix + ".history." + branch }
+
+// HistoryWildcard matches every history subject.
+func (s Subjects) HistoryWildcard() string { return s.Prefix + ".history.>" }
+
+// Events is the subject of an event of type typ about branch.
+func (s Subjects) Events(branch, typ string) string {
+	return s.Prefix + ".events." + branch + "." + typ
+}
+
+// EventsWildcard matches every lifecycle, message-added and hook event.
+func (s Subjects) EventsWildcard() string { return s.Prefix + ".events.>" }
+
+// Tool is the invocation subject of tool name.
+func (s Subjects) Tool(name string) string { return s.Prefix + ".tool." + name }
+
+// Cancel is the subject on which request id may be cancelled.
+func (s Subjects) Cancel(id string) string { return s.Prefix + ".cancel." + id }
+
+// CancelWildcard matches every cancel subject.
+func (s Subjects) CancelWildcard() string { return s.Prefix + ".cancel.>" }
+
+// Stream, consumer and bucket names. Stream names are upper case; the
+// prefix is included so that two deployments can share one account.
+func (s Subjects) OpsStream() string       { return upper(s.Prefix) + "_OPS" }
+func (s Subjects) ResultsStream() string   { return upper(s.Prefix) + "_RESULTS" }
+func (s Subjects) HistoryStream() string   { return upper(s.Prefix) + "_HISTORY" }
+func (s Subjects) EventsStream() string    { return upper(s.Prefix) + "_EVENTS" }
+func (s Subjects) WorkersConsumer() string { return "workers" }
+func (s Subjects) BranchesBucket() string  { return s.Prefix + "_branches" }
+func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,505 @@
+// Package provision creates the streams, the shared consumer and the KV
+// buckets lionbus runs on, and checks existing ones: see [Ensure].
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+)
+
+// Defaults of [Config].
+const (
+	DefaultAckWait         = 30 * time.Second
+	DefaultDuplicateWindow = 2 * time.Minute
+	DefaultEventsMaxAge    = 24 * time.Hour
+	DefaultMaxAckPending   = 1000
+	DefaultMaxDeliver      = 10
+	DefaultMaxPayload      = protocol.DefaultMaxPayload // 1 MiB
+	DefaultOpsMaxMsgs      = 100_000
+	DefaultReplicas        = 1
+	DefaultResultsMaxAge   = 24 * time.Hour
+)
+
+// Sentinel errors of [Ensure].
+var (
+	// ErrInvalidConfig means a Config field has a value outside its range.
+	ErrInvalidConfig = errors.New("provision: invalid config")
+	// ErrConfigConflict means a stream, consumer or bucket already exists
+	// with a configuration that contradicts what lionbus needs. Ensure
+	// never changes an existing resource; the operator must fix or remove
+	// it. The error is a *ConflictError (several joined when several fields
+	// differ).
+	ErrConfigConflict = errors.New("provision: existing resource has a conflicting configuration")
+)
+
+// ConflictError describes one field of an existing resource that conflicts
+// with the wanted configuration. It matches ErrConfigConflict with errors.Is.
+type ConflictError struct {
+	// Resource names the resource, e.g. "stream LION_OPS".
+	Resource string
+	// Field is the configuration field, e.g. "retention".
+	Field string
+	// Existing and Wanted are the field's value on the server and the value
+	// lionbus needs.
+	Existing, Wanted string
+}
+
+// Error says which resource and field differ, and how.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("provision: %s already exists with %s %s, want %s (left unchanged)",
+		e.Resource, e.Field, e.Existing, e.Wanted)
+}
+
+// Unwrap returns ErrConfigConflict.
+func (e *ConflictError) Unwrap() error { return ErrConfigConflict }
+
+// Config configures the streams, consumer and buckets created by
+// [Ensure], and the limits the codec enforces. The zero value of every
+// field means its default.
+type Config struct {
+	// AckWait is how long the server waits for a worker to acknowledge a
+	// request (or signal progress) before redelivering it. Default 30s.
+	AckWait time.Duration
+
+	// DuplicateWindow is how long the ops and history streams remember a
+	// message id (the CloudEvent id) to drop duplicate publishes.
+	// Default 2m.
+	DuplicateWindow time.Duration
+
+	// EventsMaxAge is how long lifecycle, message-added and hook events are
+	// kept. Default 24h.
+	EventsMaxAge time.Duration
+
+	// HistoryMaxBytes bounds the history stream (the event log) in bytes.
+	// Default -1: unlimited; history has no age limit because it is the
+	// source of truth of every branch.
+	HistoryMaxBytes int64
+
+	// MaxAckPending bounds the requests delivered to all workers together
+	// and not yet acknowledged. Default 1000.
+	MaxAckPending int
+
+	// MaxDeliver is how many times a request is delivered before the server
+	// gives up on it. Default 10.
+	MaxDeliver int
+
+	// MaxPayload is the largest request the codec accepts, in bytes, the
+	// whole message (headers and body) counted. Larger requests are
+	// answered with a payload_too_large error. Default 1 MiB. The ops
+	// stream itself only enforces the server's max_payload, so that an
+	// oversize request reaches a worker and gets an error reply.
+	MaxPayload int
+
+	// OpsMaxMsgs bounds the backlog of requests waiting in the ops stream;
+	// when it is full, new publishes fail. Default 100000; -1 means
+	// unlimited.
+	OpsMaxMsgs int64
+
+	// Prefix is the subject prefix. Default protocol.DefaultPrefix ("lion").
+	Prefix string
+
+	// Replicas is the number of replicas of every stream and bucket (1 on a
+	// single server, 3 in a typical cluster). Default 1.
+	Replicas int
+
+	// ResultsMaxAge is how long results and errors are kept in the results
+	// stream, so that a client that was away can still read them.
+	// Default 24h.
+	ResultsMaxAge time.Duration
+}
+
+// WithDefaults returns c with every zero field replaced by its default. It
+// returns ErrInvalidConfig (wrapped) when a field is out of range.
+func (c Config) WithDefaults() (Config, error) {
+	if c.Prefix == "" {
+		c.Prefix = protocol.DefaultPrefix
+	}
+	if !protocol.ValidToken(c.Prefix) {
+		return c, fmt.Errorf("%w: prefix %q is not a valid subject token", ErrInvalidConfig, c.Prefix)
+	}
+	durations := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"AckWait", &c.AckWait, DefaultAckWait},
+		{"DuplicateWindow", &c.DuplicateWindow, DefaultDuplicateWindow},
+		{"EventsMaxAge", &c.EventsMaxAge, DefaultEventsMaxAge},
+		{"ResultsMaxAge", &c.ResultsMaxAge, DefaultResultsMaxAge},
+	}
+	for _, d := range durations {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < 0:
+			return c, fmt.Errorf("%w: %s must be positive, got %s", ErrInvalidConfig, d.name, *d.v)
+		}
+	}
+	ints := []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"MaxAckPending", &c.MaxAckPending, DefaultMaxAckPending},
+		{"MaxDeliver", &c.MaxDeliver, DefaultMaxDeliver},
+		{"MaxPayload", &c.MaxPayload, DefaultMaxPayload},
+		{"Replicas", &c.Replicas, DefaultReplicas},
+	}
+	for _, d := range ints {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < 0:
+			return c, fmt.Errorf("%w: %s must be positive, got %d", ErrInvalidConfig, d.name, *d.v)
+		}
+	}
+	if c.Replicas > 5 {
+		return c, fmt.Errorf("%w: Replicas must be at most 5, got %d", ErrInvalidConfig, c.Replicas)
+	}
+	if c.HistoryMaxBytes == 0 {
+		c.HistoryMaxBytes = -1
+	} else if c.HistoryMaxBytes < -1 {
+		return c, fmt.Errorf("%w: HistoryMaxBytes must be positive or -1, got %d", ErrInvalidConfig, c.HistoryMaxBytes)
+	}
+	if c.OpsMaxMsgs == 0 {
+		c.OpsMaxMsgs = DefaultOpsMaxMsgs
+	} else if c.OpsMaxMsgs < -1 {
+		return c, fmt.Errorf("%w: OpsMaxMsgs must be positive or -1, got %d", ErrInvalidConfig, c.OpsMaxMsgs)
+	}
+	return c, nil
+}
+
+// Resources are the handles of everything [Ensure] created or found.
+type Resources struct {
+	// Config is the configuration provisioned, defaults applied.
+	Config Config
+	// Subjects derives every subject and name from Config.Prefix.
+	Subjects protocol.Subjects
+
+	// Ops holds requests (work-queue retention).
+	Ops jetstream.Stream
+	// Results holds the last result or error per reply subject.
+	Results jetstream.Stream
+	// History is the event log of every branch.
+	History jetstream.Stream
+	// Events holds lifecycle, message-added and hook events.
+	Events jetstream.Stream
+	// Workers is the shared durable pull consumer on Ops.
+	Workers jetstream.Consumer
+	// Branches is the bucket of branch snapshots.
+	Branches jetstream.KeyValue
+	// Tools is the tool registry bucket.
+	Tools jetstream.KeyValue
+
+	// Drift lists tunable settings (ages, limits, ack wait, ...) of
+	// resources that already existed and differ from Config. They are left
+	// as they are; callers may log them.
+	Drift []string
+}
+
+// Ensure creates, if they do not exist, the streams, the shared workers
+// consumer and the buckets lionbus uses, and returns their handles. It is
+// idempotent: running it again, or from several workers at once, changes
+// nothing. An existing resource is never modified: when it differs in a way
+// that matters (subjects, retention, storage, ack policy, ...), Ensure
+// returns ErrConfigConflict (as one or more joined *ConflictError values);
+// when it differs only in a tunable limit, the difference is listed in
+// Resources.Drift. It returns ErrInvalidConfig for a bad Config.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources, error) {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	subj, err := protocol.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	r := &Resources{Config: cfg, Subjects: subj}
+
+	streams := []struct {
+		dst *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{
+		{&r.Ops, jetstream.StreamConfig{
+			Name:        subj.OpsStream(),
+			Description: "lionbus requests, one subject per verb",
+			Subjects:    []string{subj.OpsWildcard()},
+			Retention:   jetstream.WorkQueuePolicy,
+			Discard:     jetstream.DiscardNew,
+			MaxMsgs:     cfg.OpsMaxMsgs,
+			Duplicates:  cfg.DuplicateWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+		{&r.Results, jetstream.StreamConfig{
+			Name:              subj.ResultsStream(),
+			Description:       "lionbus results and errors, one per reply subject",
+			Subjects:          []string{subj.RepliesWildcard()},
+			Retention:         jetstream.LimitsPolicy,
+			MaxAge:            cfg.ResultsMaxAge,
+			MaxMsgsPerSubject: 1,
+			Duplicates:        cfg.DuplicateWindow,
+			Storage:           jetstream.FileStorage,
+			Replicas:          cfg.Replicas,
+			AllowDirect:       true,
+		}},
+		{&r.History, jetstream.StreamConfig{
+			Name:        subj.HistoryStream(),
+			Description: "lionbus branch history, the event log",
+			Subjects:    []string{subj.HistoryWildcard()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxBytes:    cfg.HistoryMaxBytes,
+			Duplicates:  cfg.DuplicateWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+			AllowDirect: true,
+		}},
+		{&r.Events, jetstream.StreamConfig{
+			Name:        subj.EventsStream(),
+			Description: "lionbus lifecycle, message-added and hook events",
+			Subjects:    []string{subj.EventsWildcard()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      cfg.EventsMaxAge,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+	}
+	var conflicts []error
+	for _, s := range streams {
+		st, drift, err := ensureStream(ctx, js, s.cfg)
+		r.Drift = append(r.Drift, drift...)
+		if errors.Is(err, ErrConfigConflict) {
+			conflicts = append(conflicts, err)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		*s.dst = st
+	}
+	if len(conflicts) > 0 {
+		return nil, errors.Join(conflicts...)
+	}
+
+	cons, drift, err := ensureConsumer(ctx, r.Ops, jetstream.ConsumerConfig{
+		Durable:       subj.WorkersConsumer(),
+		Description:   "lionbus workers, shared by every worker",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: subj.OpsWildcard(),
+		Replicas:      cfg.Replicas,
+	})
+	r.Drift = append(r.Drift, drift...)
+	if err != nil {
+		return nil, err
+	}
+	r.Workers = cons
+
+	buckets := []struct {
+		dst *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&r.Branches, jetstream.KeyValueConfig{
+			Bucket:      subj.BranchesBucket(),
+			Description: "lionbus branch snapshots",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+		{&r.Tools, jetstream.KeyValueConfig{
+			Bucket:      subj.ToolsBucket(),
+			Description: "lionbus tool registry",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+	}
+	for _, b := range buckets {
+		kv, drift, err := ensureBucket(ctx, js, b.cfg)
+		r.Drift = append(r.Drift, drift...)
+		if errors.Is(err, ErrConfigConflict) {
+			conflicts = append(conflicts, err)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		*b.dst = kv
+	}
+	if len(conflicts) > 0 {
+		return nil, errors.Join(conflicts...)
+	}
+	return r, nil
+}
+
+// ensureStream returns the stream named by want, creating it when missing.
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, []string, error) {
+	st, err := js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, want)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Created concurrently with a different config: compare below.
+			st, err = js.Stream(ctx, want.Name)
+		} else if err == nil {
+			return st, nil, nil
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("provision: stream %s: %w", want.Name, err)
+	}
+	drift, err := compareStream("stream "+want.Name, st.CachedInfo().Config, want)
+	if err != nil {
+		return nil, drift, err
+	}
+	return st, drift, nil
+}
+
+// compareStream reports fields of have that conflict with want as joined
+// *ConflictError values, and tunable differences as drift.
+func compareStream(res string, have, want jetstream.StreamConfig) ([]string, error) {
+	var errs []error
+	conflict := func(field string, h, w any) {
+		errs = append(errs, &ConflictError{Resource: res, Field: field, Existing: fmt.Sprint(h), Wanted: fmt.Sprint(w)})
+	}
+	var drift []string
+	tunable := func(field string, h, w any) {
+		drift = append(drift, fmt.Sprintf("%s: %s is %v, configured %v (left unchanged)", res, field, h, w))
+	}
+	hs, ws := slices.Clone(have.Subjects), slices.Clone(want.Subjects)
+	slices.Sort(hs)
+	slices.Sort(ws)
+	if !slices.Equal(hs, ws) {
+		conflict("subjects", hs, ws)
+	}
+	if have.Retention != want.Retention {
+		conflict("retention", have.Retention, want.Retention)
+	}
+	if have.Storage != want.Storage {
+		conflict("storage", have.Storage, want.Storage)
+	}
+	if want.MaxMsgsPerSubject > 0 && have.MaxMsgsPerSubject != want.MaxMsgsPerSubject {
+		conflict("max messages per subject", have.MaxMsgsPerSubject, want.MaxMsgsPerSubject)
+	}
+	if want.Mirror == nil && have.Mirror != nil {
+		conflict("mirror", have.Mirror.Name, "none")
+	}
+	if have.Discard != want.Discard {
+		tunable("discard policy", have.Discard, want.Discard)
+	}
+	if have.MaxAge != want.MaxAge {
+		tunable("max age", have.MaxAge, want.MaxAge)
+	}
+	if want.Duplicates != 0 && have.Duplicates != want.Duplicates {
+		tunable("duplicate window", have.Duplicates, want.Duplicates)
+	}
+	if want.MaxBytes != 0 && have.MaxBytes != want.MaxBytes {
+		tunable("max bytes", have.MaxBytes, want.MaxBytes)
+	}
+	if want.MaxMsgs != 0 && have.MaxMsgs != want.MaxMsgs {
+		tunable("max messages", have.MaxMsgs, want.MaxMsgs)
+	}
+	if have.Replicas != want.Replicas {
+		tunable("replicas", have.Replicas, want.Replicas)
+	}
+	if want.AllowDirect && !have.AllowDirect {
+		// Only slower: reads go through the JetStream API instead.
+		tunable("allow direct", have.AllowDirect, want.AllowDirect)
+	}
+	return drift, errors.Join(errs...)
+}
+
+// ensureConsumer returns the durable consumer of want on st, creating it
+// when missing.
+func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.ConsumerConfig) (jetstream.Consumer, []string, error) {
+	res := fmt.Sprintf("consumer %s on stream %s", want.Durable, st.CachedInfo().Config.Name)
+	c, err := st.Consumer(ctx, want.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		c, err = st.CreateConsumer(ctx, want)
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			c, err = st.Consumer(ctx, want.Durable)
+		} else if err == nil {
+			return c, nil, nil
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
+	}
+	have := c.CachedInfo().Config
+	var errs []error
+	conflict := func(field string, h, w any) {
+		errs = append(errs, &ConflictError{Resource: res, Field: field, Existing: fmt.Sprint(h), Wanted: fmt.Sprint(w)})
+	}
+	var drift []string
+	tunable := func(field string, h, w any) {
+		drift = append(drift, fmt.Sprintf("%s: %s is %v, configured %v (left unchanged)", res, field, h, w))
+	}
+	if have.AckPolicy != want.AckPolicy {
+		conflict("ack policy", have.AckPolicy, want.AckPolicy)
+	}
+	if have.DeliverSubject != "" {
+		conflict("deliver subject", have.DeliverSubject, "none (pull consumer)")
+	}
+	filters := have.FilterSubjects
+	if have.FilterSubject != "" {
+		filters = append(filters, have.FilterSubject)
+	}
+	if len(filters) != 0 && !slices.Equal(filters, []string{want.FilterSubject}) {
+		conflict("filter subjects", filters, []string{want.FilterSubject})
+	}
+	if have.DeliverPolicy != want.DeliverPolicy {
+		conflict("deliver policy", have.DeliverPolicy, want.DeliverPolicy)
+	}
+	if have.AckWait != want.AckWait {
+		tunable("ack wait", have.AckWait, want.AckWait)
+	}
+	if have.MaxDeliver != want.MaxDeliver {
+		tunable("max deliver", have.MaxDeliver, want.MaxDeliver)
+	}
+	if have.MaxAckPending != want.MaxAckPending {
+		tunable("max ack pending", have.MaxAckPending, want.MaxAckPending)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, drift, err
+	}
+	return c, drift, nil
+}
+
+// ensureBucket returns the KV bucket of want, creating it when missing.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, []string, error) {
+	res := "bucket " + want.Bucket
+	kv, err := js.KeyValue(ctx, want.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, want)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, want.Bucket)
+		} else if err == nil {
+			return kv, nil, nil
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
+	}
+	st, err := js.Stream(ctx, "KV_"+want.Bucket)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
+	}
+	have := st.CachedInfo().Config
+	var drift []string
+	if have.Storage != want.Storage {
+		return nil, nil, &ConflictError{Resource: res, Field: "storage", Existing: have.Storage.String(), Wanted: want.Storage.String()}
+	}
+	if have.MaxMsgsPerSubject != int64(want.History) {
+		drift = append(drift, fmt.Sprintf("%s: history is %d, configured %d (left unchanged)", res, have.MaxMsgsPerSubject, want.History))
+	}
+	return kv, drift, nil
+}

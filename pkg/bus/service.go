@@ -1,0 +1,348 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
+	"github.com/lionbus/lionbus/pkg/bus/events"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/store"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultStartupTimeout bounds how long Start retries provisioning
+	// while JetStream is not ready (a cluster still electing a leader).
+	DefaultStartupTimeout = 30 * time.Second
+
+	// Bounds of the embedded server's max_payload when Config.Embedded
+	// leaves it 0. Answers (a long branch.get, say) can be larger than
+	// requests, and a request over the worker's limit must still reach a
+	// worker to be answered with payload_too_large, so the server allows
+	// twice what the worker accepts, within these bounds.
+	embeddedMinMaxPayload = 8 << 20  // 8 MiB, the largest NATS recommends
+	embeddedMaxMaxPayload = 64 << 20 // 64 MiB, the largest NATS allows
+
+	// Backoff of provisioning retries.
+	provisionFirstDelay = 250 * time.Millisecond
+	provisionMaxDelay   = 5 * time.Second
+)
+
+// Sentinel errors of [Start].
+var (
+	// ErrInvalidConfig is returned (wrapped) for a [Config] Start cannot
+	// use.
+	ErrInvalidConfig = errors.New("bus: invalid config")
+	// ErrNotReady is returned (wrapped) when JetStream did not become
+	// ready within Config.StartupTimeout.
+	ErrNotReady = errors.New("JetStream not ready")
+)
+
+// Config says how [Start] builds a worker service. The zero value runs an
+// embedded NATS server on the default port with the scripted model provider.
+type Config struct {
+	// Conn is an existing connection to use. When nil, Start connects with
+	// Connect, or, when Connect.URL is "", starts an embedded server with
+	// Embedded and connects to it. A connection passed in is not closed by
+	// [Service.Close].
+	Conn *nats.Conn
+
+	// Connect says how to reach a NATS server. Connect.URL "" means the
+	// embedded server. Connect.Name defaults to "lionbus-worker <name>".
+	Connect client.ConnectConfig
+
+	// Embedded configures the embedded server (used when Conn is nil and
+	// Connect.URL is ""). Embedded.MaxPayload 0 means twice
+	// Provision.MaxPayload, at least 8 MiB and at most 64 MiB.
+	Embedded embedded.Config
+
+	// Provision configures the streams, consumer and buckets, and the
+	// request size limit of the codec.
+	Provision provision.Config
+
+	// StartupTimeout bounds the provisioning retries while JetStream is not
+	// ready. Default DefaultStartupTimeout.
+	StartupTimeout time.Duration
+
+	// Store configures the JetStream store of branches. A zero Logger
+	// means Logger with component=store.
+	Store store.Config
+
+	// Providers resolves model references. Nil means a registry holding
+	// the scripted provider only; a registry passed in is used as it is.
+	Providers *ops.Providers
+
+	// Clock is the engine's clock; nil means time.Now.
+	Clock func() time.Time
+
+	// Worker configures the worker loop. A zero Logger means Logger.
+	Worker worker.Config
+
+	// WorkerContext is the context the worker runs under: cancelling it
+	// stops the worker hard (in-flight requests are cancelled and left for
+	// redelivery). Nil means a context that only Stop ends.
+	WorkerContext context.Context
+
+	// Handler, when set, wraps the engine before the worker runs it (to
+	// count or delay requests in tests, say). Nil runs the engine.
+	Handler func(*ops.Engine) worker.Handler
+
+	// Logger receives the logs of every part, each with a component
+	// field. The zero value discards them.
+	Logger zerolog.Logger
+}
+
+// Service is a running worker and everything it runs on: the connection
+// (and the embedded server, if Start started one), the provisioned
+// resources, the store, the signal sink, the engine and the worker. Build it
+// with [Start]; end it with [Service.Stop] and [Service.Close].
+type Service struct {
+	srv    *embedded.Server // nil when joining a server
+	nc     *nats.Conn
+	ownsNC bool
+	js     jetstream.JetStream
+	res    *provision.Resources
+	store  *store.Store
+	engine *ops.Engine
+	worker *worker.Worker
+	log    zerolog.Logger
+}
+
+// Start builds and starts a worker service from cfg: it connects (or starts
+// the embedded server and connects to it), provisions the streams, consumer
+// and buckets (retrying while JetStream is not ready, for at most
+// cfg.StartupTimeout), and starts a worker that runs an ops.Engine over the
+// JetStream store, publishing the engine's signals as events. It is the one
+// place that wires lionbus's parts together; cmd/worker and the test
+// harnesses use it.
+//
+// The worker runs until [Service.Stop]; cancelling ctx only bounds the
+// start itself. On error everything started so far is released.
+func Start(ctx context.Context, cfg Config) (_ *Service, err error) {
+	if cfg.StartupTimeout < 0 {
+		return nil, fmt.Errorf("%w: StartupTimeout must not be negative", ErrInvalidConfig)
+	}
+	if cfg.StartupTimeout == 0 {
+		cfg.StartupTimeout = DefaultStartupTimeout
+	}
+	pcfg, err := cfg.Provision.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := s.connect(ctx, cfg, pcfg.MaxPayload); err != nil {
+		return nil, err
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	if s.res, err = ensure(ctx, s.js, pcfg, cfg.StartupTimeout, s.log); err != nil {
+		return nil, fmt.Errorf("bus: provision streams and buckets: %w", err)
+	}
+	for _, d := range s.res.Drift {
+		s.log.Warn().Str("drift", d).Msg("existing resource differs in a tunable setting; left unchanged")
+	}
+	if err := s.build(cfg); err != nil {
+		return nil, err
+	}
+	// The worker outlives ctx: Stop ends it gracefully, rather than the
+	// start context cancelling its requests.
+	wctx := cfg.WorkerContext
+	if wctx == nil {
+		wctx = context.WithoutCancel(ctx)
+	}
+	if err := s.worker.Start(wctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// connect sets s.nc (and s.srv) from cfg.
+func (s *Service) connect(ctx context.Context, cfg Config, requestLimit int) error {
+	if cfg.Conn != nil {
+		s.nc = cfg.Conn
+		return nil
+	}
+	cc := cfg.Connect
+	if cc.URL == "" {
+		ecfg := cfg.Embedded
+		if ecfg.MaxPayload == 0 {
+			ecfg.MaxPayload = int32(max(embeddedMinMaxPayload, min(2*requestLimit, embeddedMaxMaxPayload)))
+		}
+		if isNop(ecfg.Logger) {
+			ecfg.Logger = s.log.With().Str("component", "nats-server").Logger()
+			if s.log.GetLevel() > zerolog.DebugLevel {
+				ecfg.Logger = ecfg.Logger.Level(max(s.log.GetLevel(), zerolog.WarnLevel))
+			}
+		}
+		srv, err := embedded.Start(ctx, ecfg)
+		if err != nil {
+			return fmt.Errorf("bus: start embedded NATS: %w", err)
+		}
+		s.srv = srv
+		cc.URL = srv.ClientURL()
+	}
+	if cc.Name == "" {
+		cc.Name = "lionbus-worker " + cfg.Worker.Name
+	}
+	if isNop(cc.Logger) {
+		cc.Logger = s.log.With().Str("component", "nats").Logger()
+	}
+	nc, err := client.Connect(ctx, cc)
+	if err != nil {
+		return err
+	}
+	s.nc, s.ownsNC = nc, true
+	return nil
+}
+
+// build makes the store, the signal sink, the engine and the worker.
+func (s *Service) build(cfg Config) error {
+	wcfg := cfg.Worker
+	if isNop(wcfg.Logger) {
+		wcfg.Logger = s.log
+	}
+	if wcfg.Source == "" && wcfg.Name != "" {
+		wcfg.Source = "/lionbus/worker/" + wcfg.Name
+	}
+	scfg := cfg.Store
+	if isNop(scfg.Logger) {
+		scfg.Logger = s.log.With().Str("component", "store").Logger()
+	}
+	var err error
+	if s.store, err = store.New(s.js, s.res, scfg); err != nil {
+		return err
+	}
+	providers := cfg.Providers
+	if providers == nil {
+		providers = ops.NewProviders(nil)
+		if err := scripted.Register(providers); err != nil {
+			return err
+		}
+	}
+	// Lifecycle and message-added signals become CloudEvents on
+	// <prefix>.events.<branch>.<type>, kept in the events stream.
+	sink, err := events.NewSink(s.js, s.res, protocol.EventBuilder{Source: wcfg.Source}, s.log.With().Str("component", "events").Logger())
+	if err != nil {
+		return err
+	}
+	engineLog := s.log.With().Str("component", "ops").Logger()
+	s.engine, err = ops.NewEngine(ops.Config{
+		Store:     s.store,
+		Providers: providers,
+		Signals:   sink,
+		Logger:    &engineLog,
+		Clock:     cfg.Clock,
+	})
+	if err != nil {
+		return err
+	}
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: s.res.Config.Prefix, MaxPayload: s.res.Config.MaxPayload})
+	if err != nil {
+		return err
+	}
+	var h worker.Handler = s.engine
+	if cfg.Handler != nil {
+		h = cfg.Handler(s.engine)
+	}
+	s.worker, err = worker.New(s.nc, s.res, codec, h, wcfg)
+	return err
+}
+
+// ensure runs provision.Ensure until it succeeds, retrying with backoff
+// while JetStream is not ready, for at most timeout. A conflicting or
+// invalid configuration fails at once.
+func ensure(ctx context.Context, js jetstream.JetStream, cfg provision.Config, timeout time.Duration, log zerolog.Logger) (*provision.Resources, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := provisionFirstDelay
+	for attempt := 1; ; attempt++ {
+		res, err := provision.Ensure(ctx, js, cfg)
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, provision.ErrConfigConflict) || errors.Is(err, provision.ErrInvalidConfig) {
+			return nil, err
+		}
+		log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", delay).Msg("JetStream not ready; retrying")
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w after %s: %w", ErrNotReady, timeout, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, provisionMaxDelay)
+	}
+}
+
+// URL returns the URL of the NATS server the service is connected to.
+func (s *Service) URL() string { return s.nc.ConnectedUrl() }
+
+// Server returns the embedded server, or nil when the service joined one.
+func (s *Service) Server() *embedded.Server { return s.srv }
+
+// Conn returns the service's NATS connection.
+func (s *Service) Conn() *nats.Conn { return s.nc }
+
+// JetStream returns the service's JetStream handle.
+func (s *Service) JetStream() jetstream.JetStream { return s.js }
+
+// Resources returns the provisioned streams, consumer and buckets.
+func (s *Service) Resources() *provision.Resources { return s.res }
+
+// Store returns the branch store.
+func (s *Service) Store() *store.Store { return s.store }
+
+// Engine returns the ops engine the worker runs.
+func (s *Service) Engine() *ops.Engine { return s.engine }
+
+// Worker returns the worker.
+func (s *Service) Worker() *worker.Worker { return s.worker }
+
+// Stop drains the worker: no new requests; in-flight ones finish, or are
+// cancelled and left for redelivery when ctx ends first (see
+// [worker.Worker.Stop]).
+func (s *Service) Stop(ctx context.Context) error {
+	if s.worker == nil {
+		return nil
+	}
+	return s.worker.Stop(ctx)
+}
+
+// Close releases the connection (when Start made it) and shuts the embedded
+// server down. Call it after Stop.
+func (s *Service) Close() {
+	if s.nc != nil && s.ownsNC {
+		s.nc.Close()
+	}
+	if s.srv != nil {
+		s.srv.Shutdown()
+	}
+}
+
+// isNop reports whether l discards error records: the zero Logger, a
+// disabled one, or zerolog.Nop.
+func isNop(l zerolog.Logger) bool {
+	e := l.Error()
+	if e == nil {
+		return true
+	}
+	e.Discard()
+	return false
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// Snapshot encoding versions. Version 1 held Branch.Commits inside the
+// branch as a msgpack map; version 2 holds it beside the branch as a
+// [commitTable]. Both are read.
+const (
+	snapshotVersionMap     = 1
+	snapshotVersion        = 2
+	maxPooledSnapshotBytes = 1 << 20 // larger buffers are not kept for reuse
+)
+
+// snapshot is the value stored in the branches bucket: the folded branch,
+// the history sequence it reflects and, from version 2, the branch's
+// commits (Branch.Commits is then left out of Branch).
+type snapshot struct {
+	Version int         `msgpack:"v"`
+	Seq     uint64      `msgpack:"seq"`
+	Branch  *ops.Branch `msgpack:"branch"`
+	Commits commitTable `msgpack:"commits,omitempty"`
+}
+
+// snapshotHead is the start of a snapshot, decoded without the branch.
+type snapshotHead struct {
+	Version int    `msgpack:"v"`
+	Seq     uint64 `msgpack:"seq"`
+}
+
+// commitTable is Branch.Commits in a compact msgpack form: an array
+// [count, records], records being one bin value holding, per commit,
+// uvarint(len(id)) id uvarint(seq). It is written without reflection and
+// without intermediate allocations, and read with three: the records, one
+// string holding every id (each id is a substring of it), and the map
+// sized for count. A msgpack map (version 1) is read too.
+type commitTable map[string]uint64
+
+// maxCommitTable bounds the count a commit table may declare, so that a
+// corrupt snapshot cannot make the decoder allocate a huge map. It is far
+// above ops.MaxRememberedCommits.
+const maxCommitTable = 1 << 16
+
+// EncodeMsgpack writes the table.
+func (t commitTable) EncodeMsgpack(enc *msgpack.Encoder) error {
+	size := 0
+	for id, seq := range t {
+		size += uvarintLen(uint64(len(id))) + len(id) + uvarintLen(seq)
+	}
+	if err := enc.EncodeArrayLen(2); err != nil {
+		return err
+	}
+	if err := enc.EncodeInt(int64(len(t))); err != nil {
+		return err
+	}
+	if err := enc.EncodeBytesLen(size); err != nil {
+		return err
+	}
+	w := enc.Writer()
+	var scratch [binary.MaxVarintLen64]byte
+	for id, seq := range t {
+		if _, err := w.Write(binary.AppendUvarint(scratch[:0], uint64(len(id)))); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, id); err != nil {
+			return err
+		}
+		if _, err := w.Write(binary.AppendUvarint(scratch[:0], seq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeMsgpack reads a table written by EncodeMsgpack, or a msgpack map of
+// request ids to sequences.
+func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
+	code, err := dec.PeekCode()
+	if err != nil {
+		return err
+	}
+	if code == 0xc0 { // nil
+		*t = nil
+		return dec.Skip()
+	}
+	if isMapCode(code) {
+		var m map[string]uint64
+		if err := dec.Decode(&m); err != nil {
+			return err
+		}
+		*t = m
+		return nil
+	}
+	if n, err := dec.DecodeArrayLen(); err != nil || n != 2 {
+		return fmt.Errorf("commit table: want an array [count, records]: %d elements, %w", n, err)
+	}
+	count, err := dec.DecodeInt()
+	if err != nil {
+		return fmt.Errorf("commit table count: %w", err)
+	}
+	if count < 0 || count > maxCommitTable {
+		return fmt.Errorf("commit table count %d out of range", count)
+	}
+	raw, err := dec.DecodeBytes()
+	if err != nil {
+		return fmt.Errorf("commit table records: %w", err)
+	}
+	ids := string(raw) // every id is a substring of this one string
+	m := make(map[string]uint64, count)
+	for i := 0; i < count; i++ {
+		n, k := binary.Uvarint(raw)
+		if k <= 0 || n > uint64(len(raw)-k) {
+			return errors.New("commit table: truncated record")
+		}
+		off := len(ids) - len(raw) + k
+		id := ids[off : off+int(n)]
+		raw = raw[k+int(n):]
+		seq, k := binary.Uvarint(raw)
+		if k <= 0 {
+			return errors.New("commit table: truncated record")
+		}
+		raw = raw[k:]
+		m[id] = seq
+	}
+	if len(raw) != 0 || len(m) != count {
+		return fmt.Errorf("commit table: %d records declared, %d distinct read, %d bytes left", count, len(m), len(raw))
+	}
+	*t = m
+	return nil
+}
+
+func isMapCode(c byte) bool {
+	return c&0xf0 == 0x80 || c == 0xde || c == 0xdf // fixmap, map16, map32
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+var snapshotBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeSnapshot encodes b as a snapshot. The returned bytes are valid
+// until release is called; call it once they have been published.
+func encodeSnapshot(b *ops.Branch) (data []byte, release func(), err error) {
+	buf := snapshotBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	release = func() {
+		if buf.Cap() <= maxPooledSnapshotBytes {
+			snapshotBuffers.Put(buf)
+		}
+	}
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	body := *b // shallow: only Commits is left out
+	body.Commits = nil
+	if err := enc.Encode(&snapshot{Version: snapshotVersion, Seq: b.Seq, Branch: &body, Commits: b.Commits}); err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return buf.Bytes(), release, nil
+}
+
+// decodeSnapshot decodes a snapshot of either version and checks it.
+func decodeSnapshot(data []byte) (*snapshot, error) {
+	var snap snapshot
+	if err := newDecoder(data).Decode(&snap); err != nil {
+		return nil, fmt.Errorf("decode branch snapshot: %w", err)
+	}
+	switch snap.Version {
+	case snapshotVersion:
+		if snap.Branch != nil && snap.Branch.Commits != nil {
+			return nil, errors.New("branch snapshot has commits in two places")
+		}
+		if snap.Branch != nil && len(snap.Commits) > 0 {
+			snap.Branch.Commits = snap.Commits
+		}
+	case snapshotVersionMap:
+	default:
+		return nil, fmt.Errorf("branch snapshot version %d, want %d or %d", snap.Version, snapshotVersionMap, snapshotVersion)
+	}
+	snap.Commits = nil
+	if snap.Branch == nil || snap.Branch.Seq != snap.Seq || snap.Seq == 0 {
+		return nil, errors.New("branch snapshot is inconsistent")
+	}
+	b := snap.Branch
+	b.CreatedAt, b.UpdatedAt = b.CreatedAt.UTC(), b.UpdatedAt.UTC()
+	for i := range b.Messages {
+		b.Messages[i].CreatedAt = b.Messages[i].CreatedAt.UTC()
+	}
+	if b.Messages == nil {
+		b.Messages = []ops.Message{}
+	}
+	return &snap, nil
+}
+
+// snapshotSeq returns the sequence a snapshot reflects without decoding its
+// branch.
+func snapshotSeq(data []byte) (uint64, error) {
+	var head snapshotHead
+	if err := newDecoder(data).Decode(&head); err != nil {
+		return 0, fmt.Errorf("decode branch snapshot: %w", err)
+	}
+	if head.Version != snapshotVersion && head.Version != snapshotVersionMap {
+		return 0, fmt.Errorf("branch snapshot version %d", head.Version)
+	}
+	return head.Seq, nil
+}

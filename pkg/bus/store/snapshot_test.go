@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/store"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+func snapshotBranch(commits int) *ops.Branch {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	b := &ops.Branch{
+		ID:        "snap",
+		Settings:  ops.Settings{System: "sys", Tools: []string{"t"}},
+		Messages:  []ops.Message{{ID: "m1", Kind: ops.KindSystem, Role: ops.RoleSystem, CreatedAt: t0, Content: map[string]any{"system_message": "sys"}}},
+		Seq:       uint64(commits) + 1,
+		CreatedAt: t0, UpdatedAt: t0, ModelCalls: 3,
+	}
+	if commits > 0 {
+		b.Commits = map[string]uint64{}
+		for i := range commits {
+			id := uuid.NewString()
+			switch i % 3 {
+			case 1:
+				id = fmt.Sprintf("r%d", i)
+			case 2:
+				id = fmt.Sprintf("éß€-%d-%0200d", i, i) // multi-byte, long
+			}
+			b.Commits[id] = uint64(i + 2)
+		}
+	}
+	return b
+}
+
+func TestSnapshot_round_trip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		commits int
+		encode  func(*ops.Branch) ([]byte, error)
+	}{
+		{"no commits", 0, store.EncodeSnapshotForTest},
+		{"one commit", 1, store.EncodeSnapshotForTest},
+		{"full", ops.MaxRememberedCommits, store.EncodeSnapshotForTest},
+		{"version 1, no commits", 0, store.EncodeSnapshotV1ForTest},
+		{"version 1, full", ops.MaxRememberedCommits, store.EncodeSnapshotV1ForTest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			want := snapshotBranch(tt.commits)
+			data, err := tt.encode(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := store.DecodeSnapshotForTest(data)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if !maps.Equal(got.Commits, want.Commits) || len(got.Commits) != tt.commits {
+				t.Fatalf("commits: %d decoded, want %d equal", len(got.Commits), len(want.Commits))
+			}
+			got.Commits, want.Commits = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("branch\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestSnapshot_truncated_is_an_error: every prefix of a snapshot fails to
+// decode, cleanly.
+func TestSnapshot_truncated_is_an_error(t *testing.T) {
+	t.Parallel()
+	data, err := store.EncodeSnapshotForTest(snapshotBranch(40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(data) {
+		if _, err := store.DecodeSnapshotForTest(data[:n]); err == nil {
+			t.Fatalf("a %d-byte prefix of a %d-byte snapshot decoded", n, len(data))
+		}
+	}
+}
+
+// TestStore_reads_version_1_snapshots: a snapshot written by the earlier
+// encoding is used as it is, not rebuilt, and keeps the branch's commits.
+func TestStore_reads_version_1_snapshots(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := bustest.Ctx(t)
+	if _, err := b.store.Create(ctx, "v1", createdEvent("c", "sys")); err != nil {
+		t.Fatal(err)
+	}
+	var br *ops.Branch
+	for i := range 3 {
+		var err error
+		if br, err = b.store.Append(ctx, "v1", messagesEvent(fmt.Sprintf("r%d", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := store.EncodeSnapshotV1ForTest(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := b.res.Branches.Put(ctx, "v1", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.store.Load(ctx, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got.Commits, br.Commits) || len(got.Commits) != 3 {
+		t.Fatalf("commits %v, want %v", got.Commits, br.Commits)
+	}
+	entry, err := b.res.Branches.Get(ctx, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry.Revision() != rev {
+		t.Errorf("snapshot rewritten (revision %d, was %d): the version 1 snapshot was not used", entry.Revision(), rev)
+	}
+	// A redelivered request is still recognised.
+	if _, err := b.store.Append(ctx, "v1", messagesEvent("r1", "again")); !errors.Is(err, ops.ErrAlreadyCommitted) {
+		t.Fatalf("Append of a committed request = %v, want ErrAlreadyCommitted", err)
+	}
+}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"bytes"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// EncodeSnapshotForTest exposes the snapshot encoding to the external tests,
+// which use it to plant stale snapshots.
+func EncodeSnapshotForTest(b *ops.Branch) ([]byte, error) {
+	data, release, err := encodeSnapshot(b)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return bytes.Clone(data), nil
+}
+
+// EncodeSnapshotV1ForTest encodes b as version 1 snapshots were: the
+// commits inside the branch, as a msgpack map.
+func EncodeSnapshotV1ForTest(b *ops.Branch) ([]byte, error) {
+	return msgpack.Marshal(&struct {
+		Version int         `msgpack:"v"`
+		Seq     uint64      `msgpack:"seq"`
+		Branch  *ops.Branch `msgpack:"branch"`
+	}{snapshotVersionMap, b.Seq, b})
+}
+
+// DecodeSnapshotForTest exposes the snapshot decoding.
+func DecodeSnapshotForTest(data []byte) (*ops.Branch, error) {
+	snap, err := decodeSnapshot(data)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Branch, nil
+}
+
+// EncodeEventForTest exposes the history event encoding, which tests use to
+// publish an event as an append whose acknowledgement was lost would have.
+func EncodeEventForTest(ev ops.Event) ([]byte, error) { return encodeEvent(ev) }

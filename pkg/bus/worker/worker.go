@@ -1,0 +1,422 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// Handler runs one decoded request. *ops.Engine satisfies it.
+//
+// A Handler returns a result, or an error: an *ops.Error with Temporary set
+// is retried with backoff; any other error is final and answered with a
+// lionbus.error event carrying the error's code (see [protocol.ErrorCode]). The
+// context is cancelled when the client cancels the request or the worker
+// stops hard; a Handler must then return promptly.
+type Handler interface {
+	Do(ctx context.Context, req ops.Request) (*ops.Result, error)
+}
+
+// HandlerFunc adapts a function to [Handler].
+type HandlerFunc func(ctx context.Context, req ops.Request) (*ops.Result, error)
+
+// Do calls f.
+func (f HandlerFunc) Do(ctx context.Context, req ops.Request) (*ops.Result, error) {
+	return f(ctx, req)
+}
+
+// Defaults of [Config].
+const (
+	DefaultDrainTimeout = 30 * time.Second
+	DefaultFetchWait    = time.Second
+	DefaultMaxInFlight  = 8
+	// publishTimeout bounds publishing one answer and acknowledging the
+	// request.
+	publishTimeout = 10 * time.Second
+	// fetchErrorPause is how long the loop waits after a failed fetch.
+	fetchErrorPause = 250 * time.Millisecond
+)
+
+// Sentinel errors of [Worker].
+var (
+	// ErrInvalidConfig is returned (wrapped) by New for unusable arguments
+	// or a Config field out of range.
+	ErrInvalidConfig = errors.New("worker: invalid config")
+	// ErrWorkerStarted is returned by Start on a worker already started.
+	ErrWorkerStarted = errors.New("worker: worker already started")
+	// ErrDrainTimeout is returned (wrapped) by Stop when in-flight requests
+	// did not finish within the drain timeout and were cancelled; they were
+	// not acknowledged, so the server delivers them again.
+	ErrDrainTimeout = errors.New("worker: drain timed out; in-flight requests were cancelled and will be redelivered")
+	// ErrWorkerStopped is the cause of the context of a request cancelled
+	// because its worker stopped hard.
+	ErrWorkerStopped = errors.New("worker: worker stopped")
+)
+
+// Config configures a [Worker]. The zero value of every field means
+// its default.
+type Config struct {
+	// Backoff is the delay schedule for retrying temporary failures (see
+	// [Backoff.Delay]): a request that failed temporarily on delivery n is
+	// redelivered after Backoff[n-1]. Default DefaultBackoff. After the
+	// consumer's MaxDeliver deliveries the last attempt answers with the
+	// error instead. Likewise a request that a stopping worker abandons
+	// on its last delivery is answered with ops.CodeUnavailable, since a
+	// nak would leave it unanswered for good.
+	Backoff Backoff
+
+	// DrainTimeout bounds how long Stop waits for in-flight requests before
+	// cancelling them. Default 30s.
+	DrainTimeout time.Duration
+
+	// FetchBatch is the most requests fetched at once; a fetch never asks
+	// for more than the free slots. Default MaxInFlight.
+	FetchBatch int
+
+	// FetchWait is how long one fetch waits for requests to arrive. A stop
+	// (graceful or hard) lets the current fetch end, so it also bounds how
+	// long stopping waits for the fetch loop. Default 1s.
+	FetchWait time.Duration
+
+	// Logger receives the worker's logs. The zero value discards them.
+	Logger zerolog.Logger
+
+	// MaxInFlight bounds the requests the worker runs at the same time.
+	// Default 8.
+	MaxInFlight int
+
+	// Name identifies the worker in logs and in the default Source.
+	// Default "worker-" followed by a unique id.
+	Name string
+
+	// ProgressInterval is how often a running request is reported in
+	// progress, which resets the server's ack wait. It must be shorter than
+	// the ack wait. Default half the consumer's ack wait.
+	ProgressInterval time.Duration
+
+	// Source is the CloudEvents source of the answers the worker
+	// publishes. Default "/lionbus/worker/<Name>".
+	Source string
+}
+
+// Worker consumes requests from the shared durable consumer, runs them with
+// a [Handler] and publishes their answers.
+//
+// For each request it: decodes and validates it (bad input is answered with
+// a lionbus.error event and terminated, never retried); answers it from the
+// results stream when it was answered before, without running it again;
+// runs the handler, reporting progress to the server while it runs; then
+// publishes the result or error to <prefix>.reply.<id> (kept in the results
+// stream) and to the request's replyto if that differs, and acknowledges the
+// request only after the server stored the answer. Temporary failures are
+// retried with backoff; a handler panic is answered with an internal error.
+//
+// Several workers, in one process or many, share the consumer; each runs at
+// most MaxInFlight requests and fetches no more than it has room for.
+//
+// Limitations, all on a request's last allowed delivery (the consumer's
+// MaxDeliver): when its answer cannot be stored (the server unreachable for
+// the whole publish timeout) it is logged and lost, since no delivery is
+// left to retry it; and a delivery postponed because the same request id is
+// already running in this worker is not delivered again, the running one
+// answering for both.
+type Worker struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	res     *provision.Resources
+	subj    protocol.Subjects
+	codec   *protocol.Codec
+	h       Handler
+	cfg     Config
+	log     zerolog.Logger
+	builder protocol.EventBuilder
+
+	ackWait    time.Duration
+	maxDeliver int
+
+	slots   chan struct{}
+	cancels *cancels
+
+	mu        sync.Mutex // guards started and the fields set by Start
+	started   bool
+	fetchStop context.CancelFunc      // ends the fetch loop (graceful stop)
+	hardStop  context.CancelCauseFunc // cancels running handlers
+	hardCtx   context.Context         // parent of every handler context
+	fetchCtx  context.Context         // ends with fetchStop or hardStop
+	cancelSub *nats.Subscription
+
+	wg        sync.WaitGroup // the loop and every handler
+	stopped   chan struct{}  // closed when everything returned
+	closeOnce sync.Once
+}
+
+// NewWorker returns a worker consuming res.Workers with codec and h. It does
+// not start it (see Start).
+func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handler, cfg Config) (*Worker, error) {
+	if nc == nil || res == nil || res.Workers == nil || res.Results == nil || codec == nil || h == nil {
+		return nil, fmt.Errorf("%w: New needs a connection, provisioned Resources, a Codec and a Handler", ErrInvalidConfig)
+	}
+	if cfg.MaxInFlight < 0 || cfg.FetchBatch < 0 || cfg.DrainTimeout < 0 || cfg.FetchWait < 0 || cfg.ProgressInterval < 0 {
+		return nil, fmt.Errorf("%w: Config fields must not be negative", ErrInvalidConfig)
+	}
+	for _, d := range cfg.Backoff {
+		if d < 0 {
+			return nil, fmt.Errorf("%w: Config.Backoff has a negative delay", ErrInvalidConfig)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("worker: worker: %w", err)
+	}
+	ci := res.Workers.CachedInfo()
+	ackWait, maxDeliver := res.Config.AckWait, res.Config.MaxDeliver
+	if ci != nil {
+		ackWait, maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
+	}
+	if ackWait <= 0 {
+		ackWait = provision.DefaultAckWait
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.FetchBatch == 0 || cfg.FetchBatch > cfg.MaxInFlight {
+		cfg.FetchBatch = cfg.MaxInFlight
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = DefaultFetchWait
+	}
+	if cfg.ProgressInterval == 0 {
+		cfg.ProgressInterval = ackWait / 2
+	}
+	if cfg.ProgressInterval >= ackWait {
+		return nil, fmt.Errorf("%w: ProgressInterval %s must be shorter than the consumer's ack wait %s",
+			ErrInvalidConfig, cfg.ProgressInterval, ackWait)
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Name == "" {
+		cfg.Name = "worker-" + nuid.Next()
+	}
+	if cfg.Source == "" {
+		cfg.Source = "/lionbus/worker/" + cfg.Name
+	}
+	return &Worker{
+		nc:         nc,
+		js:         js,
+		res:        res,
+		subj:       res.Subjects,
+		codec:      codec,
+		h:          h,
+		cfg:        cfg,
+		log:        cfg.Logger.With().Str("worker", cfg.Name).Logger(),
+		builder:    protocol.EventBuilder{Source: cfg.Source},
+		ackWait:    ackWait,
+		maxDeliver: maxDeliver,
+		slots:      make(chan struct{}, cfg.MaxInFlight),
+		cancels:    newCancels(),
+		stopped:    make(chan struct{}),
+	}, nil
+}
+
+// Name returns the worker's name.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// Start starts consuming in the background and returns at once. Cancelling
+// ctx stops the worker hard: no new fetches, and running handlers are
+// cancelled without their requests being acknowledged, so that the server
+// delivers them again (to another worker); a request on its last allowed
+// delivery (MaxDeliver) is answered with ops.CodeUnavailable instead. It returns ErrWorkerStarted when
+// called twice.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return ErrWorkerStarted
+	}
+	w.started = true
+	sub, err := w.nc.Subscribe(w.subj.CancelWildcard(), func(m *nats.Msg) {
+		if id, ok := strings.CutPrefix(m.Subject, w.subj.Cancel("")); ok && protocol.ValidToken(id) {
+			w.cancels.cancel(id)
+		}
+	})
+	if err != nil {
+		w.closeStopped()
+		return fmt.Errorf("worker: worker: subscribe to cancels: %w", err)
+	}
+	w.cancelSub = sub
+	w.hardCtx, w.hardStop = context.WithCancelCause(ctx)
+	w.fetchCtx, w.fetchStop = context.WithCancel(w.hardCtx)
+	w.wg.Add(1)
+	go w.loop()
+	go func() {
+		w.wg.Wait()
+		_ = w.cancelSub.Unsubscribe()
+		w.hardStop(ErrWorkerStopped)
+		w.closeStopped()
+	}()
+	w.log.Info().Int("max_in_flight", w.cfg.MaxInFlight).Dur("ack_wait", w.ackWait).Msg("worker started")
+	return nil
+}
+
+func (w *Worker) closeStopped() { w.closeOnce.Do(func() { close(w.stopped) }) }
+
+// Stopped returns a channel that is closed when the worker has stopped:
+// its fetch loop and every handler have returned. Besides Stop and the
+// cancellation of Start's context, a worker stops by itself when its
+// connection is closed (a connection that is only disconnected is waited
+// for).
+func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
+
+// Stop stops the worker gracefully: it fetches no more requests and waits
+// for the running ones to finish and be answered. When they have not
+// finished after DrainTimeout, or when ctx ends first, it cancels them (they
+// are not acknowledged and will be redelivered) and waits for their
+// handlers to return, until ctx ends.
+//
+// It returns nil when every running request finished, ErrDrainTimeout
+// (wrapped) when some had to be cancelled, or ctx's error when ctx ended
+// before the handlers returned. Stop on a worker never started returns nil.
+// It is safe to call more than once.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		// Never started: there is nothing to drain, and it cannot start.
+		w.started = true
+		w.mu.Unlock()
+		w.closeStopped()
+		return nil
+	}
+	fetchStop, hardStop := w.fetchStop, w.hardStop
+	w.mu.Unlock()
+	if fetchStop == nil { // Start failed
+		<-w.stopped
+		return nil
+	}
+
+	fetchStop()
+	timer := time.NewTimer(w.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-w.stopped:
+		return nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	running := len(w.slots)
+	hardStop(ErrWorkerStopped)
+	select {
+	case <-w.stopped:
+		return fmt.Errorf("%w (%d requests)", ErrDrainTimeout, running)
+	case <-ctx.Done():
+		return fmt.Errorf("worker: worker stop: %w", ctx.Err())
+	}
+}
+
+// loop fetches requests while there are free slots and starts a handler
+// goroutine for each. A fetch reserves the slots it asks for; it runs in
+// the background (see dispatch), so that slots freed meanwhile are fetched
+// for at once instead of waiting for the earlier fetch to end.
+func (w *Worker) loop() {
+	defer w.wg.Done()
+	for {
+		// Wait for one free slot, then take every other free one, up to
+		// FetchBatch.
+		select {
+		case w.slots <- struct{}{}:
+		case <-w.fetchCtx.Done():
+			return
+		}
+		n := 1
+	take:
+		for n < w.cfg.FetchBatch {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break take
+			}
+		}
+		// The fetch is never cut short, not even by a hard stop: the
+		// server ends it after FetchWait, and a message it delivered just
+		// before that must not be dropped unseen (it would wait a whole
+		// ack wait for its redelivery). So a stop takes effect within
+		// FetchWait.
+		batch, err := w.res.Workers.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
+		if err != nil {
+			w.release(n)
+			if w.fetchCtx.Err() != nil {
+				return
+			}
+			if w.nc.IsClosed() {
+				// A closed connection never comes back (a disconnected
+				// one does, and is retried below): stop instead of
+				// retrying forever.
+				w.log.Error().Err(err).Msg("connection closed; worker stops")
+				return
+			}
+			w.log.Warn().Err(err).Msg("fetch requests")
+			w.pause()
+			continue
+		}
+		w.wg.Add(1)
+		go w.dispatch(batch, n)
+	}
+}
+
+// dispatch starts a handler for each request of batch, which holds n
+// reserved slots, and frees the slots it did not use when the batch ends.
+func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
+	defer w.wg.Done()
+	used := 0
+	for msg := range batch.Messages() {
+		if w.fetchCtx.Err() != nil && !w.lastDelivery(deliveryAttempt(msg)) {
+			// Stopping: hand it straight back for another worker. A
+			// request on its last delivery would never come back, so it
+			// runs here (a graceful stop drains it; a hard stop answers
+			// it unavailable).
+			_ = msg.Nak()
+			continue
+		}
+		used++
+		w.wg.Add(1)
+		go w.handle(msg)
+	}
+	w.release(n - used)
+	if err := batch.Error(); err != nil && w.fetchCtx.Err() == nil &&
+		!errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		w.log.Warn().Err(err).Msg("fetch requests")
+		w.pause()
+	}
+}
+
+// release frees n slots.
+func (w *Worker) release(n int) {
+	for range n {
+		<-w.slots
+	}
+}
+
+func (w *Worker) pause() {
+	t := time.NewTimer(fetchErrorPause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.fetchCtx.Done():
+	}
+}

@@ -1,0 +1,292 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// errPanic wraps the value of a handler panic; the request is answered with
+// ops.CodeInternal.
+var errPanic = errors.New("worker: handler panicked")
+
+// handle runs one fetched request to its end: answered and acknowledged,
+// terminated, or handed back for redelivery.
+func (w *Worker) handle(msg jetstream.Msg) {
+	defer w.wg.Done()
+	defer func() { <-w.slots }()
+
+	attempt := deliveryAttempt(msg)
+	req, err := w.codec.DecodeRequestJS(msg)
+	if err != nil {
+		var ee *protocol.EventError
+		if !errors.As(err, &ee) {
+			ee = &protocol.EventError{Code: protocol.CodeMalformedEvent, Message: err.Error()}
+		}
+		w.reject(msg, ee, attempt)
+		return
+	}
+	log := w.log.With().Str("request", req.ID()).Str("verb", req.Verb).Int("attempt", attempt).Logger()
+
+	hctx, cancel := context.WithCancelCause(w.hardCtx)
+	defer cancel(nil)
+	remove, added := w.cancels.add(req.ID(), cancel)
+	switch added {
+	case wasCancelled:
+		// A cancel that came after the request was answered (a late
+		// Ctrl-C, say) must not replace that answer on a redelivery.
+		if w.answerFromStore(msg, req, log) {
+			return
+		}
+		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log)
+		return
+	case alreadyRunning:
+		// Another delivery of the same request (published twice without
+		// a message id) runs here: come back when it has been answered.
+		log.Info().Msg("request already running in this worker; delivery postponed")
+		_ = msg.NakWithDelay(w.cfg.Backoff.Delay(1))
+		return
+	}
+	defer remove()
+	if w.answerFromStore(msg, req, log) {
+		return
+	}
+	op := req.Op()
+	op.Attempt = attempt
+	res, err := w.run(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), msg, op)
+
+	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
+		if !w.lastDelivery(attempt) {
+			// The worker is stopping hard: leave the request
+			// unacknowledged (a nak makes the server redeliver it at
+			// once).
+			log.Warn().Err(err).Msg("request abandoned by a stopping worker; it will be redelivered")
+			_ = msg.Nak()
+			return
+		}
+		// No delivery is left after this one: a nak would leave the
+		// request unanswered for good, so answer it instead.
+		log.Warn().Err(err).Msg("request abandoned by a stopping worker on its last delivery; answered unavailable")
+		err = &ops.Error{
+			Code:    ops.CodeUnavailable,
+			Message: fmt.Sprintf("request %s was abandoned by a stopping worker on its last allowed delivery (%d)", req.ID(), attempt),
+			Err:     err,
+		}
+	}
+	if err != nil && errors.Is(context.Cause(hctx), ErrCanceledByClient) {
+		err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", req.ID()), Err: err}
+	}
+	w.finish(msg, req, res, err, attempt, log)
+}
+
+// deliveryAttempt returns msg's delivery count (1 for the first delivery).
+func deliveryAttempt(msg jetstream.Msg) int {
+	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 0 {
+		return int(meta.NumDelivered)
+	}
+	return 1
+}
+
+// lastDelivery reports whether delivery attempt is the last the consumer
+// allows (MaxDeliver): a request nakked then is never delivered again.
+func (w *Worker) lastDelivery(attempt int) bool {
+	return w.maxDeliver > 0 && attempt >= w.maxDeliver
+}
+
+// run calls the handler, reporting progress while it runs and turning a
+// panic into an error.
+func (w *Worker) run(ctx context.Context, msg jetstream.Msg, op ops.Request) (res *ops.Result, err error) {
+	done := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		t := time.NewTicker(w.cfg.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if perr := msg.InProgress(); perr != nil {
+					w.log.Debug().Err(perr).Str("request", op.ID).Msg("report progress")
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		<-progressDone
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error().Str("request", op.ID).Str("verb", op.Verb).Interface("panic", r).
+				Bytes("stack", debug.Stack()).Msg("handler panicked")
+			res, err = nil, &ops.Error{Code: ops.CodeInternal, Message: fmt.Sprintf("the %s handler failed unexpectedly", op.Verb), Err: fmt.Errorf("%w: %v", errPanic, r)}
+		}
+	}()
+	return w.h.Do(ctx, op)
+}
+
+// finish answers req with its result or final error, or schedules a retry
+// of a temporary failure.
+func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Result, err error, attempt int, log zerolog.Logger) {
+	var ev *event.Event
+	if err == nil {
+		if res == nil {
+			res = &ops.Result{}
+		}
+		ev, err = w.builder.Result(req, res)
+		if err != nil {
+			err = &ops.Error{Code: ops.CodeInternal, Message: "the result could not be encoded", Err: err}
+		}
+	}
+	if err != nil {
+		code, message, temporary := protocol.ErrorCode(err)
+		if temporary && (w.maxDeliver <= 0 || attempt < w.maxDeliver) {
+			delay := w.cfg.Backoff.Delay(attempt)
+			log.Warn().Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
+			if nerr := msg.NakWithDelay(delay); nerr != nil {
+				log.Warn().Err(nerr).Msg("nak")
+			}
+			return
+		}
+		log.Info().Str("code", string(code)).Str("error", message).Msg("request failed")
+		ev, err = w.builder.Error(req, code, message)
+		if err != nil {
+			log.Error().Err(err).Msg("build error event")
+			_ = msg.TermWithReason(string(code))
+			return
+		}
+	}
+	if perr := w.publishAnswer(req.ID(), req.ReplyTo, ev); perr != nil {
+		// Not stored: the request is retried, and a handler that already
+		// committed its work answers from history then.
+		delay := w.cfg.Backoff.Delay(attempt)
+		log.Warn().Err(perr).Dur("retry_in", delay).Msg("publish answer; request will be retried")
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	w.ack(msg, log)
+	log.Debug().Str("type", ev.Type()).Msg("answered")
+}
+
+// reject answers a request the codec refused, then terminates it.
+func (w *Worker) reject(msg jetstream.Msg, ee *protocol.EventError, attempt int) {
+	if ee.ID == "" && ee.ReplyTo == "" {
+		// The event id could not be read, but a publisher that used it as
+		// the JetStream message id (as the Client does) can still be
+		// answered under it.
+		if id := msg.Headers().Get(jetstream.MsgIDHeader); protocol.ValidToken(id) {
+			ee.ID, ee.ReplyTo = id, w.subj.Reply(id)
+		}
+	}
+	log := w.log.With().Str("request", ee.ID).Str("subject", msg.Subject()).Str("code", string(ee.Code)).Logger()
+	if ee.ReplyTo == "" {
+		log.Warn().Str("error", ee.Message).Msg("bad request without a reply address; terminated")
+		_ = msg.TermWithReason(string(ee.Code))
+		return
+	}
+	ev, err := w.builder.Rejection(ee)
+	if err != nil {
+		log.Error().Err(err).Msg("build error event")
+		_ = msg.TermWithReason(string(ee.Code))
+		return
+	}
+	if err := w.publishAnswer(ee.ID, ee.ReplyTo, ev); err != nil {
+		if w.maxDeliver <= 0 || attempt < w.maxDeliver {
+			log.Warn().Err(err).Msg("publish error event; will retry")
+			_ = msg.NakWithDelay(w.cfg.Backoff.Delay(attempt))
+			return
+		}
+		log.Error().Err(err).Msg("publish error event; giving up")
+	}
+	log.Info().Str("error", ee.Message).Msg("bad request answered with an error event")
+	_ = msg.TermWithReason(string(ee.Code))
+}
+
+// answerFromStore answers req with the answer stored for its id, if any,
+// and acknowledges it. It reports whether it did.
+func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log zerolog.Logger) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	stored, err := w.res.Results.GetLastMsgForSubject(ctx, w.subj.Reply(req.ID()))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false
+	}
+	if err != nil {
+		// Cannot tell: run it. A handler that committed before answers
+		// from history.
+		log.Warn().Err(err).Msg("look up stored answer")
+		return false
+	}
+	// Send it again to the reply subject, for a client waiting there. On
+	// the default subject the results stream drops it as a duplicate (same
+	// message id) or replaces the stored copy with itself.
+	out := nats.NewMsg(req.ReplyTo)
+	for k, v := range stored.Header {
+		out.Header[k] = v
+	}
+	// A direct get adds the stored message's stream metadata; it describes
+	// the stored copy, not the answer.
+	for _, k := range []string{jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer, jetstream.SubjectHeader, jetstream.LastSequenceHeader, "Nats-Num-Pending"} {
+		out.Header.Del(k)
+	}
+	out.Data = stored.Data
+	if err := w.nc.PublishMsg(out); err != nil {
+		log.Warn().Err(err).Msg("republish stored answer")
+		return false
+	}
+	log.Info().Msg("request answered before; stored answer sent again, not run")
+	w.ack(msg, log)
+	return true
+}
+
+// publishAnswer stores ev on the default reply subject of id (when id is
+// known) and sends it to replyTo when that is another subject.
+func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	stored := ""
+	if id != "" {
+		stored = w.subj.Reply(id)
+		m, err := protocol.Encode(stored, ev, protocol.Structured)
+		if err != nil {
+			return err
+		}
+		// One answer per request id, whichever worker publishes it.
+		m.Header.Set(jetstream.MsgIDHeader, "answer-"+id)
+		if _, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectStream(w.subj.ResultsStream())); err != nil {
+			return fmt.Errorf("store answer: %w", err)
+		}
+	}
+	if replyTo != "" && replyTo != stored {
+		m, err := protocol.Encode(replyTo, ev, protocol.Structured)
+		if err != nil {
+			return err
+		}
+		if err := w.nc.PublishMsg(m); err != nil {
+			return fmt.Errorf("send answer to %s: %w", replyTo, err)
+		}
+	}
+	return nil
+}
+
+// ack acknowledges msg and waits for the server to confirm.
+func (w *Worker) ack(msg jetstream.Msg, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := msg.DoubleAck(ctx); err != nil {
+		// The answer is stored: a redelivery is answered from it.
+		log.Warn().Err(err).Msg("ack")
+	}
+}
