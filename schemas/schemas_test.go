@@ -3,10 +3,12 @@ package schemas_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -126,5 +128,49 @@ func TestSchema_returns_a_copy(t *testing.T) {
 	b, _ := schemas.Schema("lionbus.error")
 	if b[0] == 'X' {
 		t.Error("Schema returned shared bytes")
+	}
+}
+
+// TestIDPattern_is_the_ops_rule: the schemas state the id rule once
+// (ops.defs.json#/$defs/id), as ops.IDPattern, the rule the Go code
+// applies; every other id refers to it.
+func TestIDPattern_is_the_ops_rule(t *testing.T) {
+	var patterns []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if p, ok := e.(string); ok && k == "pattern" && strings.Contains(p, "A-Za-z0-9") {
+					patterns = append(patterns, p)
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		raw, err := os.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		walk(v)
+	}
+	if len(patterns) != 1 || patterns[0] != ops.IDPattern {
+		t.Fatalf("id patterns in the schemas: %q, want exactly [%q]", patterns, ops.IDPattern)
 	}
 }

@@ -1,0 +1,103 @@
+package bus_test
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/schemas"
+)
+
+// schemaVerbs returns the verbs V that have a schema lionbus.V.<kind>.
+func schemaVerbs(kind string) []string {
+	var out []string
+	for _, typ := range schemas.Types() {
+		if v, ok := strings.CutSuffix(strings.TrimPrefix(typ, protocol.EventTypePrefix), "."+kind); ok && strings.HasPrefix(typ, protocol.EventTypePrefix) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDrift_served_verbs_have_request_and_result_schemas: a verb lives in
+// the engine's verb table, a request schema and a result schema; the three
+// must name the same verbs, so that a verb added to one alone fails here.
+func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
+	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := eng.Verbs()
+	requests := schemaVerbs("request")
+	results := schemaVerbs("result")
+	if len(served) == 0 {
+		t.Fatal("the engine serves no verbs")
+	}
+	if !slices.Equal(served, requests) {
+		t.Errorf("served verbs %v, request schemas for %v", served, requests)
+	}
+	if !slices.Equal(served, results) {
+		t.Errorf("served verbs %v, result schemas for %v", served, results)
+	}
+	// The codec accepts a request of every served verb, and of no other
+	// verb without a schema.
+	codec, err := protocol.NewCodec(protocol.CodecConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range append(slices.Clone(served), "no_such_verb") {
+		ev, err := protocol.EventBuilder{}.Request(verb, "b1", "", "", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := protocol.Encode(codec.Subjects().Op(verb), ev, protocol.Structured)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = codec.DecodeRequest(msg)
+		var ee *protocol.EventError
+		if isType := errors.As(err, &ee) && ee.Code == protocol.CodeUnknownType; isType != (verb == "no_such_verb") {
+			t.Errorf("codec on a %s request: %v", verb, err)
+		}
+	}
+}
+
+// TestDrift_error_codes: every code an answer can carry is unique and fits
+// the code pattern of the lionbus.error schema.
+func TestDrift_error_codes(t *testing.T) {
+	raw, ok := schemas.Schema(protocol.EventTypeError)
+	if !ok {
+		t.Fatal("no lionbus.error schema")
+	}
+	var s struct {
+		Properties struct {
+			Code struct {
+				Pattern   string `json:"pattern"`
+				MaxLength int    `json:"maxLength"`
+			} `json:"code"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(s.Properties.Code.Pattern)
+	seen := map[ops.Code]bool{}
+	for _, c := range protocol.Codes() {
+		if seen[c] {
+			t.Errorf("code %q listed twice", c)
+		}
+		seen[c] = true
+		if !re.MatchString(string(c)) || len(c) > s.Properties.Code.MaxLength {
+			t.Errorf("code %q does not fit the schema's pattern %s", c, re)
+		}
+	}
+	if len(seen) < 19 {
+		t.Errorf("only %d codes", len(seen))
+	}
+}
