@@ -18,6 +18,10 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives operational logs; nil means no logging.
 	Logger *zerolog.Logger
+	// Middles holds the custom middles requests may select by name besides
+	// the built-in ones; nil means an empty registry, reachable through
+	// [Engine.Middles].
+	Middles *Middles
 	// Operations holds the named operations served as "op.NAME"; nil means
 	// an empty registry, reachable through [Engine.Operations].
 	Operations *Operations
@@ -41,6 +45,7 @@ type Engine struct {
 	signals    Signals
 	verbs      map[string]verbFunc
 	operations *Operations
+	middles    *Middles
 }
 
 type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
@@ -57,9 +62,13 @@ func NewEngine(cfg Config) (*Engine, error) {
 		clock:      cfg.Clock,
 		signals:    cfg.Signals,
 		operations: cfg.Operations,
+		middles:    cfg.Middles,
 	}
 	if e.operations == nil {
 		e.operations = NewOperations()
+	}
+	if e.middles == nil {
+		e.middles = NewMiddles()
 	}
 	if e.providers == nil {
 		e.providers = NewProviders(nil)
