@@ -170,8 +170,8 @@ func (t *ToolFuncs) Calls(key string) int {
 // Invoke runs the tool call.Function with call.Arguments. It returns an
 // error wrapping ErrNoTool for an unknown tool, and a context error, without
 // waiting for the tool, when ctx ends or call.Deadline passes first (the
-// tool's ctx is cancelled then too). An output that cannot be encoded as
-// JSON is a ToolError.
+// tool's ctx is cancelled then too). A tool that panics, or whose output
+// cannot be encoded as JSON, gets a ToolError.
 func (t *ToolFuncs) Invoke(ctx context.Context, call ToolInvocation) (ToolOutcome, error) {
 	if !call.Deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -206,6 +206,11 @@ func (t *ToolFuncs) Invoke(ctx context.Context, call ToolInvocation) (ToolOutcom
 	}
 	done := make(chan answer, 1) // buffered: a tool finishing late never blocks
 	go func() {
+		defer func() {
+			if p := recover(); p != nil { // a crashing tool fails its call, not the worker
+				done <- answer{err: fmt.Errorf("tool panicked: %v", p)}
+			}
+		}()
 		out, err := fn(ctx, args)
 		done <- answer{out, err}
 	}()

@@ -37,6 +37,7 @@ func TestToolFuncs_Invoke(t *testing.T) {
 			return nil, fmt.Errorf("validating: %w", &ops.ToolError{Code: "bad_input", Message: "x is required"})
 		},
 		"unencodable": func(context.Context, map[string]any) (any, error) { return make(chan int), nil },
+		"panics":      func(context.Context, map[string]any) (any, error) { panic("index out of range") },
 		"hangs": func(ctx context.Context, _ map[string]any) (any, error) {
 			select {
 			case <-ctx.Done(): // the deadline reaches the tool
@@ -56,6 +57,7 @@ func TestToolFuncs_Invoke(t *testing.T) {
 		anyErr   bool // an error is wanted, of no particular kind
 		wantSeen map[string]any
 		counted  bool
+		deadline time.Duration // from the start of the subtest; 0 is none
 	}{
 		{
 			name: "arguments cross JSON", call: ops.ToolInvocation{Function: "echo", Arguments: map[string]any{"n": 3, "s": []string{"a"}}},
@@ -71,11 +73,12 @@ func TestToolFuncs_Invoke(t *testing.T) {
 		{name: "tool failure is a value", call: ops.ToolInvocation{Function: "fails"}, want: ops.ToolOutcome{Error: &ops.ToolError{Code: ops.ToolErrorFailed, Message: "disk full"}}, counted: true},
 		{name: "tool error code kept", call: ops.ToolInvocation{Function: "coded"}, want: ops.ToolOutcome{Error: &ops.ToolError{Code: "bad_input", Message: "x is required"}}, counted: true},
 		{name: "unencodable output", call: ops.ToolInvocation{Function: "unencodable"}, want: ops.ToolOutcome{Error: &ops.ToolError{Code: ops.ToolErrorFailed, Message: "output is not JSON-encodable: json: unsupported type: chan int"}}, counted: true},
+		{name: "panicking tool", call: ops.ToolInvocation{Function: "panics"}, want: ops.ToolOutcome{Error: &ops.ToolError{Code: ops.ToolErrorFailed, Message: "tool panicked: index out of range"}}, counted: true},
 		{name: "unknown tool", call: ops.ToolInvocation{Function: "nope"}, wantErr: ops.ErrNoTool},
 		{name: "unencodable arguments", call: ops.ToolInvocation{Function: "echo", Arguments: map[string]any{"f": func() {}}}, anyErr: true},
-		{name: "deadline passed before the call", call: ops.ToolInvocation{Function: "echo", Deadline: time.Now().Add(-time.Second)}, wantErr: context.DeadlineExceeded},
+		{name: "deadline passed before the call", call: ops.ToolInvocation{Function: "echo"}, deadline: -time.Second, wantErr: context.DeadlineExceeded},
 		{name: "context ended before the call", ctx: canceled, call: ops.ToolInvocation{Function: "echo"}, wantErr: context.Canceled},
-		{name: "deadline passes during the call", call: ops.ToolInvocation{Function: "hangs", Deadline: time.Now().Add(20 * time.Millisecond)}, wantErr: context.DeadlineExceeded, counted: true},
+		{name: "deadline passes during the call", call: ops.ToolInvocation{Function: "hangs"}, deadline: 100 * time.Millisecond, wantErr: context.DeadlineExceeded, counted: true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +90,9 @@ func TestToolFuncs_Invoke(t *testing.T) {
 			seen = nil
 			seenMu.Unlock()
 			tt.call.IdempotencyKey = ops.ToolCallKey("req", i)
+			if tt.deadline != 0 {
+				tt.call.Deadline = time.Now().Add(tt.deadline)
+			}
 			got, err := tools.Invoke(ctx, tt.call)
 			switch {
 			case tt.wantErr != nil:
