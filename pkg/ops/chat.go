@@ -32,6 +32,10 @@ type chatData struct {
 	Recipient       string          `json:"recipient"`
 	PlainContent    string          `json:"plain_content"`
 
+	// tools are the tool schemas of the instruction; only a Middle's
+	// caller sets them (communicate's request data has no such field).
+	tools []any
+
 	// Filled by check.
 	schema    map[string]any
 	validator *responseSchema
@@ -108,7 +112,7 @@ func requestFieldNames(raw json.RawMessage) ([]string, error) {
 func (d *chatData) spec() InstructionSpec {
 	s := InstructionSpec{
 		Instruction: d.Instruction, Guidance: d.Guidance, Context: asList(d.Context),
-		ResponseFormat: d.schema, PlainContent: d.PlainContent,
+		ResponseFormat: d.schema, ToolSchemas: d.tools, PlainContent: d.PlainContent,
 		Sender: d.Sender, Recipient: d.Recipient,
 	}
 	return s

@@ -18,6 +18,13 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives operational logs; nil means no logging.
 	Logger *zerolog.Logger
+	// Middles holds the custom middles requests may select by name besides
+	// the built-in ones; nil means an empty registry, reachable through
+	// [Engine.Middles].
+	Middles *Middles
+	// Operations holds the named operations served as "op.NAME"; nil means
+	// an empty registry, reachable through [Engine.Operations].
+	Operations *Operations
 	// Providers resolves model references to providers. Required for the
 	// verbs that call a model.
 	Providers *Providers
@@ -31,12 +38,14 @@ type Config struct {
 // It holds no per-request state and is safe for concurrent use; several
 // engines (in several processes) may share one store.
 type Engine struct {
-	store     Store
-	providers *Providers
-	log       zerolog.Logger
-	clock     func() time.Time
-	signals   Signals
-	verbs     map[string]verbFunc
+	store      Store
+	providers  *Providers
+	log        zerolog.Logger
+	clock      func() time.Time
+	signals    Signals
+	verbs      map[string]verbFunc
+	operations *Operations
+	middles    *Middles
 }
 
 type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
@@ -47,11 +56,19 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return nil, errors.New("ops: Config.Store is required")
 	}
 	e := &Engine{
-		store:     cfg.Store,
-		providers: cfg.Providers,
-		log:       zerolog.Nop(),
-		clock:     cfg.Clock,
-		signals:   cfg.Signals,
+		store:      cfg.Store,
+		providers:  cfg.Providers,
+		log:        zerolog.Nop(),
+		clock:      cfg.Clock,
+		signals:    cfg.Signals,
+		operations: cfg.Operations,
+		middles:    cfg.Middles,
+	}
+	if e.operations == nil {
+		e.operations = NewOperations()
+	}
+	if e.middles == nil {
+		e.middles = NewMiddles()
 	}
 	if e.providers == nil {
 		e.providers = NewProviders(nil)
@@ -76,7 +93,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Verbs returns the verbs the engine serves, sorted.
+// Verbs returns the built-in verbs the engine serves, sorted. Named
+// operations ("op.NAME") are listed by Operations().Names().
 func (e *Engine) Verbs() []string {
 	out := make([]string, 0, len(e.verbs))
 	for v := range e.verbs {
@@ -86,20 +104,22 @@ func (e *Engine) Verbs() []string {
 	return out
 }
 
-// Do runs req and returns its result. Every failure is an *Error with a
-// stable Code: CodeUnknownVerb for an unserved verb, CodeInvalidRequest for
-// unusable data, CodeBranchNotFound, CodeBranchExists, CodeProvider,
-// CodeParse, CodeTimeout, CodeCanceled, CodeUnavailable (store failures,
-// temporary) or CodeInternal. Temporary errors are worth retrying.
+// Do runs req and returns its result. The verb "op.NAME" runs the operation
+// registered as NAME (see [Operations]). Every failure is an *Error with a
+// stable Code: CodeUnknownVerb for an unserved verb or an unregistered
+// operation name, CodeInvalidRequest for unusable data, CodeBranchNotFound,
+// CodeBranchExists, CodeProvider, CodeParse, CodeTimeout, CodeCanceled,
+// CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
+// errors are worth retrying.
 //
 // Do is idempotent per request id: a request whose id is already committed on
 // its branch is answered from history (Result.Replayed) without calling a
 // model again.
 func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
 	start := e.clock()
-	fn, ok := e.verbs[req.Verb]
-	if !ok {
-		return nil, Errorf(CodeUnknownVerb, "unknown verb %q (served: %v)", req.Verb, e.Verbs())
+	fn, err := e.verbFor(req.Verb)
+	if err != nil {
+		return nil, err
 	}
 	if req.ID == "" {
 		return nil, Errorf(CodeInvalidRequest, "request id is required")

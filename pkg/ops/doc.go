@@ -11,6 +11,17 @@
 //   - [Provider] calls a model (see the provider sub-packages);
 //   - [Engine] dispatches a decoded [Request] to its verb.
 //
+// The seams of the verbs to come are declared too, each with an in-memory
+// implementation for tests and demos:
+//
+//   - [Invoker] runs tool calls for act ([ToolFuncs]), and [Authorizer]
+//     gates them ([AllowTools]);
+//   - [StreamingProvider] streams a model's answer as [Chunk]s into a
+//     [ChunkSink] ([ChunkBuffer], numbered by [Sequence]) for run;
+//   - [Middle] performs operate's one logical exchange; requests select one
+//     by name, the engine's communicate adapter or one of [Middles];
+//   - [Operations] holds the named operations served as "op.NAME".
+//
 // # History and snapshots
 //
 // A branch's history is an ordered log of [Event] values. The folded state
@@ -22,9 +33,10 @@
 // # Verbs
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
-// branch.delete, branch.history, chat, chat_and_record and communicate. The
-// request data of each verb is described by schemas/lionbus.<verb>.request.json
-// and its result by schemas/lionbus.<verb>.result.json; field names are the
+// branch.delete, branch.history, chat, chat_and_record, communicate and the
+// registered named operations (op.NAME). The request data of each verb is
+// described by schemas/lionbus.<verb>.request.json and its result by
+// schemas/lionbus.<verb>.result.json; field names are the
 // ADR parameter names (instruction, guidance, context, response_format,
 // chat_model, parse_model, skip_validation, clear_messages, request_fields,
 // num_parse_retries, sender, recipient, plain_content).

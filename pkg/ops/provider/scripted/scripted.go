@@ -10,6 +10,9 @@
 //     text) or an object {"text", "tool_calls", "usage", "error"}.
 //     Running out of replies is a final provider error.
 //
+// The provider also streams ([Provider.Stream], an [ops.StreamingProvider]):
+// the same reply, cut into one text chunk per word.
+//
 // # Position in the script
 //
 // The reply used for a call is replies[call.Index], where [ops.Call.Index]

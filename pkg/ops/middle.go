@@ -1,0 +1,241 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Names of the built-in middles. A request selects its middle by name
+// ("middle": "communicate").
+const (
+	// MiddleCommunicate is the API-model exchange: communicate without its
+	// lifecycle signals (the caller owns the lifecycle).
+	MiddleCommunicate = "communicate"
+	// MiddleRunAndCollect is the CLI-model exchange (to come).
+	MiddleRunAndCollect = "run_and_collect"
+	// MiddleLNDL is the LNDL adapter of ADR-0024 (to come).
+	MiddleLNDL = "lndl"
+)
+
+// builtinMiddles are the names no registered middle may take.
+var builtinMiddles = []string{MiddleCommunicate, MiddleLNDL, MiddleRunAndCollect}
+
+// Sentinel errors of the middle registry ([Middles]).
+var (
+	// ErrMiddleExists means a registration used the name of a built-in
+	// middle, or a registered one without [WithUpdate].
+	ErrMiddleExists = errors.New("ops: middle already exists")
+	// ErrInvalidMiddle means a registration had no middle or a name that is
+	// not a valid id ([ValidID]).
+	ErrInvalidMiddle = errors.New("ops: invalid middle registration")
+	// ErrUnknownMiddle means no middle has the name.
+	ErrUnknownMiddle = errors.New("ops: unknown middle")
+)
+
+// MiddleInput is what operate hands its middle: one logical exchange on a
+// branch (ADR-0021 D5, ADR-0022 D3). The middle owns the exchange: it
+// clears messages when asked, calls the model (once, as a stream, or in a
+// bounded series of inner exchanges) and records what it exchanged; the
+// caller records nothing around it.
+type MiddleInput struct {
+	// RequestID is the idempotency key of what the middle records; a
+	// middle that finds it already committed answers from history. The
+	// caller derives it from its own request id, stable across
+	// redeliveries.
+	RequestID string
+	// BranchID is the branch to exchange on.
+	BranchID string
+	// Verb is the verb the middle works for (e.g. "operate"); it labels the
+	// signals the middle emits. Empty means the middle's own name.
+	Verb string
+	// Attempt is the delivery attempt of the request, from 1.
+	Attempt int
+
+	// Instruction, Guidance, Context and PlainContent make the instruction,
+	// as in communicate.
+	Instruction  any
+	Guidance     any
+	Context      any
+	PlainContent string
+	// Sender and Recipient address the instruction.
+	Sender, Recipient string
+	// ResponseFormat is the JSON Schema the answer is parsed into (for
+	// operate, the generated response schema); nil for none.
+	ResponseFormat json.RawMessage
+	// ToolSchemas describe the tools the model may request; they are
+	// rendered into the instruction.
+	ToolSchemas []any
+	// ChatModel and ParseModel override the branch's models; nil keeps
+	// them. The parse model defaults to the chat model.
+	ChatModel, ParseModel *ModelRef
+	// NumParseRetries bounds the reformat rounds; nil is the default.
+	NumParseRetries *int
+	// ClearMessages asks the middle to clear the branch's messages before
+	// the exchange.
+	ClearMessages bool
+	// SkipValidation asks for the raw answer text, unparsed.
+	SkipValidation bool
+}
+
+// Middle performs one logical exchange for operate (ADR-0021 D5). operate
+// calls it exactly once and never retries it. The Result's Value is the
+// parsed value, or the raw text as a JSON string when validation is skipped
+// or there is nothing to parse; the protocol promises neither a particular
+// shape nor a single model reply. Failures are returned as errors, not
+// turned into values. Implementations must be safe for concurrent use.
+type Middle interface {
+	Exchange(ctx context.Context, in MiddleInput) (*Result, error)
+}
+
+// MiddleFunc adapts a function to a [Middle].
+type MiddleFunc func(ctx context.Context, in MiddleInput) (*Result, error)
+
+// Exchange calls f.
+func (f MiddleFunc) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+	return f(ctx, in)
+}
+
+// Middles is a registry of custom middles by name, shared by the engines
+// configured with it. The built-in names (communicate, run_and_collect,
+// lndl) belong to each engine's own adapters and cannot be registered. It
+// is safe for concurrent use; the zero value is an empty registry.
+type Middles struct {
+	mu sync.RWMutex
+	m  map[string]Middle
+}
+
+// NewMiddles returns an empty registry.
+func NewMiddles() *Middles { return &Middles{m: map[string]Middle{}} }
+
+// Register adds m under name, a valid id ([ValidID]); otherwise, or for a
+// nil m, it returns an error wrapping ErrInvalidMiddle. A built-in name, or
+// a registered one without [WithUpdate], gives ErrMiddleExists.
+func (r *Middles) Register(name string, m Middle, opts ...RegisterOption) error {
+	var ro registerOptions
+	for _, opt := range opts {
+		opt(&ro)
+	}
+	if m == nil || !ValidID(name) {
+		return fmt.Errorf("%w: a middle and a name of 1 to %d characters of [A-Za-z0-9_-] are needed, got %q", ErrInvalidMiddle, MaxIDLength, name)
+	}
+	for _, b := range builtinMiddles {
+		if b == name {
+			return fmt.Errorf("%w: %q is a built-in middle", ErrMiddleExists, name)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[name]; ok && !ro.update {
+		return fmt.Errorf("%w: %q (register it WithUpdate to replace it)", ErrMiddleExists, name)
+	}
+	if r.m == nil {
+		r.m = map[string]Middle{}
+	}
+	r.m[name] = m
+	return nil
+}
+
+// Lookup returns the middle registered as name, or an error wrapping
+// ErrUnknownMiddle.
+func (r *Middles) Lookup(name string) (Middle, error) {
+	r.mu.RLock()
+	m, ok := r.m[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownMiddle, name)
+	}
+	return m, nil
+}
+
+// Names returns the registered names, sorted (the built-in ones are not
+// listed).
+func (r *Middles) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.m))
+	for k := range r.m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Middles returns the engine's registry of custom middles (Config.Middles,
+// or the empty one the engine made).
+func (e *Engine) Middles() *Middles { return e.middles }
+
+// Middle returns the middle a request names: the engine's own adapter for
+// a built-in name, else the registered one. An unknown name is a
+// CodeInvalidRequest error wrapping ErrUnknownMiddle.
+func (e *Engine) Middle(name string) (Middle, error) {
+	if name == MiddleCommunicate {
+		return communicateMiddle{e}, nil
+	}
+	m, err := e.middles.Lookup(name)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
+			"unknown middle %q (built-in: %s; registered: %v)", name, MiddleCommunicate, e.middles.Names()), Err: err}
+	}
+	return m, nil
+}
+
+// communicateMiddle is communicate as a middle: the same exchange, parse and
+// atomic record, keyed by in.RequestID, without run lifecycle signals (the
+// caller's lifecycle covers it, ADR-0021 D4).
+type communicateMiddle struct{ e *Engine }
+
+// communicateArgs is the data of communicate built from a MiddleInput.
+type communicateArgs struct {
+	Instruction     any             `json:"instruction,omitempty"`
+	Guidance        any             `json:"guidance,omitempty"`
+	Context         any             `json:"context,omitempty"`
+	PlainContent    string          `json:"plain_content,omitempty"`
+	Sender          string          `json:"sender,omitempty"`
+	Recipient       string          `json:"recipient,omitempty"`
+	ResponseFormat  json.RawMessage `json:"response_format,omitempty"`
+	ChatModel       *ModelRef       `json:"chat_model,omitempty"`
+	ParseModel      *ModelRef       `json:"parse_model,omitempty"`
+	NumParseRetries *int            `json:"num_parse_retries,omitempty"`
+	ClearMessages   bool            `json:"clear_messages,omitempty"`
+	SkipValidation  bool            `json:"skip_validation,omitempty"`
+}
+
+// Exchange runs communicate's exchange for in.
+func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+	if in.RequestID == "" {
+		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleCommunicate)
+	}
+	data, err := json.Marshal(communicateArgs{
+		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
+		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
+		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
+		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation,
+	})
+	if err != nil {
+		return nil, Errorf(CodeInvalidRequest, "middle %s: the input cannot be encoded: %v", MiddleCommunicate, err)
+	}
+	verb := in.Verb
+	if verb == "" {
+		verb = MiddleCommunicate
+	}
+	req := Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Data: data, Attempt: in.Attempt}
+	x, err := m.e.prepare(ctx, req)
+	if err != nil {
+		return nil, asError(ctx, err)
+	}
+	var res *Result
+	if seq, ok := x.branch.Commits[req.ID]; ok {
+		res, err = m.e.replayCommitted(ctx, req, seq)
+	} else {
+		x.data.tools = in.ToolSchemas
+		res, err = m.e.communicateRun(ctx, req, x)
+	}
+	if err != nil {
+		return nil, asError(ctx, err)
+	}
+	return res, nil
+}
