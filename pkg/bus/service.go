@@ -84,6 +84,15 @@ type Config struct {
 	// the scripted provider only; a registry passed in is used as it is.
 	Providers *ops.Providers
 
+	// Operations are the named operations served as op.NAME (see
+	// [ops.Operations]). Nil means none; operations may be registered
+	// after Start too.
+	Operations *ops.Operations
+
+	// Middles are the operate middles beyond the built-in ones (see
+	// [ops.Middles]). Nil means the built-in ones only.
+	Middles *ops.Middles
+
 	// Clock is the engine's clock; nil means time.Now.
 	Clock func() time.Time
 
@@ -245,11 +254,13 @@ func (s *Service) build(cfg Config) error {
 	}
 	engineLog := s.log.With().Str("component", "ops").Logger()
 	s.engine, err = ops.NewEngine(ops.Config{
-		Store:     s.store,
-		Providers: providers,
-		Signals:   sink,
-		Logger:    &engineLog,
-		Clock:     cfg.Clock,
+		Store:      s.store,
+		Providers:  providers,
+		Operations: cfg.Operations,
+		Middles:    cfg.Middles,
+		Signals:    sink,
+		Logger:     &engineLog,
+		Clock:      cfg.Clock,
 	})
 	if err != nil {
 		return err
