@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Reformat round wording (reference A5).
+// Reformat round wording (docs/decisions.md#reference-a5).
 const (
 	reformatInstruction = "reformat text into specified model or structure"
 	reformatGuidance    = "follow the required response format, using the model schema as a guide"

@@ -3,7 +3,8 @@ package ops
 import "strings"
 
 // fieldMatchThreshold is the Jaro-Winkler similarity above which a key of
-// the model's JSON is taken for an expected field (reference A5).
+// the model's JSON is taken for an expected field
+// (docs/decisions.md#reference-a5).
 const fieldMatchThreshold = 0.85
 
 // matchFields maps the first JSON object found in text onto the expected

@@ -64,8 +64,8 @@ func (f OperationFunc) Run(ctx context.Context, eng Doer, req Request) (*Result,
 }
 
 // builtinVerbs are the names of the public verbs of the operations layer
-// (ADR-0021 D1, DESIGN.md), served or still to come. No named operation may
-// take one of them, compared without regard to case.
+// (ADR-0021 D1; docs/protocol.md#reserved-verbs), served or still to come.
+// No named operation may take one of them, compared without regard to case.
 var builtinVerbs = []string{
 	"act", "chat", "chat_and_record", "communicate", "interpret", "operate",
 	"parse", "react", "run", "run_and_collect", "select",

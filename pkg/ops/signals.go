@@ -8,7 +8,7 @@ import (
 // SignalType names a lifecycle or message signal.
 type SignalType string
 
-// Signal types (ADR-0021 D4, reference A9).
+// Signal types (ADR-0021 D4, docs/decisions.md#reference-a9).
 const (
 	// SignalRunStart is emitted when communicate starts.
 	SignalRunStart SignalType = "run.start"

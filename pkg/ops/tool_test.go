@@ -205,7 +205,7 @@ func TestToolFuncs_Register(t *testing.T) {
 }
 
 // The JSON forms are the data of lionbus.tool.invoke and lionbus.tool.result
-// (DESIGN.md).
+// (docs/protocol.md#tools-planned).
 func TestToolInvocation_wire_form(t *testing.T) {
 	t.Parallel()
 	deadline := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
