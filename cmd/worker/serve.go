@@ -61,6 +61,26 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 // start brings up (or joins) NATS, provisions the streams and buckets, and
 // starts a worker, all through bus.Start.
 func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, error) {
+	if cfg.NATSURL == "" {
+		if err := portFree(cfg.Host, cfg.Port); err != nil {
+			return nil, err
+		}
+	}
+	svc, err := bus.Start(ctx, busConfig(cfg, log))
+	switch {
+	case err == nil:
+		return svc, nil
+	case cfg.NATSURL == "" && errors.Is(err, embedded.ErrServerNotReady):
+		return nil, fmt.Errorf("start embedded NATS on %s:%d: %w", cfg.Host, cfg.Port, err)
+	case errors.Is(err, bus.ErrNotReady):
+		return nil, fmt.Errorf("%w (--startup-timeout %s)", err, cfg.StartupTimeout)
+	}
+	return nil, err
+}
+
+// busConfig is the service configuration the worker's flags in cfg say:
+// the embedded server, or the deployment at --nats, and the worker.
+func busConfig(cfg config, log zerolog.Logger) bus.Config {
 	bc := bus.Config{
 		Provision: provision.Config{
 			Prefix:     cfg.Prefix,
@@ -77,23 +97,11 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		Logger: log,
 	}
 	if cfg.NATSURL == "" {
-		if err := portFree(cfg.Host, cfg.Port); err != nil {
-			return nil, err
-		}
 		bc.Embedded = embedded.Config{Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.StoreDir}
 	} else {
 		bc.Connect = cfg.Credentials.ConnectConfig(cfg.NATSURL, "lionbus-worker "+cfg.Name, cfg.ConnTimeout)
 	}
-	svc, err := bus.Start(ctx, bc)
-	switch {
-	case err == nil:
-		return svc, nil
-	case cfg.NATSURL == "" && errors.Is(err, embedded.ErrServerNotReady):
-		return nil, fmt.Errorf("start embedded NATS on %s:%d: %w", cfg.Host, cfg.Port, err)
-	case errors.Is(err, bus.ErrNotReady):
-		return nil, fmt.Errorf("%w (--startup-timeout %s)", err, cfg.StartupTimeout)
-	}
-	return nil, err
+	return bc
 }
 
 // workerSource is the CloudEvents source of the worker's answers and

@@ -17,6 +17,9 @@ import (
 const mainArgsEnv = "WORKER_TEST_MAIN_ARGS"
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(blockingWorkerEnv); raw != "" {
+		os.Exit(blockingWorkerMain(raw))
+	}
 	if raw := os.Getenv(mainArgsEnv); raw != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {
