@@ -37,6 +37,42 @@ func commitsOf(evs []ops.Event) map[string]int {
 	return out
 }
 
+// modelCalls wraps a model provider and counts the calls made to it, by
+// request id, before passing them on.
+type modelCalls struct {
+	p    ops.Provider
+	mu   sync.Mutex
+	byID map[string]int
+}
+
+// countCalls returns p counting its calls.
+func countCalls(p ops.Provider) *modelCalls { return &modelCalls{p: p, byID: map[string]int{}} }
+
+func (m *modelCalls) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	m.mu.Lock()
+	m.byID[call.RequestID]++
+	m.mu.Unlock()
+	return m.p.Complete(ctx, call)
+}
+
+// of returns how many calls were made for request id.
+func (m *modelCalls) of(id string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byID[id]
+}
+
+// total returns how many calls were made.
+func (m *modelCalls) total() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.byID {
+		n += c
+	}
+	return n
+}
+
 // communicateValue returns the value of a communicate result (the echo).
 func communicateValue(t testing.TB, r *client.Reply) string {
 	t.Helper()
@@ -152,9 +188,10 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 	b := bustest.New(t, provision.Config{})
 	const branches, requests = 10, 200
 	var handlers []*countingHandler
+	model := countCalls(echo{})
 	for range 2 {
 		_, js, res := b.Conn(t)
-		h := countRuns(bustest.NewEngine(t, js, res, nil))
+		h := countRuns(bustest.NewEngine(t, js, res, map[string]ops.Provider{"count": model}))
 		handlers = append(handlers, h)
 		b.StartWorker(t, nil, h, nil, worker.Config{})
 	}
@@ -167,7 +204,7 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 	ids := make([]string, requests)
 	for i := range ids {
 		branch := fmt.Sprintf("burst-%d", i%branches)
-		id, err := b.Client.Submit(bustest.Ctx(t), "communicate", branch, map[string]any{"instruction": fmt.Sprintf("n%d", i)})
+		id, err := b.Client.Submit(bustest.Ctx(t), "communicate", branch, map[string]any{"instruction": fmt.Sprintf("n%d", i), "chat_model": "count:x"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,6 +234,16 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 	// failures (logged); the answers and commits above are exact.
 	if ran0+ran1 < requests || ran0 == 0 || ran1 == 0 {
 		t.Errorf("workers ran %d and %d requests; want both to share %d", ran0, ran1, requests)
+	}
+	// Every run called the model once: none found its request committed,
+	// so each request made one call per run before its commit.
+	for _, id := range ids {
+		if n, runs := model.of(id), handlers[0].ran(id)+handlers[1].ran(id); n != runs || n < 1 {
+			t.Errorf("request %s: %d model calls in %d runs, want one per run", id, n, runs)
+		}
+	}
+	if n := model.total(); n != int(ran0+ran1) {
+		t.Errorf("%d model calls for %d runs", n, ran0+ran1)
 	}
 	// Every request committed exactly once to its branch.
 	for i := range branches {
@@ -261,6 +308,7 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 		{"context cancelled", func(cancel context.CancelFunc, _ *nats.Conn) { cancel() }, false},
 		{"connection lost", func(_ context.CancelFunc, nc *nats.Conn) { nc.Close() }, false},
 		{"context cancelled after commit", func(cancel context.CancelFunc, _ *nats.Conn) { cancel() }, true},
+		{"connection lost after commit", func(_ context.CancelFunc, nc *nats.Conn) { nc.Close() }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,10 +321,13 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 			entered := make(chan string, 1)
 			nc1, js1, res1 := b.Conn(t)
 			var h1 *countingHandler
+			var model1 *modelCalls
 			if tt.committed {
-				h1 = countRuns(hangAfter{h: bustest.NewEngine(t, js1, res1, map[string]ops.Provider{"hang": echo{}}), entered: entered})
+				model1 = countCalls(echo{})
+				h1 = countRuns(hangAfter{h: bustest.NewEngine(t, js1, res1, map[string]ops.Provider{"hang": model1}), entered: entered})
 			} else {
-				h1 = countRuns(bustest.NewEngine(t, js1, res1, map[string]ops.Provider{"hang": gate{entered: entered}}))
+				model1 = countCalls(gate{entered: entered})
+				h1 = countRuns(bustest.NewEngine(t, js1, res1, map[string]ops.Provider{"hang": model1}))
 			}
 			w1, err := worker.New(nc1, res1, b.Codec, h1, worker.Config{FetchWait: 200 * time.Millisecond, DrainTimeout: 100 * time.Millisecond})
 			if err != nil {
@@ -308,7 +359,8 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 			// Worker 2's "hang" model answers.
 			h2 := countRuns(nil)
 			_, js2, res2 := b.Conn(t)
-			h2.h = bustest.NewEngine(t, js2, res2, map[string]ops.Provider{"hang": echo{}})
+			model2 := countCalls(echo{})
+			h2.h = bustest.NewEngine(t, js2, res2, map[string]ops.Provider{"hang": model2})
 			b.StartWorker(t, nil, h2, nil, worker.Config{})
 
 			tt.stop(cancel1, nc1)
@@ -322,6 +374,15 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 			}
 			if h2.ran(id) != 1 || h1.ran(id) != 1 {
 				t.Fatalf("runs: worker 1 %d, worker 2 %d; want 1 and 1", h1.ran(id), h2.ran(id))
+			}
+			// Worker 2 calls the model only when worker 1 did not commit:
+			// a committed request is answered from history.
+			want2 := 1
+			if tt.committed {
+				want2 = 0
+			}
+			if model1.of(id) != 1 || model2.of(id) != want2 {
+				t.Fatalf("model calls: worker 1 %d, worker 2 %d; want 1 and %d", model1.of(id), model2.of(id), want2)
 			}
 			// Nothing is left to deliver, so no other answer can come.
 			bustest.WaitFor(t, 10*time.Second, "the request acknowledged", func() bool {
@@ -352,12 +413,13 @@ func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
 	h := countRuns(nil)
+	model := countCalls(echo{})
 	_, js, res := b.Conn(t)
-	h.h = bustest.NewEngine(t, js, res, nil)
+	h.h = bustest.NewEngine(t, js, res, map[string]ops.Provider{"count": model})
 	b.StartWorker(t, nil, h, nil, worker.Config{})
 	b.CreateBranch(t, "twice")
 
-	ev, err := protocol.EventBuilder{Source: "/test"}.Request("communicate", "twice", "", "", map[string]any{"instruction": "once"})
+	ev, err := protocol.EventBuilder{Source: "/test"}.Request("communicate", "twice", "", "", map[string]any{"instruction": "once", "chat_model": "count:x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,6 +458,9 @@ func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 	})
 	if n := h.ran(id); n != 1 {
 		t.Fatalf("request ran %d times, want 1", n)
+	}
+	if n := model.total(); n != 1 {
+		t.Fatalf("%d model calls, want 1", n)
 	}
 	again, err := b.Client.Result(bustest.Ctx(t), id)
 	if err != nil {
