@@ -266,7 +266,7 @@ func TestKill_worker_process_killed_mid_request(t *testing.T) {
 	})
 	committedAtKill := map[string]bool{}
 	for i := range branches {
-		for id, n := range commitsOf(b.History(t, fmt.Sprintf("kill-%d", i))) {
+		for id, n := range bustest.Commits(b.History(t, fmt.Sprintf("kill-%d", i))) {
 			if n > 0 {
 				committedAtKill[id] = true
 			}
@@ -320,7 +320,7 @@ func TestKill_worker_process_killed_mid_request(t *testing.T) {
 	// One commit per request, on its branch.
 	for i := range branches {
 		branch := fmt.Sprintf("kill-%d", i)
-		commits := commitsOf(b.History(t, branch))
+		commits := bustest.Commits(b.History(t, branch))
 		for _, id := range ids {
 			want := 0
 			if branchOf[id] == branch {
@@ -347,15 +347,4 @@ func TestKill_worker_process_killed_mid_request(t *testing.T) {
 	}
 	t.Logf("recovered in %s (ack wait %s): the second worker made %d model calls, for %d requests not committed at the kill",
 		recovery.Round(time.Millisecond), ackWait, recalled, requests-len(committedAtKill))
-}
-
-// commitsOf counts the EventMessages of each request id in evs.
-func commitsOf(evs []ops.Event) map[string]int {
-	out := map[string]int{}
-	for _, ev := range evs {
-		if ev.Type == ops.EventMessages {
-			out[ev.RequestID]++
-		}
-	}
-	return out
 }

@@ -26,17 +26,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
-// commitsOf counts the EventMessages of each request id in evs.
-func commitsOf(evs []ops.Event) map[string]int {
-	out := map[string]int{}
-	for _, ev := range evs {
-		if ev.Type == ops.EventMessages {
-			out[ev.RequestID]++
-		}
-	}
-	return out
-}
-
 // modelCalls wraps a model provider and counts the calls made to it, by
 // request id, before passing them on.
 type modelCalls struct {
@@ -247,7 +236,7 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 	}
 	// Every request committed exactly once to its branch.
 	for i := range branches {
-		commits := commitsOf(b.History(t, fmt.Sprintf("burst-%d", i)))
+		commits := bustest.Commits(b.History(t, fmt.Sprintf("burst-%d", i)))
 		if len(commits) != requests/branches {
 			t.Errorf("branch burst-%d has %d commits, want %d", i, len(commits), requests/branches)
 		}
@@ -393,7 +382,7 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 				t.Fatalf("%d answers, want exactly 1", n)
 			}
 			evs := b.History(t, "redeliver")
-			if c := commitsOf(evs); len(c) != 1 || c[id] != 1 {
+			if c := bustest.Commits(evs); len(c) != 1 || c[id] != 1 {
 				t.Fatalf("commits %v, want one for %s", c, id)
 			}
 			var texts []string
@@ -469,7 +458,7 @@ func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 	if again.Event.ID() != first.Event.ID() {
 		t.Fatalf("stored answer changed: %s, was %s", again.Event.ID(), first.Event.ID())
 	}
-	if c := commitsOf(b.History(t, "twice")); c[id] != 1 || len(c) != 1 {
+	if c := bustest.Commits(b.History(t, "twice")); c[id] != 1 || len(c) != 1 {
 		t.Fatalf("commits %v", c)
 	}
 }
@@ -625,7 +614,7 @@ func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 	if len(evs) != len(before)+2 {
 		t.Fatalf("history has %d events, want %d", len(evs), len(before)+2)
 	}
-	commits := commitsOf(evs)
+	commits := bustest.Commits(evs)
 	for _, id := range ids {
 		if commits[id] != 1 {
 			t.Fatalf("commits %v: want one for each of %v", commits, ids)

@@ -71,7 +71,7 @@ func TestAcceptance_committed_then_connection_lost_before_ack(t *testing.T) {
 		t.Fatal("worker 1 never committed the request")
 	}
 	lostAt := time.Now()
-	if c := commitsOf(b.History(t, "lost")); c[id] != 1 {
+	if c := bustest.Commits(b.History(t, "lost")); c[id] != 1 {
 		t.Fatalf("commits %v after worker 1 returned, want one of %s", c, id)
 	}
 
@@ -98,7 +98,7 @@ func TestAcceptance_committed_then_connection_lost_before_ack(t *testing.T) {
 	if n := watch.Count(id); n != 1 {
 		t.Fatalf("%d answers, want exactly 1", n)
 	}
-	if c := commitsOf(b.History(t, "lost")); len(c) != 1 || c[id] != 1 {
+	if c := bustest.Commits(b.History(t, "lost")); len(c) != 1 || c[id] != 1 {
 		t.Fatalf("commits %v, want one of %s", c, id)
 	}
 	if n := model.total(); n != 1 {

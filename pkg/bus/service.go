@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/events"
+	"github.com/lionbus/lionbus/pkg/bus/internal/logs"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
@@ -195,7 +196,7 @@ func (s *Service) connect(ctx context.Context, cfg Config, requestLimit int) err
 		if ecfg.MaxPayload == 0 {
 			ecfg.MaxPayload = int32(max(embeddedMinMaxPayload, min(2*requestLimit, embeddedMaxMaxPayload)))
 		}
-		if isNop(ecfg.Logger) {
+		if logs.Discards(ecfg.Logger) {
 			ecfg.Logger = s.log.With().Str("component", "nats-server").Logger()
 			if s.log.GetLevel() > zerolog.DebugLevel {
 				ecfg.Logger = ecfg.Logger.Level(max(s.log.GetLevel(), zerolog.WarnLevel))
@@ -211,7 +212,7 @@ func (s *Service) connect(ctx context.Context, cfg Config, requestLimit int) err
 	if cc.Name == "" {
 		cc.Name = "lionbus-worker " + cfg.Worker.Name
 	}
-	if isNop(cc.Logger) {
+	if logs.Discards(cc.Logger) {
 		cc.Logger = s.log.With().Str("component", "nats").Logger()
 	}
 	nc, err := client.Connect(ctx, cc)
@@ -225,14 +226,14 @@ func (s *Service) connect(ctx context.Context, cfg Config, requestLimit int) err
 // build makes the store, the signal sink, the engine and the worker.
 func (s *Service) build(cfg Config) error {
 	wcfg := cfg.Worker
-	if isNop(wcfg.Logger) {
+	if logs.Discards(wcfg.Logger) {
 		wcfg.Logger = s.log
 	}
 	if wcfg.Source == "" && wcfg.Name != "" {
 		wcfg.Source = "/lionbus/worker/" + wcfg.Name
 	}
 	scfg := cfg.Store
-	if isNop(scfg.Logger) {
+	if logs.Discards(scfg.Logger) {
 		scfg.Logger = s.log.With().Str("component", "store").Logger()
 	}
 	var err error
@@ -345,15 +346,4 @@ func (s *Service) Close() {
 	if s.srv != nil {
 		s.srv.Shutdown()
 	}
-}
-
-// isNop reports whether l discards error records: the zero Logger, a
-// disabled one, or zerolog.Nop.
-func isNop(l zerolog.Logger) bool {
-	e := l.Error()
-	if e == nil {
-		return true
-	}
-	e.Discard()
-	return false
 }

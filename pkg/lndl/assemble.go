@@ -39,7 +39,7 @@ func (p *Placeholder) MarshalJSON() ([]byte, error) {
 const noteNamespace = "note"
 
 // Assemble builds the structured value of a parsed program's OUT block
-// against target (nil for none), as LNDL.md section 5 describes. known
+// against target (nil for none), as docs/lndl.md#assembly describes. known
 // holds action results by alias (from earlier rounds, or executed this
 // round); notes is the scratchpad of earlier rounds, overwritten by the
 // program's `<lvar note.X ...>` declarations. A lact referenced from OUT
@@ -356,7 +356,7 @@ func (a *assembler) assembleGroup(key string, group []Value, elem *Type) (any, e
 	return value, nil
 }
 
-// resolve turns list items into parts (LNDL.md section 5, steps 1-6).
+// resolve turns list items into parts (docs/lndl.md#assembly).
 // Nested lists are skipped; the first undeclared name is an error.
 func (a *assembler) resolve(items []Value) ([]part, error) {
 	parts := a.partBuf[:0]
@@ -460,7 +460,7 @@ func (a *assembler) checkModels(key string, parts []part, ft *Type) error {
 	return nil
 }
 
-// shape builds a field's value from its parts (LNDL.md section 5); nil
+// shape builds a field's value from its parts (docs/lndl.md#assembly); nil
 // for no parts.
 func (a *assembler) shape(parts []part, ft *Type) any {
 	if len(parts) == 0 {

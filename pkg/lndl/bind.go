@@ -116,14 +116,14 @@ func (d *decls) head(name string) (Head, bool) {
 }
 
 // binder binds the names of OUT shortcuts and anonymous groups to target
-// fields (LNDL.md section 4, LNDL-D4).
+// fields (docs/lndl.md#binding, LNDL-D4).
 type binder struct {
 	d      *decls
 	target *Target
 }
 
 // bind returns the spec (OUT key) a shortcut or group named name fills
-// (LNDL.md section 4, "Binding"). It is the one implementation of the
+// (docs/lndl.md#binding). It is the one implementation of the
 // binding rules; [Program.DefaultBinding] is bind without a target.
 //
 // An alias declared `M.f` binds to f, one declared `hint alias` to hint,

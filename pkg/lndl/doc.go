@@ -7,7 +7,7 @@
 //
 // # Stages
 //
-// A model response goes through these stages (LNDL.md sections 1-8);
+// A model response goes through these stages (docs/lndl.md#stages);
 // [Round] runs them in order and classifies the response:
 //
 //   - [Extract] finds the ```lndl fenced blocks.

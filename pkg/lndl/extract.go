@@ -6,7 +6,7 @@ import (
 )
 
 // Extract returns the bodies of the ```lndl (or ~~~lndl) fenced blocks of
-// text, in source order (LNDL.md section 1).
+// text, in source order (docs/lndl.md#extraction).
 //
 // Every "\r\n" becomes "\n" first; a lone '\r' stays (LNDL-D11). A fence
 // opener is a whole line starting in column 0: three backticks or three

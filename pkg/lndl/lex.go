@@ -84,7 +84,7 @@ const (
 	lactCloseText = "</lact>"
 )
 
-// lexer turns LNDL text into tokens on demand (LNDL.md section 3). It is a
+// lexer turns LNDL text into tokens on demand (docs/lndl.md#lexing). It is a
 // small state machine: OUT mode (entered at the OUT opener, left at '}')
 // enables strings and negative numbers; after an <lvar/<lact opening tag
 // the first '>' ends the head and the next token is the raw body up to the

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Normalize applies the conservative repairs of LNDL.md section 2 to a raw
+// Normalize applies the conservative repairs of docs/lndl.md#normalization to a raw
 // model response and returns the text to lex:
 //
 //  1. every "\r\n" becomes "\n" (LNDL-D11), once: "\r\r\n" becomes

@@ -3,7 +3,7 @@ package lndl
 import "strings"
 
 // Fields merges the entries of an OUT block into its map of keys, in
-// first-insertion order (LNDL.md section 4, "Merging"):
+// first-insertion order (docs/lndl.md#the-out-block):
 //
 //   - `key: value` sets the key; a duplicate key replaces the value and
 //     keeps the first position;
@@ -188,7 +188,7 @@ func (h Head) Spec() string {
 }
 
 // DefaultBinding returns the binding of shortcuts and groups without a
-// target, for [Out.Fields] (LNDL.md section 4, "Binding"): an alias
+// target, for [Out.Fields] (docs/lndl.md#binding): an alias
 // declared `Model.field` binds to field, one declared `hint alias` to hint,
 // any other name to its first dot-separated segment (`note.x` → note, `a`
 // → a). Assembly binds with the same rules plus the target's (LNDL-D4).

@@ -27,7 +27,7 @@ const (
 )
 
 // Parse lexes and parses LNDL text (already normalized, see [Normalize])
-// into a [Program] (LNDL.md sections 3 and 4). The text is used as given:
+// into a [Program] (docs/lndl.md#lexing and #parsing). The text is used as given:
 // no extraction, no normalization, no "\r\n" conversion ('\r' is plain
 // white space).
 //

@@ -14,7 +14,7 @@ import (
 // hold them, so SystemPrompt is spliced around it.
 const fence = "```"
 
-// SystemPrompt teaches a model to answer in LNDL (LNDL.md section 9): the
+// SystemPrompt teaches a model to answer in LNDL (docs/lndl.md#prompts): the
 // fence rule, the four head forms, lvar and lact, the OUT forms, the
 // per-round action rule, literal-only call arguments, unique aliases, the
 // note namespace and the multi-round mode. Its worked examples parse and
@@ -266,7 +266,7 @@ const (
 	maxPromptName = 200
 )
 
-// Guidance returns the system guidance of the first round (ADR-0024 D2):
+// Guidance returns the system guidance of the first round (docs/decisions.md, ADR-0024 D2):
 // [SystemPrompt], the target's Specs line (see [Render]) when there is
 // one, and extra, the caller's own guidance, when it is not empty, joined
 // with blank lines.
@@ -282,7 +282,7 @@ func Guidance(target *Target, extra string) string {
 }
 
 // RoundPrompt returns the header of the message that opens a later round
-// (ADR-0024 D2): "Round N of M." on the first line, followed on the last
+// (docs/decisions.md, ADR-0024 D2): "Round N of M." on the first line, followed on the last
 // round by a reminder to commit OUT{} now, then the target's Specs line
 // when there is one. For example:
 //

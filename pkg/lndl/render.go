@@ -3,7 +3,7 @@ package lndl
 import "strings"
 
 // Render returns the line that tells the model the target's fields,
-// `Specs: name(type), ...`, in declaration order (LNDL.md section 8), or
+// `Specs: name(type), ...`, in declaration order (docs/lndl.md#target-rendering), or
 // "" for no target or a model without fields. Types read `str`, `int`,
 // `float`, `bool`, `Any`, an enum's name, `list[T]`, `dict[str, V]`, a
 // nested model as `Name: f1, f2` and a list of models as

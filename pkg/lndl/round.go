@@ -7,7 +7,7 @@ import (
 )
 
 // Outcome classifies one model response of the multi-round adapter
-// (ADR-0024 D3, LNDL.md section 7).
+// (docs/decisions.md, ADR-0024 D3, docs/lndl.md#rounds).
 type Outcome int
 
 // Round outcomes.
@@ -94,7 +94,7 @@ type dynField struct {
 // outcome is not OutcomeSuccess.
 var ErrNotSuccess = errors.New("lndl: round outcome is not success")
 
-// Round classifies one model response (LNDL.md section 7):
+// Round classifies one model response (docs/lndl.md#rounds):
 //
 //  1. "\r\n" becomes "\n" and the lndl blocks are extracted; none gives
 //     a continue with nothing pending.

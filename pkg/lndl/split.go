@@ -6,7 +6,7 @@ import (
 )
 
 // splitList turns the string value of a reference into list items for a
-// list field (LNDL.md section 5), trying in order: the trimmed string is
+// list field (docs/lndl.md#assembly), trying in order: the trimmed string is
 // empty → no items; a JSON array → its elements; a Python list literal →
 // its elements; the text holds a newline → its non-blank lines,
 // right-trimmed; `[…]` with something inside → the pieces between commas,

@@ -332,3 +332,15 @@ func (b *Bus) PublishRaw(t testing.TB, verb, id string) {
 		t.Fatal(err)
 	}
 }
+
+// Commits counts the EventMessages (the commits of operations) of each
+// request id in evs.
+func Commits(evs []ops.Event) map[string]int {
+	out := map[string]int{}
+	for _, ev := range evs {
+		if ev.Type == ops.EventMessages {
+			out[ev.RequestID]++
+		}
+	}
+	return out
+}

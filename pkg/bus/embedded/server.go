@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/logs"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 )
@@ -99,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		StoreDir:   storeDir,
 		MaxPayload: cfg.MaxPayload,
 		NoSigs:     true,
-		NoLog:      isNop(cfg.Logger),
+		NoLog:      logs.Discards(cfg.Logger),
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -151,17 +152,6 @@ func (s *Server) removeTemp() {
 	if s.tempDir != "" {
 		_ = os.RemoveAll(s.tempDir)
 	}
-}
-
-// isNop reports whether l discards even errors (the zero value,
-// zerolog.Nop(), or a disabled level).
-func isNop(l zerolog.Logger) bool {
-	e := l.Error()
-	if e == nil {
-		return true
-	}
-	e.Discard()
-	return false
 }
 
 // serverLogger adapts zerolog to the nats-server Logger interface.
