@@ -2,8 +2,7 @@ package lndl
 
 import "testing"
 
-// TestBinding pins the binding of shortcut and group names (LNDL.md
-// section 4) for both entry points: Program.DefaultBinding, and the
+// TestBinding pins the binding of shortcut and group names (docs/lndl.md#binding) for both entry points: Program.DefaultBinding, and the
 // assembler's binder without and with a target.
 func TestBinding(t *testing.T) {
 	prog, err := Parse("<lvar Report.title t>x</lvar>\n<lvar Finding.text f>y</lvar>\n" +

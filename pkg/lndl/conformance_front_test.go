@@ -137,8 +137,8 @@ func valueJSON(v Value, top bool) any {
 	return map[string]any{"unknown kind": int(v.Kind)}
 }
 
-// TestConformanceRoundFrontEnd runs the front end of a round (LNDL.md
-// section 7, steps 1-2) over the round vectors: a response whose expected
+// TestConformanceRoundFrontEnd runs the front end of a round (docs/lndl.md#rounds,
+// steps 1-2) over the round vectors: a response whose expected
 // outcome is a ParseError must fail with that error and position; every
 // other response with a lndl block must parse.
 func TestConformanceRoundFrontEnd(t *testing.T) {

@@ -517,8 +517,7 @@ func TestHostileInputs(t *testing.T) {
 	}
 }
 
-// naiveFields is a plain restatement of the merge rules of LNDL.md
-// section 4, used to check Out.Fields on inputs large enough for its map
+// naiveFields is a plain restatement of the merge rules of docs/lndl.md#the-out-block, used to check Out.Fields on inputs large enough for its map
 // paths.
 func naiveFields(o *Out, bind func(string) string) []Field {
 	var fields []Field

@@ -408,7 +408,7 @@ func TestSystemPromptNoteCarryOver(t *testing.T) {
 }
 
 func TestSystemPromptTeaches(t *testing.T) {
-	// Each rule of LNDL.md section 9, by a phrase the prompt must hold.
+	// Each rule of docs/lndl.md#prompts, by a phrase the prompt must hold.
 	for _, phrase := range []string{
 		"Only these blocks are read",
 		"Model.field alias", "Model.field ", "hint alias", "alias                a plain value",
@@ -849,7 +849,7 @@ type exchange struct {
 	err      error    // the error of the last round when exhausted
 }
 
-// converse plays responses the way the operate adapter of ADR-0024 runs
+// converse plays responses the way the operate adapter of ADR-0024 (docs/decisions.md) runs
 // its rounds: a continue runs every pending action; a success candidate
 // runs its pending actions, resolves and validates; a retry or a value
 // that does not validate becomes the next round's repair message. Notes
