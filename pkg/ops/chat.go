@@ -237,11 +237,18 @@ type exchange struct {
 
 // prepare decodes and checks the data and loads the branch.
 func (e *Engine) prepare(ctx context.Context, req Request) (*exchange, error) {
-	if err := requireBranchID(req); err != nil {
-		return nil, err
-	}
 	var d chatData
 	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	return e.prepareData(ctx, req, &d)
+}
+
+// prepareData checks d and loads the branch of req for an exchange: the
+// part of prepare after decoding, for callers that hold the data already
+// (the communicate middle).
+func (e *Engine) prepareData(ctx context.Context, req Request, d *chatData) (*exchange, error) {
+	if err := requireBranchID(req); err != nil {
 		return nil, err
 	}
 	if err := d.check(); err != nil {
@@ -255,7 +262,7 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{branch: b, data: &d}
+	x := &exchange{branch: b, data: d}
 	if x.chat, x.parse, err = d.models(b); err != nil {
 		return nil, err
 	}

@@ -56,7 +56,8 @@ type MiddleInput struct {
 	Attempt int
 
 	// Instruction, Guidance, Context and PlainContent make the instruction,
-	// as in communicate.
+	// as in communicate; the first three are JSON values as encoding/json
+	// decodes them (string, float64, bool, nil, []any, map[string]any).
 	Instruction  any
 	Guidance     any
 	Context      any
@@ -188,42 +189,22 @@ func (e *Engine) Middle(name string) (Middle, error) {
 // caller's lifecycle covers it, ADR-0021 D4).
 type communicateMiddle struct{ e *Engine }
 
-// communicateArgs is the data of communicate built from a MiddleInput.
-type communicateArgs struct {
-	Instruction     any             `json:"instruction,omitempty"`
-	Guidance        any             `json:"guidance,omitempty"`
-	Context         any             `json:"context,omitempty"`
-	PlainContent    string          `json:"plain_content,omitempty"`
-	Sender          string          `json:"sender,omitempty"`
-	Recipient       string          `json:"recipient,omitempty"`
-	ResponseFormat  json.RawMessage `json:"response_format,omitempty"`
-	ChatModel       *ModelRef       `json:"chat_model,omitempty"`
-	ParseModel      *ModelRef       `json:"parse_model,omitempty"`
-	NumParseRetries *int            `json:"num_parse_retries,omitempty"`
-	ClearMessages   bool            `json:"clear_messages,omitempty"`
-	SkipValidation  bool            `json:"skip_validation,omitempty"`
-}
-
 // Exchange runs communicate's exchange for in.
 func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
 	if in.RequestID == "" {
 		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleCommunicate)
 	}
-	data, err := json.Marshal(communicateArgs{
-		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
-		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
-		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
-		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation,
-	})
-	if err != nil {
-		return nil, Errorf(CodeInvalidRequest, "middle %s: the input cannot be encoded: %v", MiddleCommunicate, err)
-	}
 	verb := in.Verb
 	if verb == "" {
 		verb = MiddleCommunicate
 	}
-	req := Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Data: data, Attempt: in.Attempt}
-	x, err := m.e.prepare(ctx, req)
+	req := Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}
+	x, err := m.e.prepareData(ctx, req, &chatData{
+		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
+		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
+		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
+		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
+	})
 	if err != nil {
 		return nil, asError(ctx, err)
 	}
@@ -231,7 +212,6 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		res, err = m.e.replayCommitted(ctx, req, seq)
 	} else {
-		x.data.tools = in.ToolSchemas
 		res, err = m.e.communicateRun(ctx, req, x)
 	}
 	if err != nil {
