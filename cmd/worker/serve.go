@@ -90,7 +90,6 @@ func busConfig(cfg config, log zerolog.Logger) bus.Config {
 		StartupTimeout: cfg.StartupTimeout,
 		Worker: worker.Config{
 			Name:         cfg.Name,
-			Source:       workerSource(cfg.Name),
 			MaxInFlight:  cfg.Concurrency,
 			DrainTimeout: cfg.DrainTimeout,
 		},
@@ -103,10 +102,6 @@ func busConfig(cfg config, log zerolog.Logger) bus.Config {
 	}
 	return bc
 }
-
-// workerSource is the CloudEvents source of the worker's answers and
-// signal events.
-func workerSource(name string) string { return "/lionbus/worker/" + name }
 
 // stop drains the worker: no new requests, in-flight ones finish within
 // drainTimeout (then they are cancelled and left for redelivery).

@@ -151,6 +151,9 @@ func Start(ctx context.Context, cfg Config) (_ *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The worker's name and source are settled first: the connection name
+	// and the signal events use them too.
+	cfg.Worker = cfg.Worker.WithIdentity()
 	s := &Service{log: cfg.Logger}
 	defer func() {
 		if err != nil {
@@ -228,9 +231,6 @@ func (s *Service) build(cfg Config) error {
 	wcfg := cfg.Worker
 	if logs.Discards(wcfg.Logger) {
 		wcfg.Logger = s.log
-	}
-	if wcfg.Source == "" && wcfg.Name != "" {
-		wcfg.Source = "/lionbus/worker/" + wcfg.Name
 	}
 	scfg := cfg.Store
 	if logs.Discards(scfg.Logger) {

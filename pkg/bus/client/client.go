@@ -113,7 +113,7 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("client: client: %w", err)
+		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
 	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: subj.Prefix, MaxPayload: maxAnswerSize})
 	if err != nil {

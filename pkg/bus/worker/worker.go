@@ -111,6 +111,20 @@ type Config struct {
 	Source string
 }
 
+// WithIdentity returns c with its Name and Source defaults filled in: Name
+// "worker-" followed by a unique id, Source "/lionbus/worker/<Name>". New
+// applies it; code that publishes on the worker's behalf (its signal sink)
+// applies it first, so that both use the same source.
+func (c Config) WithIdentity() Config {
+	if c.Name == "" {
+		c.Name = "worker-" + nuid.Next()
+	}
+	if c.Source == "" {
+		c.Source = "/lionbus/worker/" + c.Name
+	}
+	return c
+}
+
 // Worker consumes requests from the shared durable consumer, runs them with
 // a [Handler] and publishes their answers.
 //
@@ -178,7 +192,7 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("worker: worker: %w", err)
+		return nil, fmt.Errorf("worker: jetstream: %w", err)
 	}
 	ci := res.Workers.CachedInfo()
 	ackWait, maxDeliver := res.Config.AckWait, res.Config.MaxDeliver
@@ -210,12 +224,7 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
 	}
-	if cfg.Name == "" {
-		cfg.Name = "worker-" + nuid.Next()
-	}
-	if cfg.Source == "" {
-		cfg.Source = "/lionbus/worker/" + cfg.Name
-	}
+	cfg = cfg.WithIdentity()
 	return &Worker{
 		nc:         nc,
 		js:         js,
