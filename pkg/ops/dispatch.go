@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -96,12 +97,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 // Verbs returns the built-in verbs the engine serves, sorted. Named
 // operations ("op.NAME") are listed by Operations().Names().
 func (e *Engine) Verbs() []string {
-	out := make([]string, 0, len(e.verbs))
-	for v := range e.verbs {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.verbs))
 }
 
 // Do runs req and returns its result. The verb "op.NAME" runs the operation

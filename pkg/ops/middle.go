@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -157,12 +158,7 @@ func (r *Middles) Lookup(name string) (Middle, error) {
 func (r *Middles) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.m))
-	for k := range r.m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.m))
 }
 
 // Middles returns the engine's registry of custom middles (Config.Middles,

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -154,12 +155,7 @@ func (o *Operations) Lookup(name string) (Operation, error) {
 func (o *Operations) Names() []string {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	out := make([]string, 0, len(o.m))
-	for k := range o.m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(o.m))
 }
 
 // Operations returns the engine's named-operation registry

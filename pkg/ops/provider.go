@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -155,10 +156,5 @@ func (p *Providers) Names() []string {
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	out := make([]string, 0, len(p.m))
-	for k := range p.m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.m))
 }

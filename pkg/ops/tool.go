@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -150,12 +151,7 @@ func (t *ToolFuncs) Register(name string, fn ToolFunc) error {
 func (t *ToolFuncs) Names() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.funcs))
-	for k := range t.funcs {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(t.funcs))
 }
 
 // Calls returns how many times a tool was started with idempotency key
