@@ -70,6 +70,12 @@ type Event struct {
 //
 // Implementations must be safe for concurrent use by several goroutines and
 // by several processes sharing the same backing store.
+//
+// The branches Load, Create and Append return may share memory with the
+// store (a cache) and with each other, so callers treat them as read-only;
+// [Branch.Clone] gives a private copy. A store guarantees in return that a
+// branch it returned never changes afterwards, and that appending to its
+// Messages never reaches the store.
 type Store interface {
 	// Load returns the branch folded up to its latest history event.
 	// It returns ErrBranchNotFound when the branch has no history.

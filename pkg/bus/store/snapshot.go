@@ -15,21 +15,35 @@ import (
 
 // Snapshot encoding versions. Version 1 held Branch.Commits inside the
 // branch as a msgpack map; version 2 holds it beside the branch as a
-// [commitTable]. Both are read.
+// [commitTable]; version 3 keeps the older messages in segments (see
+// snapState) and only the newest in the snapshot itself. All are read;
+// version 3 is written.
 const (
 	snapshotVersionMap     = 1
-	snapshotVersion        = 2
+	snapshotVersionTable   = 2
+	snapshotVersion        = 3
 	maxPooledSnapshotBytes = 1 << 20 // larger buffers are not kept for reuse
 )
 
-// snapshot is the value stored in the branches bucket: the folded branch,
-// the history sequence it reflects and, from version 2, the branch's
-// commits (Branch.Commits is then left out of Branch).
+// snapshot is the value stored in the branches bucket under the branch
+// id: the folded branch, the history sequence it reflects and, from
+// version 2, the branch's commits (Branch.Commits is then left out of
+// Branch). From version 3, Branch.Messages holds only the messages after
+// those kept in Segments, and Total counts them all.
 type snapshot struct {
-	Version int         `msgpack:"v"`
-	Seq     uint64      `msgpack:"seq"`
-	Branch  *ops.Branch `msgpack:"branch"`
-	Commits commitTable `msgpack:"commits,omitempty"`
+	Version  int         `msgpack:"v"`
+	Seq      uint64      `msgpack:"seq"`
+	Branch   *ops.Branch `msgpack:"branch"`
+	Commits  commitTable `msgpack:"commits,omitempty"`
+	Segments []segment   `msgpack:"segs,omitempty"`
+	Total    int         `msgpack:"n,omitempty"`
+}
+
+// segment names one stored run of a branch's messages: the bucket key
+// that holds them (see segmentKey) and how many there are.
+type segment struct {
+	Key   string `msgpack:"k"`
+	Count int    `msgpack:"c"`
 }
 
 // snapshotHead is the start of a snapshot, decoded without the branch.
@@ -154,9 +168,10 @@ func uvarintLen(v uint64) int {
 
 var snapshotBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// encodeSnapshot encodes b as a snapshot. The returned bytes are valid
-// until release is called; call it once they have been published.
-func encodeSnapshot(b *ops.Branch) (data []byte, release func(), err error) {
+// encodeSnapshot encodes b as a snapshot whose first messages are in segs
+// (holding covered messages in all). The returned bytes are valid until
+// release is called; call it once they have been published.
+func encodeSnapshot(b *ops.Branch, segs []segment, covered int) (data []byte, release func(), err error) {
 	buf := snapshotBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	release = func() {
@@ -167,23 +182,26 @@ func encodeSnapshot(b *ops.Branch) (data []byte, release func(), err error) {
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)
-	body := *b // shallow: only Commits is left out
+	body := *b // shallow: Commits and the segments' messages are left out
 	body.Commits = nil
-	if err := enc.Encode(&snapshot{Version: snapshotVersion, Seq: b.Seq, Branch: &body, Commits: b.Commits}); err != nil {
+	body.Messages = b.Messages[covered:]
+	snap := &snapshot{Version: snapshotVersion, Seq: b.Seq, Branch: &body, Commits: b.Commits, Segments: segs, Total: len(b.Messages)}
+	if err := enc.Encode(snap); err != nil {
 		release()
 		return nil, func() {}, err
 	}
 	return buf.Bytes(), release, nil
 }
 
-// decodeSnapshot decodes a snapshot of either version and checks it.
+// decodeSnapshot decodes a snapshot of any version and checks it. For
+// version 3, the branch holds only the messages after the segments.
 func decodeSnapshot(data []byte) (*snapshot, error) {
 	var snap snapshot
 	if err := newDecoder(data).Decode(&snap); err != nil {
 		return nil, fmt.Errorf("decode branch snapshot: %w", err)
 	}
 	switch snap.Version {
-	case snapshotVersion:
+	case snapshotVersion, snapshotVersionTable:
 		if snap.Branch != nil && snap.Branch.Commits != nil {
 			return nil, errors.New("branch snapshot has commits in two places")
 		}
@@ -192,17 +210,28 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 		}
 	case snapshotVersionMap:
 	default:
-		return nil, fmt.Errorf("branch snapshot version %d, want %d or %d", snap.Version, snapshotVersionMap, snapshotVersion)
+		return nil, fmt.Errorf("branch snapshot version %d, want %d to %d", snap.Version, snapshotVersionMap, snapshotVersion)
 	}
 	snap.Commits = nil
 	if snap.Branch == nil || snap.Branch.Seq != snap.Seq || snap.Seq == 0 {
 		return nil, errors.New("branch snapshot is inconsistent")
 	}
+	if snap.Version != snapshotVersion && (len(snap.Segments) > 0 || snap.Total != 0) {
+		return nil, fmt.Errorf("branch snapshot version %d has segments", snap.Version)
+	}
+	inSegments := 0
+	for _, s := range snap.Segments {
+		if s.Count <= 0 || s.Key == "" {
+			return nil, errors.New("branch snapshot lists an empty segment")
+		}
+		inSegments += s.Count
+	}
+	if snap.Version == snapshotVersion && inSegments+len(snap.Branch.Messages) != snap.Total {
+		return nil, fmt.Errorf("branch snapshot counts %d messages, holds %d and lists %d in segments", snap.Total, len(snap.Branch.Messages), inSegments)
+	}
 	b := snap.Branch
 	b.CreatedAt, b.UpdatedAt = b.CreatedAt.UTC(), b.UpdatedAt.UTC()
-	for i := range b.Messages {
-		b.Messages[i].CreatedAt = b.Messages[i].CreatedAt.UTC()
-	}
+	normalizeMessageTimes(b.Messages)
 	if b.Messages == nil {
 		b.Messages = []ops.Message{}
 	}
@@ -216,8 +245,39 @@ func snapshotSeq(data []byte) (uint64, error) {
 	if err := newDecoder(data).Decode(&head); err != nil {
 		return 0, fmt.Errorf("decode branch snapshot: %w", err)
 	}
-	if head.Version != snapshotVersion && head.Version != snapshotVersionMap {
+	if head.Version < snapshotVersionMap || head.Version > snapshotVersion {
 		return 0, fmt.Errorf("branch snapshot version %d", head.Version)
 	}
 	return head.Seq, nil
+}
+
+// encodeSegment encodes msgs as a msgpack array.
+func encodeSegment(msgs []ops.Message) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
+	if err := enc.Encode(msgs); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeSegment decodes a segment that must hold want messages.
+func decodeSegment(data []byte, want int) ([]ops.Message, error) {
+	var msgs []ops.Message
+	if err := newDecoder(data).Decode(&msgs); err != nil {
+		return nil, fmt.Errorf("decode snapshot segment: %w", err)
+	}
+	if len(msgs) != want {
+		return nil, fmt.Errorf("snapshot segment holds %d messages, want %d", len(msgs), want)
+	}
+	normalizeMessageTimes(msgs)
+	return msgs, nil
+}
+
+func normalizeMessageTimes(msgs []ops.Message) {
+	for i := range msgs {
+		msgs[i].CreatedAt = msgs[i].CreatedAt.UTC()
+	}
 }

@@ -5,12 +5,19 @@
 // the expected last subject sequence, so concurrent writers never
 // overwrite each other (the loser folds what it missed and appends after
 // it), and with a Nats-Msg-Id of branch, request and event type, so a
-// repeated append is stored once. The lion_branches bucket holds a msgpack
-// snapshot of the folded branch (its commits as one compact table) and the
-// sequence it reflects; Load replays the events after it, and a missing,
-// corrupt or stale snapshot is rebuilt from history. Snapshot writes are
-// best-effort, conditional on the revision read, and never move a snapshot
-// backwards. History pages are bounded by ops.MaxHistoryPage.
+// repeated append is stored once.
+//
+// A Store keeps recently used branches in memory and checks them against
+// the history's last sequence (one read) on every load; an append is one
+// publish. The lion_branches bucket holds snapshots, written on a cadence
+// (Config.SnapshotEvents events or Config.SnapshotBytes bytes of history
+// since the last one): a snapshot keeps the branch's older messages in
+// immutable segments under their own keys and only the newest ones
+// itself, so writing one costs what changed since the last, and no value
+// grows with the branch. A load that misses the cache reads the snapshot,
+// its segments and the events after it; a missing, corrupt or stale
+// snapshot is rebuilt from history. History pages are bounded by
+// ops.MaxHistoryPage.
 package store
 
 import (
@@ -18,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,6 +43,16 @@ const (
 	// DefaultAppendRetries is how many times [Store.Append] re-reads
 	// and retries after losing an optimistic-concurrency race.
 	DefaultAppendRetries = 32
+
+	// DefaultSnapshotEvents and DefaultSnapshotBytes are the snapshot
+	// cadence: a snapshot is written once this many history events, or
+	// this many bytes of them, were folded since the last one.
+	DefaultSnapshotEvents = 64
+	DefaultSnapshotBytes  = 256 << 10
+
+	// DefaultSegmentBytes is the size at which a snapshot moves the
+	// messages it holds itself into a segment of their own.
+	DefaultSegmentBytes = 64 << 10
 
 	// HeaderEventType is the header of a history message that carries the
 	// event's [ops.EventType], so that tools can filter without decoding.
@@ -76,6 +94,25 @@ type Config struct {
 	// after another writer committed first. Default DefaultAppendRetries.
 	AppendRetries int
 
+	// CacheBranches bounds how many branches the Store keeps in memory
+	// (least recently used first out). Default DefaultCacheBranches. The
+	// memory it takes is that of the branches kept.
+	CacheBranches int
+
+	// SnapshotEvents and SnapshotBytes set the snapshot cadence: a
+	// snapshot is written when this many events, or this many encoded
+	// bytes of events, were folded into a branch since its last snapshot.
+	// A cold load replays at most about that much history. Defaults
+	// DefaultSnapshotEvents and DefaultSnapshotBytes.
+	SnapshotEvents int
+	SnapshotBytes  int
+
+	// SegmentBytes is how large the newest messages a snapshot holds
+	// itself may grow before they move into a segment. It bounds the
+	// snapshot value and what each snapshot rewrites; it is capped at half
+	// the server's max payload. Default DefaultSegmentBytes.
+	SegmentBytes int
+
 	// Logger receives corrupt-snapshot and snapshot-write warnings. The zero
 	// value discards them.
 	Logger zerolog.Logger
@@ -93,18 +130,28 @@ type Config struct {
 // stream's duplicate window is stored once (a creation needs none: it
 // expects the subject to be empty; nor does an event without a request id).
 //
-// The branches bucket holds, under the branch id, a msgpack snapshot of the
-// folded branch and the sequence it reflects. Load replays the history
-// after the snapshot; a missing, corrupt or stale snapshot is rebuilt from
-// the whole history and written back. Snapshot writes are best-effort and
-// use the key's revision, so they never move a snapshot backwards and never
-// fail an operation.
+// The Store keeps up to Config.CacheBranches folded branches in memory.
+// Load reads the last message of the branch's history subject and folds
+// what the cached branch has not seen (nothing, when this process made the
+// last change); Append publishes against the cached branch's sequence and
+// catches up only when another writer was first. The branches returned by
+// Load and Append share their messages with the cache: callers must not
+// modify them (Branch.Clone gives a private copy).
 //
-// Sizes: one event, and one snapshot, must each fit in the server's
-// max_payload (1 MiB by default). An append of a larger event fails; a
-// snapshot that does not fit is not written (logged at debug level), and
-// the branch is then rebuilt from its whole history on every load, which is
-// correct but slow, so long-lived branches should be cleared or cloned.
+// Snapshots: the branches bucket holds, under the branch id, a msgpack
+// snapshot of the folded branch and the sequence it reflects, written on
+// the cadence of Config.SnapshotEvents and Config.SnapshotBytes. Messages
+// the snapshot does not hold itself are in segments under the keys
+// "<branch>.<seq>-<first>-<count>", written once and never changed (a
+// clear starts new ones; the old are purged). Snapshot writes are
+// best-effort and use the key's revision, so they never move a snapshot
+// backwards and never fail an operation.
+//
+// Sizes: one event must fit in the server's max_payload (1 MiB by
+// default); an append of a larger event fails. A snapshot holds the
+// branch's settings, its commits, its segment list and at most
+// SegmentBytes of messages; should it still not fit (huge settings), it is
+// not written (logged) and loads replay more history.
 //
 // Snapshots name history positions by stream sequence, so the history
 // stream must not be deleted and re-created (restarting its sequences)
@@ -118,260 +165,74 @@ type Store struct {
 	kv      jetstream.KeyValue
 	retries int
 	log     zerolog.Logger
+	cache   *cache
+
+	snapEvents, snapBytes, segBytes int
+	maxValue                        int
+
+	kvStreamMu sync.Mutex
+	kvStream   jetstream.Stream // the bucket's stream, for purges; nil until needed
 }
 
 var _ ops.Store = (*Store)(nil)
 
-// NewStore returns a Store over the history stream and the branches bucket
-// of res (see [Provision]), publishing through js.
+// New returns a Store over the history stream and the branches bucket of
+// res (see provision.Ensure), publishing through js.
 func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, error) {
 	if js == nil || res == nil || res.History == nil || res.Branches == nil {
-		return nil, errors.New("store: NewStore needs a JetStream handle and provisioned provision.Resources")
+		return nil, errors.New("store: New needs a JetStream handle and provisioned provision.Resources")
 	}
 	if cfg.AppendRetries <= 0 {
 		cfg.AppendRetries = DefaultAppendRetries
 	}
+	if cfg.SnapshotEvents <= 0 {
+		cfg.SnapshotEvents = DefaultSnapshotEvents
+	}
+	if cfg.SnapshotBytes <= 0 {
+		cfg.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if cfg.SegmentBytes <= 0 {
+		cfg.SegmentBytes = DefaultSegmentBytes
+	}
+	maxValue := 1 << 20
+	if nc := js.Conn(); nc != nil && nc.MaxPayload() > 0 {
+		maxValue = int(nc.MaxPayload())
+	}
+	if cfg.SegmentBytes > maxValue/2 {
+		cfg.SegmentBytes = maxValue / 2
+	}
 	return &Store{
-		js:      js,
-		subj:    res.Subjects,
-		stream:  res.History,
-		kv:      res.Branches,
-		retries: cfg.AppendRetries,
-		log:     cfg.Logger,
+		js:         js,
+		subj:       res.Subjects,
+		stream:     res.History,
+		kv:         res.Branches,
+		retries:    cfg.AppendRetries,
+		log:        cfg.Logger,
+		cache:      newCache(cfg.CacheBranches),
+		snapEvents: cfg.SnapshotEvents,
+		snapBytes:  cfg.SnapshotBytes,
+		segBytes:   cfg.SegmentBytes,
+		maxValue:   maxValue,
 	}, nil
 }
 
-// loaded is a branch with the snapshot revision it was read against.
-type loaded struct {
-	b       *ops.Branch
-	rev     uint64 // snapshot revision read, 0 when there was none
-	snapSeq uint64 // sequence of the snapshot read, 0 when there was none
-}
-
 // Load returns the branch folded up to its latest history event, or
-// ops.ErrBranchNotFound.
+// ops.ErrBranchNotFound. The branch is shared with the Store's cache and
+// must not be modified.
 func (s *Store) Load(ctx context.Context, branchID string) (*ops.Branch, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err
 	}
-	l, err := s.load(ctx, branchID)
-	if err != nil {
+	e := s.cache.get(branchID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := s.refresh(ctx, e); err != nil {
+		if errors.Is(err, ops.ErrBranchNotFound) {
+			s.cache.drop(branchID, e)
+		}
 		return nil, err
 	}
-	if l.b.Seq != l.snapSeq {
-		s.writeSnapshot(ctx, branchID, l)
-	}
-	return l.b, nil
-}
-
-func (s *Store) load(ctx context.Context, branchID string) (*loaded, error) {
-	subject := s.subj.History(branchID)
-	l := &loaded{}
-	entry, err := s.kv.Get(ctx, branchID)
-	switch {
-	case err == nil:
-		l.rev = entry.Revision()
-		snap, derr := decodeSnapshot(entry.Value())
-		if derr != nil || snap.Branch.ID != branchID {
-			s.log.Warn().Err(derr).Str("branch", branchID).Uint64("revision", l.rev).Msg("corrupt branch snapshot; rebuilding from history")
-		} else {
-			l.b, l.snapSeq = snap.Branch, snap.Seq
-		}
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	default:
-		// The snapshot is only a cache: rebuild from history.
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("store: read snapshot of branch %s: %w", branchID, err)
-		}
-		s.log.Warn().Err(err).Str("branch", branchID).Msg("read branch snapshot; rebuilding from history")
-	}
-
-	last, err := s.stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, ops.ErrBranchNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: read history of branch %s: %w", branchID, err)
-	}
-	if l.b != nil && l.b.Seq > last.Sequence {
-		// The snapshot is ahead of history: it belongs to an earlier
-		// branch of the same id that was deleted.
-		l.b, l.snapSeq = nil, 0
-	}
-	if l.b != nil && l.b.Seq == last.Sequence {
-		return l, nil
-	}
-	if err := s.catchUp(ctx, branchID, l, last.Sequence, nil); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// catchUp folds the history events after l.b.Seq up to and including
-// last into l.b (a nil l.b is rebuilt from the first event). seen, when not
-// nil, is called for every event folded.
-func (s *Store) catchUp(ctx context.Context, branchID string, l *loaded, last uint64, seen func(ops.Event)) error {
-	from := uint64(1)
-	if l.b != nil {
-		from = l.b.Seq + 1
-	}
-	budget := directReadBudget
-	if l.b == nil {
-		budget = 0
-	}
-	rebuilt := false
-	err := s.readEvents(ctx, branchID, from, last, 0, budget, func(ev ops.Event) error {
-		if ev.Type == ops.EventCreated && l.b != nil && l.b.Seq != 0 {
-			// A new branch of this id started after the snapshot was
-			// taken: everything before it belongs to a deleted branch.
-			l.b = nil
-			rebuilt = true
-		}
-		if l.b == nil {
-			l.b = &ops.Branch{}
-		}
-		if err := l.b.Apply(ev); err != nil {
-			return corrupt(fmt.Errorf("%w: replay history of branch %s: %w", ErrCorruptHistory, branchID, err))
-		}
-		if seen != nil {
-			seen(ev)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if l.b == nil || l.b.Seq < last {
-		// The history ended early: the branch was deleted (purged) while
-		// it was read, or the server is struggling.
-		if _, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID)); errors.Is(err, jetstream.ErrMsgNotFound) {
-			return ops.ErrBranchNotFound
-		}
-		return &ops.Error{
-			Code:      ops.CodeUnavailable,
-			Message:   fmt.Sprintf("history of branch %s could not be read up to seq %d", branchID, last),
-			Temporary: true,
-		}
-	}
-	if rebuilt {
-		s.log.Info().Str("branch", branchID).Msg("branch snapshot predates the branch's creation; rebuilt")
-	}
-	return nil
-}
-
-// readEvents calls fn with the events of branchID with from <= seq <= to
-// (to == 0: no upper bound), in order, at most max of them (0: no limit).
-// The first budget events are read with single-message gets, the rest with
-// an ordered consumer.
-func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64, max, budget int, fn func(ops.Event) error) error {
-	subject := s.subj.History(branchID)
-	n := 0
-	done := func(seq uint64) bool {
-		return (to != 0 && seq >= to) || (max > 0 && n >= max)
-	}
-	for ; budget > 0; budget-- {
-		msg, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("store: read history of branch %s: %w", branchID, err)
-		}
-		if to != 0 && msg.Sequence > to {
-			return nil
-		}
-		ev, err := decodeEvent(msg.Data, msg.Sequence)
-		if err != nil {
-			return fmt.Errorf("store: history of branch %s: %w", branchID, err)
-		}
-		n++
-		if err := fn(ev); err != nil {
-			return err
-		}
-		if done(msg.Sequence) {
-			return nil
-		}
-		from = msg.Sequence + 1
-	}
-
-	// An ordered consumer delivers the rest in batches. It only stops at
-	// to, at max, or when a fetch comes back empty (the end of the log).
-	cons, err := s.js.OrderedConsumer(ctx, s.subj.HistoryStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subject},
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       from,
-		InactiveThreshold: 5 * time.Second,
-	})
-	if err != nil {
-		return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
-	}
-	defer s.dropOrdered(cons)
-	for {
-		want := replayFetchBatch
-		if max > 0 && max-n < want {
-			want = max - n
-		}
-		wait := replayFetchWait
-		if dl, ok := ctx.Deadline(); ok {
-			if left := time.Until(dl); left < wait {
-				wait = left
-			}
-		}
-		if wait <= 0 {
-			return ctx.Err()
-		}
-		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(wait))
-		if err != nil {
-			return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
-		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			meta, err := msg.Metadata()
-			if err != nil {
-				return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
-			}
-			seq := meta.Sequence.Stream
-			if to != 0 && seq > to {
-				return nil
-			}
-			ev, err := decodeEvent(msg.Data(), seq)
-			if err != nil {
-				return fmt.Errorf("store: history of branch %s: %w", branchID, err)
-			}
-			n++
-			if err := fn(ev); err != nil {
-				return err
-			}
-			if done(seq) {
-				return nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
-		}
-		if got == 0 {
-			// The end of the log (messages that exist arrive at once);
-			// the caller checks whether it reached to.
-			return ctx.Err()
-		}
-	}
-}
-
-// dropOrdered deletes the server side of an ordered consumer once a replay
-// is done with it, so that many replays in a short time do not pile up
-// consumers until their inactivity threshold (and hit the server's consumer
-// limit). A failure is harmless: the threshold removes it later.
-func (s *Store) dropOrdered(cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := s.js.DeleteConsumer(ctx, s.subj.HistoryStream(), info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		s.log.Debug().Err(err).Str("consumer", info.Name).Msg("delete replay consumer")
-	}
+	return e.view(), nil
 }
 
 // Create appends ev, which must be an EventCreated, as the first event of a
@@ -392,7 +253,7 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 	// No message id: the expected last sequence 0 already admits exactly
 	// one creation, and a branch that was deleted may be created again by
 	// the same request inside the duplicate window.
-	ack, err := s.publish(ctx, branchID, ev, 0, "")
+	ack, size, err := s.publish(ctx, branchID, ev, 0, "")
 	if isWrongLastSequence(err) {
 		return s.existing(ctx, branchID, ev)
 	}
@@ -400,25 +261,25 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 		return nil, err
 	}
 	ev.Seq = ack.Sequence
-	b := &ops.Branch{}
-	if err := b.Apply(ev); err != nil {
+	e := s.cache.get(branchID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Whatever the entry held belongs to a deleted branch of this id. A
+	// snapshot left behind by one is replaced at the first snapshot (it
+	// is older than this event, and a load that finds it folds from this
+	// event on).
+	e.reset()
+	if err := e.apply(ev); err != nil {
 		return nil, fmt.Errorf("store: create branch %s: %w", branchID, err)
 	}
-	// The branch is new: any snapshot under its id is left over from a
-	// deleted branch, so it is replaced unconditionally.
-	if data, release, err := encodeSnapshot(b); err == nil {
-		if _, err := s.kv.Put(ctx, branchID, data); err != nil {
-			s.log.Warn().Err(err).Str("branch", branchID).Msg("write branch snapshot")
-		}
-		release()
-	}
-	return b, nil
+	e.snap.events, e.snap.bytes = 1, size
+	return e.view(), nil
 }
 
 // existing answers a Create that found history already there.
 func (s *Store) existing(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
 	var first *ops.Event
-	err := s.readEvents(ctx, branchID, 1, 0, 1, 1, func(e ops.Event) error {
+	err := s.readEvents(ctx, branchID, 1, 0, 1, 1, func(e ops.Event, _ int) error {
 		first = &e
 		return nil
 	})
@@ -439,7 +300,8 @@ func (s *Store) existing(ctx context.Context, branchID string, ev ops.Event) (*o
 // returns ops.ErrBranchNotFound, ops.ErrAlreadyCommitted (with the current
 // branch) when an event of the same request and type is already in history,
 // and a temporary *ops.Error wrapping ErrAppendConflict when it lost the
-// race to other writers AppendRetries times in a row.
+// race to other writers AppendRetries times in a row. The branch it
+// returns is shared with the cache, as Load's is.
 //
 // Limitation: Append appends to the branch that has the id when it runs.
 // An operation that loaded the branch earlier (before its model call, say)
@@ -458,23 +320,38 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 	if ev.BranchID == "" {
 		ev.BranchID = branchID
 	}
-	l, err := s.load(ctx, branchID)
-	if err != nil {
-		return nil, err
+	e := s.cache.get(branchID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := s.append(ctx, e, ev)
+	if errors.Is(err, ops.ErrBranchNotFound) {
+		e.reset()
+		s.cache.drop(branchID, e)
+	}
+	return b, err
+}
+
+func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch, error) {
+	branchID := e.id
+	if e.b == nil {
+		// Not cached: load it. Cached: publish against what is known, and
+		// catch up only if another writer was first.
+		if err := s.refresh(ctx, e); err != nil {
+			return nil, err
+		}
 	}
 	msgID := "" // an event without a request id has nothing to de-duplicate by
 	if ev.RequestID != "" {
 		msgID = branchID + "/" + ev.RequestID + "/" + string(ev.Type)
 	}
-	committed := func(e ops.Event) bool {
-		return ev.RequestID != "" && e.RequestID == ev.RequestID && e.Type == ev.Type
+	committed := func(x ops.Event) bool {
+		return ev.RequestID != "" && x.RequestID == ev.RequestID && x.Type == ev.Type
 	}
 	for attempt := 0; attempt < s.retries; attempt++ {
-		if _, ok := l.b.Commits[ev.RequestID]; ok && ev.Type == ops.EventMessages && ev.RequestID != "" {
-			s.writeSnapshot(ctx, branchID, l)
-			return l.b, ops.ErrAlreadyCommitted
+		if _, ok := e.b.Commits[ev.RequestID]; ok && ev.Type == ops.EventMessages && ev.RequestID != "" {
+			return e.view(), ops.ErrAlreadyCommitted
 		}
-		ack, err := s.publish(ctx, branchID, ev, l.b.Seq, msgID)
+		ack, size, err := s.publish(ctx, branchID, ev, e.b.Seq, msgID)
 		if isWrongLastSequence(err) {
 			// Another operation committed first: fold what it wrote and
 			// append after it.
@@ -485,18 +362,17 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 			if lerr != nil {
 				return nil, fmt.Errorf("store: read history of branch %s: %w", branchID, lerr)
 			}
-			if last.Sequence < l.b.Seq {
+			if last.Sequence < e.b.Seq {
 				return nil, ops.ErrBranchNotFound // deleted and re-created
 			}
 			dup := false
-			if err := s.catchUp(ctx, branchID, l, last.Sequence, func(e ops.Event) {
-				dup = dup || committed(e)
+			if err := s.catchUp(ctx, e, last.Sequence, func(x ops.Event) {
+				dup = dup || committed(x)
 			}); err != nil {
 				return nil, err
 			}
 			if dup {
-				s.writeSnapshot(ctx, branchID, l)
-				return l.b, ops.ErrAlreadyCommitted
+				return e.view(), ops.ErrAlreadyCommitted
 			}
 			continue
 		}
@@ -505,24 +381,25 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 		}
 		if ack.Duplicate {
 			if s.holds(ctx, branchID, ack.Sequence, ev) {
-				b, err := s.Load(ctx, branchID)
-				if err != nil {
+				if err := s.refresh(ctx, e); err != nil {
 					return nil, err
 				}
-				return b, ops.ErrAlreadyCommitted
+				return e.view(), ops.ErrAlreadyCommitted
 			}
 			// The event the server remembers was purged with a deleted
 			// branch of the same id: append under a message id of this
 			// branch's own.
-			msgID = fmt.Sprintf("%s/%s/%s/%d", branchID, ev.RequestID, ev.Type, l.b.Seq)
+			msgID = fmt.Sprintf("%s/%s/%s/%d", branchID, ev.RequestID, ev.Type, e.b.Seq)
 			continue
 		}
 		ev.Seq = ack.Sequence
-		if err := l.b.Apply(ev); err != nil {
+		if err := e.apply(ev); err != nil {
 			return nil, fmt.Errorf("store: append to branch %s: %w", branchID, err)
 		}
-		s.writeSnapshot(ctx, branchID, l)
-		return l.b, nil
+		e.snap.events++
+		e.snap.bytes += size
+		s.maybeSnapshot(ctx, e)
+		return e.view(), nil
 	}
 	return nil, &ops.Error{
 		Code:      ops.CodeUnavailable,
@@ -546,10 +423,10 @@ func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev ops.E
 // publish appends ev to the branch's history subject, expecting last to be
 // the subject's last sequence (0: no message yet), with message id msgID
 // ("" for none).
-func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last uint64, msgID string) (*jetstream.PubAck, error) {
+func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last uint64, msgID string) (*jetstream.PubAck, int, error) {
 	data, err := encodeEvent(ev)
 	if err != nil {
-		return nil, fmt.Errorf("store: encode %s event of branch %s: %w", ev.Type, branchID, err)
+		return nil, 0, fmt.Errorf("store: encode %s event of branch %s: %w", ev.Type, branchID, err)
 	}
 	msg := nats.NewMsg(s.subj.History(branchID))
 	msg.Data = data
@@ -563,9 +440,9 @@ func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last
 	}
 	ack, err := s.js.PublishMsg(ctx, msg, opts...)
 	if err != nil && !isWrongLastSequence(err) {
-		return nil, fmt.Errorf("store: append %s event to branch %s: %w", ev.Type, branchID, err)
+		return nil, 0, fmt.Errorf("store: append %s event to branch %s: %w", ev.Type, branchID, err)
 	}
-	return ack, err
+	return ack, len(data), err
 }
 
 // History returns the events of the branch with Seq > after, in order, at
@@ -592,7 +469,7 @@ func (s *Store) History(ctx context.Context, branchID string, after uint64, limi
 	if limit < budget {
 		budget = limit
 	}
-	err = s.readEvents(ctx, branchID, after+1, last.Sequence, limit, budget, func(ev ops.Event) error {
+	err = s.readEvents(ctx, branchID, after+1, last.Sequence, limit, budget, func(ev ops.Event, _ int) error {
 		events = append(events, ev)
 		return nil
 	})
@@ -602,12 +479,18 @@ func (s *Store) History(ctx context.Context, branchID string, after uint64, limi
 	return events, nil
 }
 
-// Delete purges the branch's history and its snapshot. It returns
-// ops.ErrBranchNotFound when the branch has no history.
+// Delete purges the branch's history, its snapshot and the snapshot's
+// segments. It returns ops.ErrBranchNotFound when the branch has no
+// history.
 func (s *Store) Delete(ctx context.Context, branchID string) error {
 	if err := checkBranchID(branchID); err != nil {
 		return err
 	}
+	e := s.cache.get(branchID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reset()
+	s.cache.drop(branchID, e)
 	subject := s.subj.History(branchID)
 	if _, err := s.stream.GetLastMsgForSubject(ctx, subject); err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -620,49 +503,8 @@ func (s *Store) Delete(ctx context.Context, branchID string) error {
 	}
 	// A snapshot left behind is harmless (Load finds no history, and a
 	// re-created branch replaces it), so failing here is only logged.
-	if err := s.kv.Purge(ctx, branchID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		s.log.Warn().Err(err).Str("branch", branchID).Msg("purge branch snapshot")
-	}
+	s.purgeKeys(ctx, branchID, branchID+".>")
 	return nil
-}
-
-// writeSnapshot stores l.b as the branch's snapshot if the bucket still
-// holds the revision l was read against (or an older snapshot). Failures
-// are logged, never returned.
-func (s *Store) writeSnapshot(ctx context.Context, branchID string, l *loaded) {
-	data, release, err := encodeSnapshot(l.b)
-	if err != nil {
-		s.log.Warn().Err(err).Str("branch", branchID).Msg("encode branch snapshot")
-		return
-	}
-	defer release()
-	rev := l.rev
-	for try := 0; try < 2; try++ {
-		var nrev uint64
-		if rev == 0 {
-			nrev, err = s.kv.Create(ctx, branchID, data)
-		} else {
-			nrev, err = s.kv.Update(ctx, branchID, data, rev)
-		}
-		if err == nil {
-			l.rev, l.snapSeq = nrev, l.b.Seq
-			return
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			break
-		}
-		// Someone else wrote a snapshot: replace it only if it is older.
-		entry, gerr := s.kv.Get(ctx, branchID)
-		if gerr != nil {
-			err = gerr
-			break
-		}
-		if seq, derr := snapshotSeq(entry.Value()); derr == nil && seq >= l.b.Seq {
-			return
-		}
-		rev = entry.Revision()
-	}
-	s.log.Debug().Err(err).Str("branch", branchID).Uint64("seq", l.b.Seq).Msg("branch snapshot not written")
 }
 
 func checkBranchID(id string) error {

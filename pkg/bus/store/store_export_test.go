@@ -11,7 +11,7 @@ import (
 // EncodeSnapshotForTest exposes the snapshot encoding to the external tests,
 // which use it to plant stale snapshots.
 func EncodeSnapshotForTest(b *ops.Branch) ([]byte, error) {
-	data, release, err := encodeSnapshot(b)
+	data, release, err := encodeSnapshot(b, nil, 0)
 	if err != nil {
 		return nil, err
 	}

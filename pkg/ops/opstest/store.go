@@ -23,8 +23,8 @@ import (
 // missing branches (ErrBranchNotFound from every method), append order and
 // increasing sequences, concurrent appends all landing, a duplicate request
 // id (ErrAlreadyCommitted, no doubled messages), clone-style creation with
-// messages, clear, history paging and limits, replay equivalence, copies not
-// aliasing the store, and delete (then re-create).
+// messages, clear, history paging and limits, replay equivalence, returned branches
+// that stay as they were returned, and delete (then re-create).
 func TestStore(t *testing.T, newStore func(t *testing.T) ops.Store) {
 	t.Helper()
 	for _, tc := range []struct {
@@ -41,7 +41,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) ops.Store) {
 		{"clear", testClear},
 		{"history_paging", testHistoryPaging},
 		{"replay_matches_load", testReplayMatchesLoad},
-		{"no_aliasing", testNoAliasing},
+		{"stable_branches", testStableBranches},
 		{"delete", testDelete},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -422,22 +422,48 @@ func testReplayMatchesLoad(t *testing.T, s ops.Store) {
 	}
 }
 
-func testNoAliasing(t *testing.T, s ops.Store) {
+// testStableBranches checks the sharing rules of [ops.Store]: a returned
+// branch is read-only to its caller, but appending to its Messages never
+// reaches the store, and nothing the store does later (appends, a new
+// system message, a clear) changes a branch it returned earlier.
+func testStableBranches(t *testing.T, s ops.Store) {
 	id := branchID(t)
-	b := mustCreate(t, s, id)
-	b.Messages[0].Content["system_message"] = "changed"
-	b.Settings.Tools[0] = "changed"
+	mustCreate(t, s, id)
 	l, err := s.Load(ctx(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Messages = append(l.Messages, ops.Message{ID: "x"})
+	_ = append(l.Messages, ops.Message{ID: "x"})
+	l.Messages = append(l.Messages, ops.Message{ID: "y"})
 	l2, err := s.Load(ctx(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l2.Messages[0].Content["system_message"] != "be brief" || l2.Settings.Tools[0] != "add" || len(l2.Messages) != 1 {
-		t.Fatalf("store state changed through a returned branch: %+v", l2)
+	if len(l2.Messages) != 1 {
+		t.Fatalf("store state changed by appending to a returned branch: %+v", l2.Messages)
+	}
+	before := fmt.Sprintf("%+v", *l2)
+	if _, err := s.Append(ctx(t), id, MessagesEvent(id, "r1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventUpdated, RequestID: "u1", Time: epoch, Settings: &ops.Settings{System: "be long"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx(t), id, MessagesEvent(id, "r2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventCleared, RequestID: "c1", Time: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	if after := fmt.Sprintf("%+v", *l2); after != before {
+		t.Fatalf("a returned branch changed when the store changed:\nbefore %s\nafter  %s", before, after)
+	}
+	l3, err := s.Load(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l3.Messages) != 1 || l3.Messages[0].Content["system_message"] != "be long" {
+		t.Fatalf("branch after update and clear: %+v", l3.Messages)
 	}
 }
 

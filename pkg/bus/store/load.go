@@ -1,0 +1,267 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// refresh brings e up to the last event of its branch's history: nothing
+// more than one read when e is current, the missed events when it is
+// behind, the snapshot and the events after it when e is empty. It returns
+// ops.ErrBranchNotFound (and resets e) when the branch has no history.
+func (s *Store) refresh(ctx context.Context, e *entry) error {
+	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(e.id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		e.reset()
+		return ops.ErrBranchNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: read history of branch %s: %w", e.id, err)
+	}
+	if e.b != nil && e.b.Seq > last.Sequence {
+		// The cached branch is ahead of history: it was deleted (and
+		// perhaps created again) since.
+		e.reset()
+	}
+	if e.b != nil && e.b.Seq == last.Sequence {
+		return nil
+	}
+	if e.b == nil {
+		s.readSnapshot(ctx, e, last.Sequence)
+	}
+	return s.catchUp(ctx, e, last.Sequence, nil)
+}
+
+// readSnapshot fills the empty e from the branch's snapshot, if there is a
+// usable one not ahead of last. Whatever goes wrong leaves e empty, to be
+// rebuilt from history; the snapshot's revision is kept for the next
+// write either way.
+func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
+	kve, err := s.kv.Get(ctx, e.id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn().Err(err).Str("branch", e.id).Msg("read branch snapshot; rebuilding from history")
+		}
+		return
+	}
+	e.snap.rev = kve.Revision()
+	snap, err := decodeSnapshot(kve.Value())
+	if err == nil && snap.Branch.ID != e.id {
+		err = fmt.Errorf("snapshot of branch %q stored under %q", snap.Branch.ID, e.id)
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Str("branch", e.id).Uint64("revision", e.snap.rev).Msg("corrupt branch snapshot; rebuilding from history")
+		return
+	}
+	if snap.Seq > last {
+		// The snapshot is ahead of history: it belongs to an earlier
+		// branch of the same id that was deleted.
+		return
+	}
+	b := snap.Branch
+	covered := 0
+	if len(snap.Segments) > 0 {
+		msgs := make([]ops.Message, 0, snap.Total)
+		for _, seg := range snap.Segments {
+			kve, err := s.kv.Get(ctx, seg.Key)
+			if err == nil {
+				var part []ops.Message
+				if part, err = decodeSegment(kve.Value(), seg.Count); err == nil {
+					msgs = append(msgs, part...)
+					continue
+				}
+			}
+			if ctx.Err() == nil {
+				s.log.Warn().Err(err).Str("branch", e.id).Str("segment", seg.Key).Msg("read branch snapshot segment; rebuilding from history")
+			}
+			return
+		}
+		covered = len(msgs)
+		b.Messages = append(msgs, b.Messages...)
+	}
+	e.b = b
+	e.snap = snapState{rev: e.snap.rev, seq: snap.Seq, segs: snap.Segments, covered: covered}
+}
+
+// catchUp folds the history events after e.b.Seq up to and including
+// last into e (an empty e is rebuilt from the first event), then writes a
+// snapshot if the cadence says so. seen, when not nil, is called for
+// every event folded.
+func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(ops.Event)) error {
+	branchID := e.id
+	from := uint64(1)
+	if e.b != nil {
+		from = e.b.Seq + 1
+	}
+	budget := directReadBudget
+	if e.b == nil {
+		budget = 0
+	}
+	rebuilt := false
+	err := s.readEvents(ctx, branchID, from, last, 0, budget, func(ev ops.Event, size int) error {
+		if ev.Type == ops.EventCreated && e.b != nil && e.b.Seq != 0 {
+			// A new branch of this id started after the snapshot was
+			// taken: everything before it belongs to a deleted branch.
+			rev := e.snap.rev
+			e.reset()
+			e.snap.rev = rev
+			rebuilt = true
+		}
+		if err := e.apply(ev); err != nil {
+			return corrupt(fmt.Errorf("%w: replay history of branch %s: %w", ErrCorruptHistory, branchID, err))
+		}
+		e.snap.events++
+		e.snap.bytes += size
+		if seen != nil {
+			seen(ev)
+		}
+		return nil
+	})
+	if err != nil {
+		e.reset()
+		return err
+	}
+	if e.b == nil || e.b.Seq < last {
+		e.reset()
+		// The history ended early: the branch was deleted (purged) while
+		// it was read, or the server is struggling.
+		if _, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID)); errors.Is(err, jetstream.ErrMsgNotFound) {
+			return ops.ErrBranchNotFound
+		}
+		return &ops.Error{
+			Code:      ops.CodeUnavailable,
+			Message:   fmt.Sprintf("history of branch %s could not be read up to seq %d", branchID, last),
+			Temporary: true,
+		}
+	}
+	if rebuilt {
+		s.log.Info().Str("branch", branchID).Msg("branch snapshot predates the branch's creation; rebuilt")
+	}
+	s.maybeSnapshot(ctx, e)
+	return nil
+}
+
+// readEvents calls fn with the events (and their encoded sizes) of branchID with from <= seq <= to
+// (to == 0: no upper bound), in order, at most max of them (0: no limit).
+// The first budget events are read with single-message gets, the rest with
+// an ordered consumer.
+func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64, max, budget int, fn func(ev ops.Event, size int) error) error {
+	subject := s.subj.History(branchID)
+	n := 0
+	done := func(seq uint64) bool {
+		return (to != 0 && seq >= to) || (max > 0 && n >= max)
+	}
+	for ; budget > 0; budget-- {
+		msg, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("store: read history of branch %s: %w", branchID, err)
+		}
+		if to != 0 && msg.Sequence > to {
+			return nil
+		}
+		ev, err := decodeEvent(msg.Data, msg.Sequence)
+		if err != nil {
+			return fmt.Errorf("store: history of branch %s: %w", branchID, err)
+		}
+		n++
+		if err := fn(ev, len(msg.Data)); err != nil {
+			return err
+		}
+		if done(msg.Sequence) {
+			return nil
+		}
+		from = msg.Sequence + 1
+	}
+
+	// An ordered consumer delivers the rest in batches. It only stops at
+	// to, at max, or when a fetch comes back empty (the end of the log).
+	cons, err := s.js.OrderedConsumer(ctx, s.subj.HistoryStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       from,
+		InactiveThreshold: 5 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
+	}
+	defer s.dropOrdered(cons)
+	for {
+		want := replayFetchBatch
+		if max > 0 && max-n < want {
+			want = max - n
+		}
+		wait := replayFetchWait
+		if dl, ok := ctx.Deadline(); ok {
+			if left := time.Until(dl); left < wait {
+				wait = left
+			}
+		}
+		if wait <= 0 {
+			return ctx.Err()
+		}
+		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(wait))
+		if err != nil {
+			return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			meta, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
+			}
+			seq := meta.Sequence.Stream
+			if to != 0 && seq > to {
+				return nil
+			}
+			ev, err := decodeEvent(msg.Data(), seq)
+			if err != nil {
+				return fmt.Errorf("store: history of branch %s: %w", branchID, err)
+			}
+			n++
+			if err := fn(ev, len(msg.Data())); err != nil {
+				return err
+			}
+			if done(seq) {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
+		}
+		if got == 0 {
+			// The end of the log (messages that exist arrive at once);
+			// the caller checks whether it reached to.
+			return ctx.Err()
+		}
+	}
+}
+
+// dropOrdered deletes the server side of an ordered consumer once a replay
+// is done with it, so that many replays in a short time do not pile up
+// consumers until their inactivity threshold (and hit the server's consumer
+// limit). A failure is harmless: the threshold removes it later.
+func (s *Store) dropOrdered(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.js.DeleteConsumer(ctx, s.subj.HistoryStream(), info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.log.Debug().Err(err).Str("consumer", info.Name).Msg("delete replay consumer")
+	}
+}
