@@ -229,7 +229,10 @@ func TestKill_worker_process_killed_mid_request(t *testing.T) {
 			prefix = slowPrefix
 		}
 		ids[i] = fmt.Sprintf("%s%d", prefix, i)
-		branchOf[ids[i]] = fmt.Sprintf("kill-%d", i%branches)
+		// A quick and a slow request per branch in turn, so that the
+		// slow ones (one per branch at a time: a branch runs its
+		// requests in order) can fill every slot.
+		branchOf[ids[i]] = fmt.Sprintf("kill-%d", (i/2)%branches)
 		if _, err := b.Client.Submit(bustest.Ctx(t), "communicate", branchOf[ids[i]], map[string]any{
 			"instruction": "say " + ids[i], "chat_model": "block:x",
 		}, client.WithID(ids[i])); err != nil {

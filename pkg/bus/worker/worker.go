@@ -68,6 +68,10 @@ var (
 // Config configures a [Worker]. The zero value of every field means
 // its default.
 type Config struct {
+	// BranchOrder says how requests on one branch that are in flight at
+	// the same time run. Default InOrder.
+	BranchOrder BranchOrder
+
 	// Backoff is the delay schedule for retrying temporary failures (see
 	// [Backoff.Delay]): a request that failed temporarily on delivery n is
 	// redelivered after Backoff[n-1]. Default DefaultBackoff. After the
@@ -109,6 +113,32 @@ type Config struct {
 	// Source is the CloudEvents source of the answers the worker
 	// publishes. Default "/lionbus/worker/<Name>".
 	Source string
+}
+
+// BranchOrder says how a worker runs the requests of one branch that are
+// in flight at the same time.
+type BranchOrder int
+
+const (
+	// InOrder runs them one at a time, in the order of their sequence in
+	// the requests stream, each seeing what the previous one recorded:
+	// what a conversation means, and no operation loses an append race and
+	// has to fold messages it never saw. Requests of different branches
+	// run in parallel.
+	InOrder BranchOrder = iota
+	// Parallel runs them as they come. Each sees the branch as it was
+	// when it started; their recorded exchanges are appended in the order
+	// they finish. For independent requests that share a branch only as
+	// a place to record (a batch fan-out, say).
+	Parallel
+)
+
+// lanesFor returns the lanes of order, nil for Parallel.
+func lanesFor(order BranchOrder) *lanes {
+	if order == Parallel {
+		return nil
+	}
+	return newLanes()
 }
 
 // WithIdentity returns c with its Name and Source defaults filled in: Name
@@ -162,6 +192,7 @@ type Worker struct {
 
 	slots   chan struct{}
 	cancels *cancels
+	lanes   *lanes // nil: requests of one branch run in parallel
 
 	mu        sync.Mutex // guards started and the fields set by Start
 	started   bool
@@ -239,6 +270,7 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 		maxDeliver: maxDeliver,
 		slots:      make(chan struct{}, cfg.MaxInFlight),
 		cancels:    newCancels(),
+		lanes:      lanesFor(cfg.BranchOrder),
 		stopped:    make(chan struct{}),
 	}, nil
 }
@@ -403,8 +435,9 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
 			continue
 		}
 		used++
+		req, err, t := w.admit(msg)
 		w.wg.Add(1)
-		go w.handle(msg)
+		go w.handle(msg, req, err, t)
 	}
 	w.release(n - used)
 	if err := batch.Error(); err != nil && w.fetchCtx.Err() == nil &&

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/pending"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -20,18 +21,36 @@ import (
 // ops.CodeInternal.
 var errPanic = errors.New("worker: handler panicked")
 
+// admit decodes a fetched request and, for a request on a branch, places
+// it in the branch's lane. It runs on the dispatching goroutine, in
+// delivery order.
+func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, error, *ticket) {
+	req, err := w.codec.DecodeRequestJS(msg)
+	if err != nil || req.BranchID == "" || w.lanes == nil {
+		return req, err, nil
+	}
+	seq := uint64(0)
+	if meta, merr := msg.Metadata(); merr == nil {
+		seq = meta.Sequence.Stream
+	}
+	return req, nil, w.lanes.enter(req.BranchID, seq)
+}
+
 // handle runs one fetched request to its end: answered and acknowledged,
-// terminated, or handed back for redelivery.
-func (w *Worker) handle(msg jetstream.Msg) {
+// terminated, or handed back for redelivery. req and decodeErr are what
+// admit decoded; t is the request's place in its branch's lane, if any.
+func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr error, t *ticket) {
 	defer w.wg.Done()
 	defer func() { <-w.slots }()
+	if t != nil {
+		defer w.lanes.leave(t)
+	}
 
 	attempt := deliveryAttempt(msg)
-	req, err := w.codec.DecodeRequestJS(msg)
-	if err != nil {
+	if decodeErr != nil {
 		var ee *protocol.EventError
-		if !errors.As(err, &ee) {
-			ee = &protocol.EventError{Code: protocol.CodeMalformedEvent, Message: err.Error()}
+		if !errors.As(decodeErr, &ee) {
+			ee = &protocol.EventError{Code: protocol.CodeMalformedEvent, Message: decodeErr.Error()}
 		}
 		w.reject(msg, ee, attempt)
 		return
@@ -58,12 +77,35 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	}
 	defer remove()
-	if w.answerFromStore(msg, req, log) {
+	defer w.keepAlive(msg, req.ID())()
+
+	var res *ops.Result
+	var err error
+	if t != nil {
+		select {
+		case <-t.ready:
+		case <-hctx.Done():
+			err = context.Cause(hctx)
+		}
+	}
+	if err == nil && w.answerFromStore(msg, req, log) {
 		return
 	}
-	op := req.Op()
-	op.Attempt = attempt
-	res, err := w.run(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), msg, op)
+	if err == nil {
+		op := req.Op()
+		op.Attempt = attempt
+		acks := &pending.Acks{}
+		rctx := pending.NewContext(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), acks)
+		res, err = w.run(rctx, op)
+		// Every event published on the request's behalf is stored before
+		// its answer is; a failure is only logged (signals never change an
+		// outcome).
+		wctx, wcancel := context.WithTimeout(context.Background(), publishTimeout)
+		if aerr := acks.Wait(wctx); aerr != nil {
+			log.Warn().Err(aerr).Msg("events of the request not stored")
+		}
+		wcancel()
+	}
 
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		if !w.lastDelivery(attempt) {
@@ -103,30 +145,34 @@ func (w *Worker) lastDelivery(attempt int) bool {
 	return w.maxDeliver > 0 && attempt >= w.maxDeliver
 }
 
-// run calls the handler, reporting progress while it runs and turning a
-// panic into an error.
-func (w *Worker) run(ctx context.Context, msg jetstream.Msg, op ops.Request) (res *ops.Result, err error) {
+// keepAlive reports msg in progress every ProgressInterval, which resets
+// the server's ack wait, until the returned function is called.
+func (w *Worker) keepAlive(msg jetstream.Msg, id string) (stop func()) {
 	done := make(chan struct{})
-	progressDone := make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
-		defer close(progressDone)
+		defer close(stopped)
 		t := time.NewTicker(w.cfg.ProgressInterval)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				if perr := msg.InProgress(); perr != nil {
-					w.log.Debug().Err(perr).Str("request", op.ID).Msg("report progress")
+				if err := msg.InProgress(); err != nil {
+					w.log.Debug().Err(err).Str("request", id).Msg("report progress")
 				}
 			case <-done:
 				return
 			}
 		}
 	}()
-	defer func() {
+	return func() {
 		close(done)
-		<-progressDone
-	}()
+		<-stopped
+	}
+}
+
+// run calls the handler, turning a panic into an error.
+func (w *Worker) run(ctx context.Context, op ops.Request) (res *ops.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.log.Error().Str("request", op.ID).Str("verb", op.Verb).Interface("panic", r).

@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"slices"
+	"sync"
+)
+
+// lanes runs the requests of one branch one at a time, in the order of
+// their sequence in the requests stream (their arrival): a request enters
+// the lane of its branch when it is delivered, and runs when every request
+// of that branch that entered with a lower sequence has left. Requests of
+// different branches, and requests without a branch, do not wait for each
+// other. A lane lives while requests are in it, so there are never more
+// lanes than requests in flight.
+type lanes struct {
+	mu sync.Mutex
+	m  map[string]*lane
+}
+
+type lane struct {
+	running *ticket
+	waiting []*ticket // by sequence
+}
+
+// ticket is one request's place in its branch's lane.
+type ticket struct {
+	branch string
+	seq    uint64
+	ready  chan struct{} // closed when the request may run
+}
+
+func newLanes() *lanes { return &lanes{m: make(map[string]*lane)} }
+
+// enter places the request of stream sequence seq in the lane of branch.
+// The ticket's ready channel is closed at once when the lane is free.
+func (l *lanes) enter(branch string, seq uint64) *ticket {
+	t := &ticket{branch: branch, seq: seq, ready: make(chan struct{})}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.m[branch]
+	if ln == nil {
+		ln = &lane{}
+		l.m[branch] = ln
+	}
+	if ln.running == nil {
+		ln.running = t
+		close(t.ready)
+		return t
+	}
+	i, _ := slices.BinarySearchFunc(ln.waiting, seq, func(w *ticket, s uint64) int {
+		switch {
+		case w.seq < s:
+			return -1
+		case w.seq > s:
+			return 1
+		}
+		return 0
+	})
+	ln.waiting = slices.Insert(ln.waiting, i, t)
+	return t
+}
+
+// leave takes t out of its lane, running or waiting; when it was running,
+// the next request of the lane may run.
+func (l *lanes) leave(t *ticket) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.m[t.branch]
+	if ln == nil {
+		return
+	}
+	if ln.running != t {
+		if i := slices.Index(ln.waiting, t); i >= 0 {
+			ln.waiting = slices.Delete(ln.waiting, i, i+1)
+		}
+		return
+	}
+	if len(ln.waiting) == 0 {
+		delete(l.m, t.branch)
+		return
+	}
+	ln.running = ln.waiting[0]
+	ln.waiting = slices.Delete(ln.waiting, 0, 1)
+	close(ln.running.ready)
+}
+
+// size returns the number of lanes and of requests in them.
+func (l *lanes) size() (lanes, requests int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ln := range l.m {
+		requests += 1 + len(ln.waiting)
+	}
+	return len(l.m), requests
+}
