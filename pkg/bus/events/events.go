@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/pending"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -34,11 +35,15 @@ const DefaultTimeout = 5 * time.Second
 // when the context carries one, see [protocol.ContextWithTraceParent]; else a
 // new one), and its data is a [protocol.SignalData].
 //
-// Emit publishes synchronously and waits for the stream's acknowledgement,
-// so the events of one request are stored in the order they were emitted.
-// Each publish is bounded by DefaultTimeout and is not cut short by the
+// When the context carries a collector of acknowledgements (the worker puts
+// one in every request's context), Emit publishes without waiting and adds
+// the acknowledgement to it; the worker awaits them all before it answers
+// and acknowledges the request. Otherwise Emit waits for the stream's
+// acknowledgement, bounded by DefaultTimeout and not cut short by the
 // request's own cancellation (a run.failed of a cancelled request is still
-// published). Errors are returned to the engine, which logs them; they never
+// published). Either way the events of one request are stored in the order
+// they were emitted: the publishes of one connection reach the stream in
+// the order they were sent. Errors are returned to the engine, which logs them; they never
 // change an operation's outcome.
 type Sink struct {
 	js      jetstream.JetStream
@@ -73,6 +78,17 @@ func (k *Sink) Emit(ctx context.Context, s ops.Signal) error {
 	msg, err := protocol.Encode(subject, ev, protocol.Structured)
 	if err != nil {
 		return err
+	}
+	if acks := pending.FromContext(ctx); acks != nil {
+		// Asynchronously: the publishes of one connection are stored in
+		// the order they were sent, and the worker awaits every ack
+		// before it answers the request.
+		f, err := k.js.PublishMsgAsync(msg, jetstream.WithExpectStream(k.subj.EventsStream()))
+		if err != nil {
+			return fmt.Errorf("events: publish %s event of request %s: %w", ev.Type(), s.RequestID, err)
+		}
+		acks.Add(f, ev.Type()+" event")
+		return nil
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)
 	defer cancel()
