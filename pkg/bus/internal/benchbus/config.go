@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is what one run of the harness measures.
+type Config struct {
+	// Clients are the client counts of the throughput phase.
+	Clients []int
+	// Duration is how long each side is measured per client count.
+	Duration time.Duration
+	// Warmup is the untimed load run before each measurement.
+	Warmup time.Duration
+
+	// Concurrency is the lionbus worker's MaxInFlight (0: the worker's
+	// default). The floor worker runs as many requests at once.
+	Concurrency int
+
+	// RequestTimeout bounds each request.
+	RequestTimeout time.Duration
+}
+
+// defaultConfig is the full run.
+func defaultConfig() Config {
+	return Config{
+		Clients:        []int{1, 8, 64},
+		Duration:       5 * time.Second,
+		Warmup:         time.Second,
+		RequestTimeout: 30 * time.Second,
+	}
+}
+
+// quickConfig is the smoke run of -quick: 1s phases.
+func quickConfig() Config {
+	c := defaultConfig()
+	c.Duration = time.Second
+	c.Warmup = 200 * time.Millisecond
+	return c
+}
+
+// parseFlags returns the Config of the command line args. With -quick the
+// flags not given take their quick values instead of the defaults.
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	def := defaultConfig()
+	fs := flag.NewFlagSet("benchbus", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./pkg/bus/internal/benchbus [flags]\n\n"+
+			"Measures lionbus requests against a minimal JetStream request worker; a markdown report on stdout.\n\n")
+		fs.PrintDefaults()
+	}
+	cfg := def
+	clients := intList(slices.Clone(def.Clients))
+	fs.Var(&clients, "clients", "comma-separated client counts of the throughput phase")
+	fs.DurationVar(&cfg.Duration, "duration", def.Duration, "measured time per side and client count")
+	fs.DurationVar(&cfg.Warmup, "warmup", def.Warmup, "untimed load before each measurement")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
+	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
+	quick := fs.Bool("quick", false, "short smoke run: 1s phases (flags given still apply)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.Clients = clients
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		q := quickConfig()
+		if !set["duration"] {
+			cfg.Duration = q.Duration
+		}
+		if !set["warmup"] {
+			cfg.Warmup = q.Warmup
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+// validate reports a Config the harness cannot run.
+func (c Config) validate() error {
+	var errs []error
+	if len(c.Clients) == 0 || slices.Min(c.Clients) < 1 {
+		errs = append(errs, errors.New("-clients needs at least one count, each at least 1"))
+	}
+	if c.Duration <= 0 || c.Warmup < 0 || c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("-duration and -timeout must be positive, -warmup not negative"))
+	}
+	if c.Concurrency < 0 {
+		errs = append(errs, errors.New("-concurrency must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// intList is a flag of comma-separated integers.
+type intList []int
+
+func (l *intList) String() string {
+	if l == nil {
+		return ""
+	}
+	s := make([]string, len(*l))
+	for i, n := range *l {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(v string) error {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not a comma-separated list of integers", v)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}

@@ -1,0 +1,19 @@
+// Command benchbus measures what a lionbus request costs, against "the
+// floor": a minimal Go worker doing only what any durable JetStream request
+// service must do (a JetStream publish of the request to a work-queue stream,
+// a durable pull consumer, a stored reply published to a results stream, a
+// double ack). Both sides run in this one process on one embedded
+// nats-server, so their numbers compare directly.
+//
+// It measures throughput and latency, closed loop, for several client
+// counts: req/s, latency percentiles, process CPU per request, NATS
+// messages and bytes per request, and the lionbus/floor ratios, printed as
+// markdown tables on stdout (progress goes to stderr).
+//
+// Run it with
+//
+//	go run ./pkg/bus/internal/benchbus [flags]
+//
+// or `make bench-bus BENCHBUS_FLAGS=...`; -quick is a short smoke run and -h
+// lists the flags.
+package main
