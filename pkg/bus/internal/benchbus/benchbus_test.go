@@ -10,10 +10,11 @@ import (
 
 // TestRun_quick runs the harness with tiny settings and checks that the
 // report has every section and that lionbus answered every request, with
-// no repeated model call.
+// no repeated model call in the sequential phases.
 func TestRun_quick(t *testing.T) {
 	cfg, err := parseFlags([]string{
 		"-quick", "-clients", "1", "-duration", "300ms", "-warmup", "50ms",
+		"-lengths", "2,4", "-samples", "3",
 	}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +30,7 @@ func TestRun_quick(t *testing.T) {
 	for _, want := range []string{
 		"# lionbus request cost",
 		"## a. Throughput and latency", "| side | clients | answered |", "Ratios lionbus/floor",
+		"## b. History length", "| exchanges | branch |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
@@ -49,22 +51,41 @@ func TestRun_quick(t *testing.T) {
 		}
 	}
 
+	if len(rep.History) != 2 {
+		t.Fatalf("history rows = %d, want 2", len(rep.History))
+	}
+	for _, r := range rep.History {
+		if r.errs != 0 || r.lat.n != cfg.Samples || r.end != r.length+cfg.Samples {
+			t.Errorf("history at %d: %d answered, %d errors (%v), ended at %d", r.length, r.lat.n, r.errs, r.first, r.end)
+		}
+		if r.modelCalls != int64(cfg.Samples) || r.redelivered != 0 {
+			t.Errorf("history at %d: %d model calls and %d redelivered runs for %d requests", r.length, r.modelCalls, r.redelivered, cfg.Samples)
+		}
+	}
+	// The samples at 2 run the first branch to 5, past 4: the second row
+	// starts a new branch.
+	if got := rep.History[1].branch; got == rep.History[0].branch {
+		t.Errorf("the second length was measured on %s again, past its length", got)
+	}
+
 	if t.Failed() {
 		t.Logf("report:\n%s", report)
 	}
 }
 
 func TestParseFlags(t *testing.T) {
-	cfg, err := parseFlags([]string{"-quick", "-warmup", "1s"}, &bytes.Buffer{})
+	cfg, err := parseFlags([]string{"-quick", "-samples", "7"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := quickConfig(); cfg.Warmup != time.Second || cfg.Duration != q.Duration {
-		t.Errorf("-quick -warmup 1s = %+v", cfg)
+	q := quickConfig()
+	if cfg.Samples != 7 || cfg.Duration != q.Duration || len(cfg.Lengths) != len(q.Lengths) {
+		t.Errorf("-quick -samples 7 = %+v", cfg)
 	}
 	for _, args := range [][]string{
 		{"-clients", "0"},
-		{"-clients", "x"},
+		{"-lengths", "10,5"},
+		{"-lengths", "x"},
 		{"-concurrency", "-1"},
 		{"extra"},
 	} {

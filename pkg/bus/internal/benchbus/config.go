@@ -20,6 +20,11 @@ type Config struct {
 	// Warmup is the untimed load run before each measurement.
 	Warmup time.Duration
 
+	// Lengths are the branch lengths, in exchanges, of the history phase.
+	Lengths []int
+	// Samples is how many sequential requests are timed at each length.
+	Samples int
+
 	// Concurrency is the lionbus worker's MaxInFlight (0: the worker's
 	// default). The floor worker runs as many requests at once.
 	Concurrency int
@@ -34,15 +39,19 @@ func defaultConfig() Config {
 		Clients:        []int{1, 8, 64},
 		Duration:       5 * time.Second,
 		Warmup:         time.Second,
+		Lengths:        []int{10, 100, 1000, 2000},
+		Samples:        200,
 		RequestTimeout: 30 * time.Second,
 	}
 }
 
-// quickConfig is the smoke run of -quick: 1s phases.
+// quickConfig is the smoke run of -quick: 1s phases, short branches.
 func quickConfig() Config {
 	c := defaultConfig()
 	c.Duration = time.Second
 	c.Warmup = 200 * time.Millisecond
+	c.Lengths = []int{10, 100}
+	c.Samples = 50
 	return c
 }
 
@@ -59,19 +68,22 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	cfg := def
 	clients := intList(slices.Clone(def.Clients))
+	lengths := intList(slices.Clone(def.Lengths))
 	fs.Var(&clients, "clients", "comma-separated client counts of the throughput phase")
 	fs.DurationVar(&cfg.Duration, "duration", def.Duration, "measured time per side and client count")
 	fs.DurationVar(&cfg.Warmup, "warmup", def.Warmup, "untimed load before each measurement")
+	fs.Var(&lengths, "lengths", "comma-separated branch lengths (exchanges) of the history phase, ascending")
+	fs.IntVar(&cfg.Samples, "samples", def.Samples, "timed sequential requests at each length")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
-	quick := fs.Bool("quick", false, "short smoke run: 1s phases (flags given still apply)")
+	quick := fs.Bool("quick", false, "short smoke run: 1s phases, lengths 10,100, 50 samples (flags given still apply)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg.Clients = clients
+	cfg.Clients, cfg.Lengths = clients, lengths
 	if *quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -81,6 +93,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		}
 		if !set["warmup"] {
 			cfg.Warmup = q.Warmup
+		}
+		if !set["lengths"] {
+			cfg.Lengths = q.Lengths
+		}
+		if !set["samples"] {
+			cfg.Samples = q.Samples
 		}
 	}
 	return cfg, cfg.validate()
@@ -94,6 +112,12 @@ func (c Config) validate() error {
 	}
 	if c.Duration <= 0 || c.Warmup < 0 || c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("-duration and -timeout must be positive, -warmup not negative"))
+	}
+	if len(c.Lengths) == 0 || c.Lengths[0] < 1 || !slices.IsSorted(c.Lengths) || len(slices.Compact(slices.Clone(c.Lengths))) != len(c.Lengths) {
+		errs = append(errs, errors.New("-lengths needs strictly ascending lengths of at least 1"))
+	}
+	if c.Samples < 1 {
+		errs = append(errs, errors.New("-samples must be at least 1"))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, errors.New("-concurrency must not be negative"))

@@ -5,10 +5,14 @@
 // double ack). Both sides run in this one process on one embedded
 // nats-server, so their numbers compare directly.
 //
-// It measures throughput and latency, closed loop, for several client
-// counts: req/s, latency percentiles, process CPU per request, NATS
-// messages and bytes per request, and the lionbus/floor ratios, printed as
-// markdown tables on stdout (progress goes to stderr).
+// Two phases run, each printed as a markdown table on stdout (progress goes
+// to stderr):
+//
+//   - throughput and latency, closed loop, for several client counts: req/s,
+//     latency percentiles, process CPU per request, NATS messages and bytes
+//     per request, and the lionbus/floor ratios;
+//   - the history-length curve: the latency and the bytes written per
+//     communicate as a branch grows.
 //
 // Run it with
 //

@@ -63,6 +63,9 @@ func ratio(a, b float64) string {
 // count formats a float with one decimal.
 func count(f float64) string { return fmt.Sprintf("%.1f", f) }
 
+// count2 formats a float with two decimals.
+func count2(f float64) string { return fmt.Sprintf("%.2f", f) }
+
 // errCell formats an error count with the first error.
 func errCell(n int, first error) string {
 	if n == 0 {

@@ -14,6 +14,7 @@ import (
 // (an earlier one failed) is nil.
 type Report struct {
 	Throughput []throughputRow
+	History    []historyRow
 }
 
 // run starts the environment, runs the phases and prints each one's
@@ -32,6 +33,10 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 		return rep, fmt.Errorf("throughput phase: %w", err)
 	}
 	e.writeThroughput(out, rep.Throughput)
+	if rep.History, err = e.phaseHistory(ctx); err != nil {
+		return rep, fmt.Errorf("history phase: %w", err)
+	}
+	e.writeHistory(out, rep.History)
 	e.logf("done in %s", time.Since(t0).Round(time.Millisecond))
 	return rep, nil
 }
