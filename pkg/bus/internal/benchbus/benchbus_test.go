@@ -14,7 +14,7 @@ import (
 func TestRun_quick(t *testing.T) {
 	cfg, err := parseFlags([]string{
 		"-quick", "-clients", "1", "-duration", "300ms", "-warmup", "50ms",
-		"-lengths", "2,4", "-samples", "3",
+		"-lengths", "2,4", "-samples", "3", "-hot-clients", "4", "-hot-requests", "2",
 	}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +31,7 @@ func TestRun_quick(t *testing.T) {
 		"# lionbus request cost",
 		"## a. Throughput and latency", "| side | clients | answered |", "Ratios lionbus/floor",
 		"## b. History length", "| exchanges | branch |",
+		"## c. Hot branch", "| history order compared with |", "LION_OPS stream sequence",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
@@ -68,6 +69,18 @@ func TestRun_quick(t *testing.T) {
 		t.Errorf("the second length was measured on %s again, past its length", got)
 	}
 
+	hot := rep.Hot
+	if want := cfg.HotClients * cfg.HotRequests; hot.answered != want || hot.errs != 0 {
+		t.Errorf("hot branch: %d of %d answered, %d errors (%v)", hot.answered, want, hot.errs, hot.first)
+	}
+	for _, q := range hot.reqs {
+		if q.answers != 1 || hot.commits[q.id] != 1 || q.seq == 0 {
+			t.Errorf("hot request %s: %d answers, %d history events, stream sequence %d", q.id, q.answers, hot.commits[q.id], q.seq)
+		}
+	}
+	if len(hot.orders) != 3 || hot.orders[0].n != len(hot.reqs) {
+		t.Errorf("hot branch order checks = %+v", hot.orders)
+	}
 	if t.Failed() {
 		t.Logf("report:\n%s", report)
 	}

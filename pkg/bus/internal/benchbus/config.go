@@ -25,6 +25,12 @@ type Config struct {
 	// Samples is how many sequential requests are timed at each length.
 	Samples int
 
+	// HotClients and HotRequests shape the hot-branch phase: HotClients
+	// clients at once, each sending HotRequests requests one after another,
+	// all to one branch.
+	HotClients  int
+	HotRequests int
+
 	// Concurrency is the lionbus worker's MaxInFlight (0: the worker's
 	// default). The floor worker runs as many requests at once.
 	Concurrency int
@@ -41,6 +47,8 @@ func defaultConfig() Config {
 		Warmup:         time.Second,
 		Lengths:        []int{10, 100, 1000, 2000},
 		Samples:        200,
+		HotClients:     64,
+		HotRequests:    4,
 		RequestTimeout: 30 * time.Second,
 	}
 }
@@ -74,6 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.Warmup, "warmup", def.Warmup, "untimed load before each measurement")
 	fs.Var(&lengths, "lengths", "comma-separated branch lengths (exchanges) of the history phase, ascending")
 	fs.IntVar(&cfg.Samples, "samples", def.Samples, "timed sequential requests at each length")
+	fs.IntVar(&cfg.HotClients, "hot-clients", def.HotClients, "clients sending to the hot branch at once")
+	fs.IntVar(&cfg.HotRequests, "hot-requests", def.HotRequests, "requests per hot-branch client, one after another")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
 	quick := fs.Bool("quick", false, "short smoke run: 1s phases, lengths 10,100, 50 samples (flags given still apply)")
@@ -116,8 +126,8 @@ func (c Config) validate() error {
 	if len(c.Lengths) == 0 || c.Lengths[0] < 1 || !slices.IsSorted(c.Lengths) || len(slices.Compact(slices.Clone(c.Lengths))) != len(c.Lengths) {
 		errs = append(errs, errors.New("-lengths needs strictly ascending lengths of at least 1"))
 	}
-	if c.Samples < 1 {
-		errs = append(errs, errors.New("-samples must be at least 1"))
+	if c.Samples < 1 || c.HotClients < 1 || c.HotRequests < 1 {
+		errs = append(errs, errors.New("-samples, -hot-clients and -hot-requests must be at least 1"))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, errors.New("-concurrency must not be negative"))

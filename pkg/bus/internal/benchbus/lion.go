@@ -62,3 +62,26 @@ func (e *env) createBranches(ctx context.Context, ids []string) error {
 	}
 	return nil
 }
+
+// history reads the whole history of branch through branch.history.
+func (e *env) history(ctx context.Context, branch string) ([]ops.Event, error) {
+	var out []ops.Event
+	after := uint64(0)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+		res, err := e.lionDo(rctx, "branch.history", branch, map[string]any{"after": after, "limit": ops.MaxHistoryPage})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", branch, err)
+		}
+		var page ops.HistoryPage
+		if err := json.Unmarshal(res.Value, &page); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", branch, err)
+		}
+		out = append(out, page.Events...)
+		if !page.More || len(page.Events) == 0 {
+			return out, nil
+		}
+		after = page.Next
+	}
+}

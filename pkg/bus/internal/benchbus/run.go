@@ -15,9 +15,10 @@ import (
 type Report struct {
 	Throughput []throughputRow
 	History    []historyRow
+	Hot        *hotResult
 }
 
-// run starts the environment, runs the phases and prints each one's
+// run starts the environment, runs the three phases and prints each one's
 // markdown to out as it ends; progress goes to progress.
 func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, error) {
 	t0 := time.Now()
@@ -37,6 +38,10 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 		return rep, fmt.Errorf("history phase: %w", err)
 	}
 	e.writeHistory(out, rep.History)
+	if rep.Hot, err = e.phaseHot(ctx); err != nil {
+		return rep, fmt.Errorf("hot-branch phase: %w", err)
+	}
+	e.writeHot(out, rep.Hot)
 	e.logf("done in %s", time.Since(t0).Round(time.Millisecond))
 	return rep, nil
 }
