@@ -75,7 +75,7 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 	if err != nil {
 		return nil, err
 	}
-	if e.floor, err = startFloor(sctx, floorNC, e.inFlight); err != nil {
+	if e.floor, err = startFloor(sctx, floorNC, e.inFlight, worker.DefaultFetchWait); err != nil {
 		return nil, err
 	}
 	floorClNC, err := e.connect("benchbus floor client")

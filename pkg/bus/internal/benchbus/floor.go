@@ -34,13 +34,19 @@ const (
 // each is answered by a JetStream publish of the reply into a results
 // stream (waiting for its PubAck), and only then double-acked. At most
 // inFlight requests run at once.
+//
+// It fetches the way lionbus's worker does: a fetch asks for every free
+// slot (at least one), waits at most fetchWait, and runs in the background,
+// so that a slot freed meanwhile is fetched for at once.
 type floorWorker struct {
-	js       jetstream.JetStream
-	it       jetstream.MessagesContext
-	slots    chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	firstErr error
+	js        jetstream.JetStream
+	cons      jetstream.Consumer
+	fetchWait time.Duration
+	slots     chan struct{}
+	stopping  chan struct{}
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	firstErr  error
 }
 
 // provisionFloor creates the floor's streams and consumer.
@@ -82,7 +88,7 @@ func provisionFloor(ctx context.Context, js jetstream.JetStream) (jetstream.Cons
 }
 
 // startFloor provisions the floor on nc and starts its worker.
-func startFloor(ctx context.Context, nc *nats.Conn, inFlight int) (*floorWorker, error) {
+func startFloor(ctx context.Context, nc *nats.Conn, inFlight int, fetchWait time.Duration) (*floorWorker, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -91,33 +97,75 @@ func startFloor(ctx context.Context, nc *nats.Conn, inFlight int) (*floorWorker,
 	if err != nil {
 		return nil, err
 	}
-	// The iterator keeps up to inFlight requests delivered ahead; slots
-	// bound how many run.
-	it, err := cons.Messages(jetstream.PullMaxMessages(inFlight))
-	if err != nil {
-		return nil, fmt.Errorf("floor: consume: %w", err)
+	w := &floorWorker{
+		js:        js,
+		cons:      cons,
+		fetchWait: fetchWait,
+		slots:     make(chan struct{}, inFlight),
+		stopping:  make(chan struct{}),
 	}
-	w := &floorWorker{js: js, it: it, slots: make(chan struct{}, inFlight)}
 	w.wg.Add(1)
 	go w.loop()
 	return w, nil
 }
 
+// loop reserves the free slots (waiting for one) and fetches as many
+// requests, until stop.
 func (w *floorWorker) loop() {
 	defer w.wg.Done()
 	for {
-		w.slots <- struct{}{}
-		msg, err := w.it.Next()
-		if err != nil {
-			<-w.slots
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return
+		select {
+		case w.slots <- struct{}{}:
+		case <-w.stopping:
+			return
+		}
+		n := 1
+	take:
+		for n < cap(w.slots) {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break take
 			}
-			w.fail(fmt.Errorf("floor: next request: %w", err))
+		}
+		batch, err := w.cons.Fetch(n, jetstream.FetchMaxWait(w.fetchWait))
+		if err != nil {
+			w.release(n)
+			select {
+			case <-w.stopping:
+				return
+			default:
+			}
+			w.fail(fmt.Errorf("floor: fetch: %w", err))
+			time.Sleep(100 * time.Millisecond)
 			continue
 		}
 		w.wg.Add(1)
+		go w.dispatch(batch, n)
+	}
+}
+
+// dispatch handles the requests of batch, which holds n slots, and frees
+// the slots it did not use.
+func (w *floorWorker) dispatch(batch jetstream.MessageBatch, n int) {
+	defer w.wg.Done()
+	used := 0
+	for msg := range batch.Messages() {
+		used++
+		w.wg.Add(1)
 		go w.handle(msg)
+	}
+	w.release(n - used)
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		w.fail(fmt.Errorf("floor: fetch: %w", err))
+	}
+}
+
+// release frees n slots.
+func (w *floorWorker) release(n int) {
+	for range n {
+		<-w.slots
 	}
 }
 
@@ -157,9 +205,10 @@ func (w *floorWorker) err() error {
 	return w.firstErr
 }
 
-// stop ends the iterator and waits for running requests.
+// stop ends the fetching (within fetchWait) and waits for running
+// requests.
 func (w *floorWorker) stop() {
-	w.it.Stop()
+	close(w.stopping)
 	w.wg.Wait()
 }
 

@@ -55,7 +55,8 @@ func (e *env) writeHeader(w io.Writer) {
 	fmt.Fprintf(w, "# lionbus request cost\n\n")
 	fmt.Fprintf(w, "The floor is a minimal Go JetStream request worker: the client subscribes to floor.reply.<id> and "+
 		"publishes the request to the work-queue stream %s with a JetStream publish (waiting for the PubAck); the worker "+
-		"pulls it from a durable pull consumer (a Messages iterator holding up to %d ahead), publishes the reply to the "+
+		"pulls it from a durable pull consumer (fetching for its free slots, at most %d in flight, as lionbus's worker "+
+		"does), publishes the reply to the "+
 		"results stream %s with a JetStream publish (waiting for the PubAck), then double-acks the request. "+
 		"lionbus is bus.Start on its own connection with the default worker settings%s, the scripted `scripted:echo` "+
 		"model (instant) behind a counting wrapper, and the Go client.\n\n",
