@@ -13,7 +13,7 @@ import (
 // no repeated model call in the sequential phases.
 func TestRun_quick(t *testing.T) {
 	cfg, err := parseFlags([]string{
-		"-quick", "-clients", "1", "-duration", "300ms", "-warmup", "50ms",
+		"-quick", "-clients", "1,1", "-duration", "200ms", "-warmup", "50ms",
 		"-lengths", "2,4", "-samples", "3", "-hot-clients", "4", "-hot-requests", "2",
 	}, &bytes.Buffer{})
 	if err != nil {
@@ -38,8 +38,9 @@ func TestRun_quick(t *testing.T) {
 		}
 	}
 
-	if len(rep.Throughput) != 1 {
-		t.Fatalf("throughput rows = %d, want 1", len(rep.Throughput))
+	// The same client count twice is measured twice, on new branches.
+	if len(rep.Throughput) != 2 {
+		t.Fatalf("throughput rows = %d, want 2", len(rep.Throughput))
 	}
 	for _, row := range rep.Throughput {
 		for _, s := range []sideRun{row.floor, row.lion} {

@@ -39,14 +39,14 @@ type throughputRow struct{ floor, lion sideRun }
 // count.
 func (e *env) phaseThroughput(ctx context.Context) ([]throughputRow, error) {
 	var rows []throughputRow
-	for _, c := range e.cfg.Clients {
+	for run, c := range e.cfg.Clients {
 		e.logf("throughput: floor, %d clients (%s + %s warm-up)", c, e.cfg.Duration, e.cfg.Warmup)
 		floor := e.measureSide(ctx, "floor", c, func(ctx context.Context, _ int) error {
 			return e.floorCl.do(ctx, instruction)
 		})
 		branches := make([]string, c)
 		for i := range branches {
-			branches[i] = fmt.Sprintf("tp-c%d-%d", c, i)
+			branches[i] = fmt.Sprintf("tp%d-c%d-%d", run+1, c, i)
 		}
 		if err := e.createBranches(ctx, branches); err != nil {
 			return rows, err
