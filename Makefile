@@ -6,6 +6,8 @@ SHELL     := bash
 GO        ?= go
 BIN       ?= bin
 FUZZTIME  ?= 30s
+# Extra flags of `make bench-bus`, e.g. BENCHBUS_FLAGS='-quick -clients 1,8'.
+BENCHBUS_FLAGS ?=
 PKGS      ?= ./...
 # The race detector makes the end-to-end tests slower; the bound keeps a
 # hung test from eating a whole CI run.
@@ -14,7 +16,7 @@ TESTFLAGS ?= -race -count=1 -timeout 20m
 LDFLAGS   ?= -s -w
 BINARIES  := worker publisher
 
-.PHONY: help run test unit lint fmt vet bench fuzz build lndl-vectors clean
+.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -38,6 +40,9 @@ vet:
 
 bench: ## every benchmark, with allocations
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+bench-bus: ## lionbus requests against a minimal JetStream worker: a markdown report (BENCHBUS_FLAGS, e.g. -quick)
+	$(GO) run ./pkg/bus/internal/benchbus $(BENCHBUS_FLAGS)
 
 fuzz: ## a short run (FUZZTIME, default 30s) of every fuzz target
 	@set -e; \

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun_quick runs the harness with tiny settings and checks that the
+// report has every section and that lionbus answered every request, with
+// no repeated model call in the sequential phases.
+func TestRun_quick(t *testing.T) {
+	cfg, err := parseFlags([]string{
+		"-quick", "-clients", "1,1", "-duration", "200ms", "-warmup", "50ms",
+		"-lengths", "2,4", "-samples", "3", "-hot-clients", "4", "-hot-requests", "2",
+	}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, progress bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &progress)
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	report := out.String()
+	for _, want := range []string{
+		"# lionbus request cost",
+		"## a. Throughput and latency", "| side | clients | answered |", "Ratios lionbus/floor",
+		"## b. History length", "| exchanges | branch |",
+		"## c. Hot branch", "| history order compared with |", "LION_OPS stream sequence",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+
+	// The same client count twice is measured twice, on new branches.
+	if len(rep.Throughput) != 2 {
+		t.Fatalf("throughput rows = %d, want 2", len(rep.Throughput))
+	}
+	for _, row := range rep.Throughput {
+		for _, s := range []sideRun{row.floor, row.lion} {
+			if s.load.ok() == 0 || s.load.errs != 0 {
+				t.Errorf("%s, %d clients: %d answered, %d errors (%v)", s.side, s.clients, s.load.ok(), s.load.errs, s.load.firstErr)
+			}
+		}
+		if l := row.lion; l.modelCalls != int64(l.requests()) || l.redelivered != 0 {
+			t.Errorf("lionbus, %d clients: %d model calls and %d redelivered runs for %d requests", l.clients, l.modelCalls, l.redelivered, l.requests())
+		}
+	}
+
+	if len(rep.History) != 2 {
+		t.Fatalf("history rows = %d, want 2", len(rep.History))
+	}
+	for _, r := range rep.History {
+		if r.errs != 0 || r.lat.n != cfg.Samples || r.end != r.length+cfg.Samples {
+			t.Errorf("history at %d: %d answered, %d errors (%v), ended at %d", r.length, r.lat.n, r.errs, r.first, r.end)
+		}
+		if r.modelCalls != int64(cfg.Samples) || r.redelivered != 0 {
+			t.Errorf("history at %d: %d model calls and %d redelivered runs for %d requests", r.length, r.modelCalls, r.redelivered, cfg.Samples)
+		}
+	}
+	// The samples at 2 run the first branch to 5, past 4: the second row
+	// starts a new branch.
+	if got := rep.History[1].branch; got == rep.History[0].branch {
+		t.Errorf("the second length was measured on %s again, past its length", got)
+	}
+
+	hot := rep.Hot
+	if want := cfg.HotClients * cfg.HotRequests; hot.answered != want || hot.errs != 0 {
+		t.Errorf("hot branch: %d of %d answered, %d errors (%v)", hot.answered, want, hot.errs, hot.first)
+	}
+	for _, q := range hot.reqs {
+		if q.answers != 1 || hot.commits[q.id] != 1 || q.seq == 0 {
+			t.Errorf("hot request %s: %d answers, %d history events, stream sequence %d", q.id, q.answers, hot.commits[q.id], q.seq)
+		}
+	}
+	if len(hot.orders) != 3 || hot.orders[0].n != len(hot.reqs) {
+		t.Errorf("hot branch order checks = %+v", hot.orders)
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", report)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-quick", "-samples", "7"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := quickConfig()
+	if cfg.Samples != 7 || cfg.Duration != q.Duration || len(cfg.Lengths) != len(q.Lengths) {
+		t.Errorf("-quick -samples 7 = %+v", cfg)
+	}
+	for _, args := range [][]string{
+		{"-clients", "0"},
+		{"-lengths", "10,5"},
+		{"-lengths", "x"},
+		{"-concurrency", "-1"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// serverMaxPayload is the embedded server's max_payload: what bus.Start
+// gives the embedded server it starts itself with the default provisioning
+// (twice the 1 MiB request limit, at least 8 MiB). A long branch's
+// snapshot needs it; under the NATS default of 1 MiB a snapshot past it is
+// not written and every load replays the whole history.
+const serverMaxPayload = 8 << 20
+
+// startTimeout bounds starting the server and the workers.
+const startTimeout = 30 * time.Second
+
+// env is everything a run measures on: one embedded server, the floor's
+// worker and client, and a lionbus service and client, each side on its own
+// two connections (worker, client).
+type env struct {
+	cfg      Config
+	progress io.Writer
+	inFlight int // of both workers
+
+	srv   *embedded.Server
+	conns []*nats.Conn
+
+	floor   *floorWorker
+	floorCl *floorClient
+
+	svc    *bus.Service
+	res    *provision.Resources
+	lionCl *client.Client
+	lionJS jetstream.JetStream // the client connection's
+	calls  *countingProvider
+	runs   *runRecorder
+	logs   *logTally
+}
+
+// newEnv starts the server and both sides. On error everything started is
+// released.
+func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err error) {
+	e := &env{cfg: cfg, progress: progress, inFlight: cfg.Concurrency}
+	if e.inFlight == 0 {
+		e.inFlight = worker.DefaultMaxInFlight
+	}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	// StoreDir "" is a temporary directory that Shutdown removes.
+	e.srv, err = embedded.Start(sctx, embedded.Config{Port: embedded.RandomPort, MaxPayload: serverMaxPayload})
+	if err != nil {
+		return nil, err
+	}
+
+	floorNC, err := e.connect("benchbus floor worker")
+	if err != nil {
+		return nil, err
+	}
+	if e.floor, err = startFloor(sctx, floorNC, e.inFlight, worker.DefaultFetchWait); err != nil {
+		return nil, err
+	}
+	floorClNC, err := e.connect("benchbus floor client")
+	if err != nil {
+		return nil, err
+	}
+	if e.floorCl, err = newFloorClient(floorClNC); err != nil {
+		return nil, err
+	}
+
+	lionNC, err := e.connect("benchbus lionbus worker")
+	if err != nil {
+		return nil, err
+	}
+	e.calls = newCountingProvider()
+	provs := ops.NewProviders(nil)
+	if err := e.calls.register(provs); err != nil {
+		return nil, err
+	}
+	e.logs = newLogTally()
+	e.svc, err = bus.Start(sctx, bus.Config{
+		Conn:      lionNC,
+		Providers: provs,
+		Worker:    worker.Config{MaxInFlight: cfg.Concurrency},
+		Handler: func(eng *ops.Engine) worker.Handler {
+			e.runs = newRunRecorder(eng)
+			return e.runs
+		},
+		Logger: zerolog.New(e.logs).Level(zerolog.InfoLevel),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.res = e.svc.Resources()
+	lionClNC, err := e.connect("benchbus lionbus client")
+	if err != nil {
+		return nil, err
+	}
+	if e.lionCl, err = client.New(lionClNC, client.Config{Prefix: e.res.Config.Prefix}); err != nil {
+		return nil, err
+	}
+	if e.lionJS, err = jetstream.New(lionClNC); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// connect opens a connection to the server, closed by close.
+func (e *env) connect(name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(e.srv.ClientURL(), nats.Name(name))
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", name, err)
+	}
+	e.conns = append(e.conns, nc)
+	return nc, nil
+}
+
+// read takes a reading of the process and the server.
+func (e *env) read() counters { return read(e.srv.NATSServer()) }
+
+// close stops both workers, closes the connections and shuts the server
+// down, removing its store.
+func (e *env) close() {
+	if e.svc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := e.svc.Stop(ctx); err != nil {
+			fmt.Fprintf(e.progress, "stop lionbus worker: %v\n", err)
+		}
+		cancel()
+		e.svc.Close()
+	}
+	if e.floor != nil {
+		e.floor.stop()
+	}
+	for _, nc := range e.conns {
+		nc.Close()
+	}
+	if e.srv != nil {
+		e.srv.Shutdown()
+	}
+}
+
+// logf prints a progress line.
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(e.progress, "benchbus: "+format+"\n", args...)
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus/worker"
+)
+
+// Report is what a run measured, phase by phase; a phase that did not run
+// (an earlier one failed) is nil.
+type Report struct {
+	Throughput []throughputRow
+	History    []historyRow
+	Hot        *hotResult
+}
+
+// run starts the environment, runs the three phases and prints each one's
+// markdown to out as it ends; progress goes to progress.
+func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, error) {
+	t0 := time.Now()
+	e, err := newEnv(ctx, cfg, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	e.writeHeader(out)
+
+	rep := &Report{}
+	if rep.Throughput, err = e.phaseThroughput(ctx); err != nil {
+		return rep, fmt.Errorf("throughput phase: %w", err)
+	}
+	e.writeThroughput(out, rep.Throughput)
+	if rep.History, err = e.phaseHistory(ctx); err != nil {
+		return rep, fmt.Errorf("history phase: %w", err)
+	}
+	e.writeHistory(out, rep.History)
+	if rep.Hot, err = e.phaseHot(ctx); err != nil {
+		return rep, fmt.Errorf("hot-branch phase: %w", err)
+	}
+	e.writeHot(out, rep.Hot)
+	e.logf("done in %s", time.Since(t0).Round(time.Millisecond))
+	return rep, nil
+}
+
+// writeHeader prints the report's title and the setup.
+func (e *env) writeHeader(w io.Writer) {
+	workerSettings := ""
+	if e.cfg.Concurrency != 0 {
+		workerSettings = fmt.Sprintf(" but max in flight %d (-concurrency)", e.cfg.Concurrency)
+	}
+	fmt.Fprintf(w, "# lionbus request cost\n\n")
+	fmt.Fprintf(w, "The floor is a minimal Go JetStream request worker: the client subscribes to floor.reply.<id> and "+
+		"publishes the request to the work-queue stream %s with a JetStream publish (waiting for the PubAck); the worker "+
+		"pulls it from a durable pull consumer (fetching for its free slots, at most %d in flight, as lionbus's worker "+
+		"does), publishes the reply to the "+
+		"results stream %s with a JetStream publish (waiting for the PubAck), then double-acks the request. "+
+		"lionbus is bus.Start on its own connection with the default worker settings%s, the scripted `scripted:echo` "+
+		"model (instant) behind a counting wrapper, and the Go client.\n\n",
+		floorReqStream, e.inFlight, floorResStream, workerSettings)
+	t := newTable("setup", "value")
+	t.add("Go", runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+	t.add("CPUs / GOMAXPROCS", fmt.Sprintf("%d / %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
+	t.add("server", fmt.Sprintf("one embedded nats-server (file store in a temporary directory), max_payload %s", bytesStr(serverMaxPayload)))
+	t.add("connections", "one for each worker, one for each side's clients")
+	t.add("in flight per worker", fmt.Sprintf("%d (worker.DefaultMaxInFlight %d)", e.inFlight, worker.DefaultMaxInFlight))
+	t.add("request data", "`"+string(instruction)+"`")
+	t.write(w)
+}

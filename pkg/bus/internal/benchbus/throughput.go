@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// sideRun is one side measured at one client count.
+type sideRun struct {
+	side    string // "floor" or "lionbus"
+	clients int
+	load    loadResult
+	lat     latency
+	use     counters // over the measured run
+	// lionbus only: model calls and runs of redelivered requests during the
+	// measured run, and the exchanges per branch at its end (warm-up
+	// included), smallest and largest.
+	modelCalls, redelivered int64
+	branchMin, branchMax    int
+}
+
+// requests returns the requests sent during the measured run.
+func (r sideRun) requests() int { return r.load.ok() + r.load.errs }
+
+// rps returns the answered requests per second.
+func (r sideRun) rps() float64 {
+	if r.load.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.load.ok()) / r.load.elapsed.Seconds()
+}
+
+// throughputRow is both sides at one client count.
+type throughputRow struct{ floor, lion sideRun }
+
+// phaseThroughput runs the closed-loop load on both sides for each client
+// count.
+func (e *env) phaseThroughput(ctx context.Context) ([]throughputRow, error) {
+	var rows []throughputRow
+	for run, c := range e.cfg.Clients {
+		e.logf("throughput: floor, %d clients (%s + %s warm-up)", c, e.cfg.Duration, e.cfg.Warmup)
+		floor := e.measureSide(ctx, "floor", c, func(ctx context.Context, _ int) error {
+			return e.floorCl.do(ctx, instruction)
+		})
+		branches := make([]string, c)
+		for i := range branches {
+			branches[i] = fmt.Sprintf("tp%d-c%d-%d", run+1, c, i)
+		}
+		if err := e.createBranches(ctx, branches); err != nil {
+			return rows, err
+		}
+		e.logf("throughput: lionbus, %d clients (%s + %s warm-up)", c, e.cfg.Duration, e.cfg.Warmup)
+		lion := e.measureSide(ctx, "lionbus", c, func(ctx context.Context, i int) error {
+			return e.communicate(ctx, branches[i])
+		})
+		if err := ctx.Err(); err != nil {
+			return rows, err
+		}
+		rows = append(rows, throughputRow{floor: floor, lion: lion})
+	}
+	return rows, nil
+}
+
+// measureSide runs do from clients clients, first for the warm-up, then
+// measured.
+func (e *env) measureSide(ctx context.Context, side string, clients int, do func(context.Context, int) error) sideRun {
+	perClient := make([]int, clients)
+	if e.cfg.Warmup > 0 {
+		w := closedLoop(ctx, clients, e.cfg.Warmup, e.cfg.RequestTimeout, do)
+		copy(perClient, w.perClient)
+	}
+	calls, redelivered := e.calls.total.Load(), e.runs.redelivered.Load()
+	before := e.read()
+	l := closedLoop(ctx, clients, e.cfg.Duration, e.cfg.RequestTimeout, do)
+	r := sideRun{
+		side:        side,
+		clients:     clients,
+		load:        l,
+		lat:         summarize(l.lat),
+		use:         e.read().since(before),
+		modelCalls:  e.calls.total.Load() - calls,
+		redelivered: e.runs.redelivered.Load() - redelivered,
+	}
+	for i, n := range l.perClient {
+		perClient[i] += n
+	}
+	r.branchMin, r.branchMax = slices.Min(perClient), slices.Max(perClient)
+	return r
+}
+
+// writeThroughput prints the throughput phase.
+func (e *env) writeThroughput(w io.Writer, rows []throughputRow) {
+	fmt.Fprintf(w, "## a. Throughput and latency\n\n")
+	fmt.Fprintf(w, "Closed loop: each client sends its next request when the previous one is answered; "+
+		"%s measured after a %s warm-up, per side and client count. "+
+		"The floor's clients publish to %s and wait for floor.reply.<id>; lionbus's clients send `communicate` "+
+		"through the Go client (`Client.Do`), each client to its own branch, created first. "+
+		"Both workers run at most %d requests at once.\n\n",
+		e.cfg.Duration, e.cfg.Warmup, floorReqSubject, e.inFlight)
+	fmt.Fprintf(w, "CPU/req is this process's user+sys CPU (getrusage) over the run divided by the requests answered: "+
+		"the embedded server, both workers and the clients all run in this one process, for either side alike "+
+		"(the idle side only polls), so the ratio is fair. "+
+		"NATS msgs and bytes are the server's in+out counters (Varz), per request.\n\n")
+	if !haveCPU {
+		fmt.Fprintf(w, "(CPU is not measured on this platform.)\n\n")
+	}
+	t := newTable("side", "clients", "answered", "errors", "req/s", "p50", "p99", "max", "CPU/req", "NATS msgs/req", "NATS bytes/req")
+	for _, row := range rows {
+		for _, r := range []sideRun{row.floor, row.lion} {
+			p := r.use.per(r.load.ok())
+			t.add(r.side, fmt.Sprint(r.clients), fmt.Sprint(r.load.ok()), errCell(r.load.errs, r.load.firstErr),
+				fmt.Sprintf("%.0f", r.rps()), ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max),
+				us(p.cpu), count(p.msgs), bytesStr(p.bytes))
+		}
+	}
+	t.write(w)
+
+	if err := e.floor.err(); err != nil {
+		fmt.Fprintf(w, "The floor worker reported an error (its requests are retried or counted as errors above): %v\n\n", err)
+	}
+	fmt.Fprintf(w, "Ratios lionbus/floor (throughput below 1× and latency above 1× mean lionbus costs more):\n\n")
+	t = newTable("clients", "req/s", "p50", "p99", "CPU/req", "NATS msgs/req", "NATS bytes/req")
+	for _, row := range rows {
+		f, l := row.floor, row.lion
+		fp, lp := f.use.per(f.load.ok()), l.use.per(l.load.ok())
+		t.add(fmt.Sprint(row.floor.clients), ratio(l.rps(), f.rps()),
+			ratio(float64(l.lat.p50), float64(f.lat.p50)), ratio(float64(l.lat.p99), float64(f.lat.p99)),
+			ratio(float64(lp.cpu), float64(fp.cpu)), ratio(lp.msgs, fp.msgs), ratio(lp.bytes, fp.bytes))
+	}
+	t.write(w)
+
+	fmt.Fprintf(w, "lionbus's model calls and redeliveries in the measured runs (each communicate makes one model call), "+
+		"and how long the branches had grown by the end (warm-up included; see phase b for what length costs):\n\n")
+	t = newTable("clients", "requests", "model calls", "repeated model calls", "redelivered runs", "exchanges per branch at end")
+	for _, row := range rows {
+		l := row.lion
+		t.add(fmt.Sprint(l.clients), fmt.Sprint(l.requests()), fmt.Sprint(l.modelCalls),
+			fmt.Sprint(l.modelCalls-int64(l.requests())), fmt.Sprint(l.redelivered),
+			spread(l.branchMin, l.branchMax))
+	}
+	t.write(w)
+}
+
+// spread formats a min–max range.
+func spread(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
