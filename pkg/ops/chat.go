@@ -277,7 +277,7 @@ func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
 		history = nil
 	}
 	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
-	msgs := buildPrompt(x.branch.Settings.System, history, x.ins)
+	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
 	comp, err := e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls)
 	x.calls++
 	if err != nil {

@@ -47,6 +47,7 @@ type Engine struct {
 	verbs      map[string]verbFunc
 	operations *Operations
 	middles    *Middles
+	prompts    *promptMemo
 }
 
 type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
@@ -64,6 +65,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		signals:    cfg.Signals,
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
+		prompts:    newPromptMemo(0),
 	}
 	if e.operations == nil {
 		e.operations = NewOperations()

@@ -20,50 +20,89 @@ import (
 // schema, and consecutive assistant responses are joined with a blank line.
 // Instructions are never dropped. Empty renders are skipped.
 func buildPrompt(system string, history []Message, current Message) []ChatMessage {
-	var out []ChatMessage
+	f := newPromptFold(system)
+	for i := range history {
+		f.add(&history[i])
+	}
+	return f.finish(current)
+}
+
+// promptFold is buildPrompt's state after some of the history: the turns
+// rendered so far and the action responses waiting for the next
+// instruction.
+type promptFold struct {
+	out     []ChatMessage
+	pending []any
+	seen    map[string]bool // compactJSON of each pending item
+}
+
+func newPromptFold(system string) *promptFold {
+	f := &promptFold{seen: map[string]bool{}}
 	if system != "" {
-		out = append(out, ChatMessage{Role: RoleSystem, Content: system})
+		f.out = append(f.out, ChatMessage{Role: RoleSystem, Content: system})
 	}
-	var pending []any
-	seen := map[string]bool{}
-	for _, m := range history {
-		switch m.Kind {
-		case KindActionResponse:
-			item := map[string]any{
-				KeyFunction:  m.Content[KeyFunction],
-				KeyArguments: m.Content[KeyArguments],
-				KeyOutput:    m.Content[KeyOutput],
-			}
-			if e, ok := m.Content[KeyError]; ok && !isEmpty(e) {
-				item[KeyError] = e
-			}
-			key := compactJSON(item)
-			if !seen[key] {
-				seen[key] = true
-				pending = append(pending, item)
-			}
-		case KindInstruction:
-			text := renderInstruction(m.Content, pending, false)
-			pending, seen = nil, map[string]bool{}
-			if text != "" {
-				out = append(out, ChatMessage{Role: RoleUser, Content: text})
-			}
-		case KindAssistantResponse:
-			text := m.Text()
-			if text == "" {
-				continue
-			}
-			if n := len(out); n > 0 && out[n-1].Role == RoleAssistant {
-				out[n-1].Content += "\n\n" + text
-				continue
-			}
-			out = append(out, ChatMessage{Role: RoleAssistant, Content: text})
+	return f
+}
+
+// add folds one history message.
+func (f *promptFold) add(m *Message) {
+	switch m.Kind {
+	case KindActionResponse:
+		item := map[string]any{
+			KeyFunction:  m.Content[KeyFunction],
+			KeyArguments: m.Content[KeyArguments],
+			KeyOutput:    m.Content[KeyOutput],
 		}
+		if e, ok := m.Content[KeyError]; ok && !isEmpty(e) {
+			item[KeyError] = e
+		}
+		key := compactJSON(item)
+		if !f.seen[key] {
+			f.seen[key] = true
+			f.pending = append(f.pending, item)
+		}
+	case KindInstruction:
+		text := renderInstruction(m.Content, f.pending, false)
+		f.pending, f.seen = nil, map[string]bool{}
+		if text != "" {
+			f.out = append(f.out, ChatMessage{Role: RoleUser, Content: text})
+		}
+	case KindAssistantResponse:
+		text := m.Text()
+		if text == "" {
+			return
+		}
+		if n := len(f.out); n > 0 && f.out[n-1].Role == RoleAssistant {
+			f.out[n-1].Content += "\n\n" + text
+			return
+		}
+		f.out = append(f.out, ChatMessage{Role: RoleAssistant, Content: text})
 	}
-	if text := renderInstruction(current.Content, pending, true); text != "" {
+}
+
+// finish returns the prompt: the folded turns and the current instruction.
+// It leaves f as it was, apart from the spare capacity of f.out.
+func (f *promptFold) finish(current Message) []ChatMessage {
+	out := f.out
+	if text := renderInstruction(current.Content, f.pending, true); text != "" {
 		out = append(out, ChatMessage{Role: RoleUser, Content: text})
 	}
 	return out
+}
+
+// clone returns a copy of f that shares nothing it may change, with room
+// for extra more turns.
+func (f *promptFold) clone(extra int) *promptFold {
+	c := &promptFold{
+		out:     make([]ChatMessage, len(f.out), len(f.out)+extra+1),
+		pending: append([]any(nil), f.pending...),
+		seen:    make(map[string]bool, len(f.seen)),
+	}
+	copy(c.out, f.out)
+	for k := range f.seen {
+		c.seen[k] = true
+	}
+	return c
 }
 
 // renderInstruction renders an instruction's content as readable text:

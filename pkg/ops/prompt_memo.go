@@ -1,0 +1,96 @@
+package ops
+
+import (
+	"container/list"
+	"sync"
+)
+
+// DefaultPromptMemoBranches is how many branches' rendered history an
+// [Engine] keeps (see promptMemo).
+const DefaultPromptMemoBranches = 256
+
+// promptMemo keeps, for the most recently used branches, buildPrompt's
+// state after the branch's history as it was last rendered, so that the
+// next prompt on the branch renders only the messages recorded since:
+// rendering every earlier instruction again made each request's cost grow
+// with the branch.
+//
+// A memo is used only when the history still starts with the messages it
+// folded: same system text, at least as many messages, and the same
+// message ids at the first and the last folded position (recorded
+// messages never change, except a system message's text, which the
+// prompt takes from the settings; a clear or a re-created branch changes
+// those ids; messages without ids are not memoized). FuzzPromptMemo checks
+// it against buildPrompt.
+type promptMemo struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]*memoEntry
+	order *list.List // front: most recently used
+}
+
+type memoEntry struct {
+	branch          string
+	system          string
+	n               int // history messages folded
+	firstID, lastID string
+	fold            *promptFold // never changed once stored
+	elem            *list.Element
+}
+
+func newPromptMemo(max int) *promptMemo {
+	if max <= 0 {
+		max = DefaultPromptMemoBranches
+	}
+	return &promptMemo{max: max, m: make(map[string]*memoEntry), order: list.New()}
+}
+
+// build returns buildPrompt(system, history, current) for the branch,
+// reusing and updating the branch's memo.
+func (p *promptMemo) build(branch, system string, history []Message, current Message) []ChatMessage {
+	var f *promptFold
+	from := 0
+	if e := p.lookup(branch); e != nil && e.system == system && len(history) >= e.n &&
+		history[0].ID == e.firstID && history[e.n-1].ID == e.lastID {
+		f = e.fold.clone(len(history) - e.n)
+		from = e.n
+	} else {
+		f = newPromptFold(system)
+	}
+	for i := from; i < len(history); i++ {
+		f.add(&history[i])
+	}
+	if len(history) > 0 && history[0].ID != "" && history[len(history)-1].ID != "" {
+		// The memo keeps a copy: the prompt returned goes to a provider.
+		p.store(&memoEntry{
+			branch: branch, system: system, n: len(history),
+			firstID: history[0].ID, lastID: history[len(history)-1].ID,
+			fold: f.clone(0),
+		})
+	}
+	return f.finish(current)
+}
+
+func (p *promptMemo) lookup(branch string) *memoEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.m[branch]
+	if e != nil {
+		p.order.MoveToFront(e.elem)
+	}
+	return e
+}
+
+func (p *promptMemo) store(e *memoEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old := p.m[e.branch]; old != nil {
+		p.order.Remove(old.elem)
+	}
+	e.elem = p.order.PushFront(e)
+	p.m[e.branch] = e
+	for p.order.Len() > p.max {
+		old := p.order.Remove(p.order.Back()).(*memoEntry)
+		delete(p.m, old.branch)
+	}
+}

@@ -1,0 +1,101 @@
+package ops
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// memoHistory turns fuzz bytes into a history: each byte picks a message
+// kind (and, rarely, a clear or a new system text) so that the memo sees
+// instructions, responses (joined when consecutive), action responses
+// (pending, de-duplicated) and histories that shrink or change under it.
+func memoSteps(data []byte) (steps [][]Message, systems []string) {
+	var h []Message
+	system := "sys"
+	for i, b := range data {
+		id := fmt.Sprintf("m%d", i)
+		switch b % 8 {
+		case 0, 1:
+			h = append(h, Message{ID: id, Kind: KindInstruction, Content: map[string]any{KeyInstruction: fmt.Sprintf("do %d", b)}})
+		case 2, 3:
+			h = append(h, Message{ID: id, Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: fmt.Sprintf("done %d", b)}})
+		case 4:
+			h = append(h, Message{ID: id, Kind: KindActionResponse, Content: map[string]any{
+				KeyFunction: "f", KeyArguments: map[string]any{"x": float64(b % 3)}, KeyOutput: b % 2}})
+		case 5:
+			h = append(h, Message{ID: id, Kind: KindActionRequest, Content: map[string]any{KeyFunction: "f"}})
+		case 6:
+			if b%3 == 0 {
+				h = nil // a clear
+			} else if b%3 == 1 {
+				system = fmt.Sprintf("sys %d", b)
+			}
+		case 7:
+			// A prompt is built now.
+			steps = append(steps, append([]Message(nil), h...))
+			systems = append(systems, system)
+			continue
+		}
+	}
+	steps = append(steps, h)
+	systems = append(systems, system)
+	return steps, systems
+}
+
+// FuzzPromptMemo: building prompts through the memo, step after step on
+// one branch, gives exactly what buildPrompt gives from scratch.
+func FuzzPromptMemo(f *testing.F) {
+	f.Add([]byte{0, 2, 7, 0, 2, 7, 4, 4, 7, 0, 7})
+	f.Add([]byte{0, 2, 3, 7, 6, 0, 2, 7, 14, 0, 7})
+	f.Add([]byte{4, 12, 4, 7, 0, 7, 1, 7, 2, 10, 7})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 512 {
+			return
+		}
+		memo := newPromptMemo(2)
+		steps, systems := memoSteps(data)
+		current := Message{ID: "cur", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
+		for i, h := range steps {
+			want := buildPrompt(systems[i], h, current)
+			got := memo.build("b", systems[i], h, current)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("step %d (%d messages): memo prompt\n%v\nwant\n%v", i, len(h), got, want)
+			}
+			// A provider that changes its prompt changes nothing later.
+			for j := range got {
+				got[j].Content = "tampered"
+			}
+		}
+	})
+}
+
+// TestPromptMemo_renders_only_new_messages: after a prompt on a branch,
+// the next one folds only the messages recorded since (the memo is what
+// keeps a request's cost from growing with the branch).
+func TestPromptMemo_renders_only_new_messages(t *testing.T) {
+	memo := newPromptMemo(4)
+	var h []Message
+	for i := range 100 {
+		h = append(h,
+			Message{ID: fmt.Sprintf("i%d", i), Kind: KindInstruction, Content: map[string]any{KeyInstruction: "q"}},
+			Message{ID: fmt.Sprintf("r%d", i), Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: "a"}})
+	}
+	cur := Message{ID: "c", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
+	memo.build("b", "", h, cur)
+	// Poison the folded messages: if they were rendered again, the
+	// prompt would show it.
+	for i := range h {
+		h[i].Content = map[string]any{KeyInstruction: "poison", KeyAssistantResponse: "poison"}
+	}
+	h = append(h, Message{ID: "new", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "fresh"}})
+	got := memo.build("b", "", h, cur)
+	if len(got) != 202 || got[0].Content != "Instruction:\nq" || got[200].Content != "Instruction:\nfresh" {
+		t.Fatalf("prompt of %d turns: first %q, new %q", len(got), got[0].Content, got[200].Content)
+	}
+	// Another system text, or a history that no longer starts the same,
+	// is rendered from scratch.
+	if got := memo.build("b", "other", h, cur); got[1].Content == "Instruction:\nq" {
+		t.Fatal("memo used for another system text")
+	}
+}
