@@ -370,9 +370,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 }
 
 // loop fetches requests while there are free slots and starts a handler
-// goroutine for each. A fetch reserves the slots it asks for; it runs in
-// the background (see dispatch), so that slots freed meanwhile are fetched
-// for at once instead of waiting for the earlier fetch to end.
+// goroutine for each. A fetch reserves the slots it asks for, and the next
+// fetch starts when it ended (it ends as soon as it holds what it asked
+// for), so requests are admitted in the order the server delivers them.
 func (w *Worker) loop() {
 	defer w.wg.Done()
 	for {
@@ -415,15 +415,18 @@ func (w *Worker) loop() {
 			w.pause()
 			continue
 		}
-		w.wg.Add(1)
-		go w.dispatch(batch, n)
+		// One fetch at a time, dispatched here: requests enter their
+		// branch's lane in delivery order. Nothing waits for it: while the
+		// batch is open, the server sends it every new request until it
+		// holds n, and then it ends at once.
+		w.dispatch(batch, n)
 	}
 }
 
-// dispatch starts a handler for each request of batch, which holds n
-// reserved slots, and frees the slots it did not use when the batch ends.
+// dispatch admits each request of batch (see admit) and starts its
+// handler; batch holds n reserved slots, and the ones it did not use are
+// freed when it ends.
 func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
-	defer w.wg.Done()
 	used := 0
 	for msg := range batch.Messages() {
 		if w.fetchCtx.Err() != nil && !w.lastDelivery(deliveryAttempt(msg)) {
