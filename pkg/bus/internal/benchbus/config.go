@@ -37,6 +37,18 @@ type Config struct {
 
 	// RequestTimeout bounds each request.
 	RequestTimeout time.Duration
+
+	// Phases names the phases to run ("a", "b", "c"); empty means all.
+	Phases []string
+
+	// CPUProfile, when set, is the file a CPU profile of the run is
+	// written to.
+	CPUProfile string
+}
+
+// runs reports whether phase p is to run.
+func (c Config) runs(p string) bool {
+	return len(c.Phases) == 0 || slices.Contains(c.Phases, p)
 }
 
 // defaultConfig is the full run.
@@ -86,6 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.HotRequests, "hot-requests", def.HotRequests, "requests per hot-branch client, one after another")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
+	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	quick := fs.Bool("quick", false, "short smoke run: 1s phases, lengths 10,100, 50 samples (flags given still apply)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -94,6 +108,14 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.Clients, cfg.Lengths = clients, lengths
+	if *phases != "" {
+		for _, p := range strings.Split(*phases, ",") {
+			if p = strings.TrimSpace(p); p != "a" && p != "b" && p != "c" {
+				return Config{}, fmt.Errorf("-phases: unknown phase %q (want a, b or c)", p)
+			}
+			cfg.Phases = append(cfg.Phases, strings.TrimSpace(p))
+		}
+	}
 	if *quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
