@@ -86,10 +86,9 @@
 // A round parses into storage taken from a sync.Pool and returned when the
 // round ends: its result keeps only what [RoundResult.Resolve] needs (the
 // fields that refer to actions or results, copied, and the declarations
-// they name). A block that needs no repair is parsed as it is, the parser
-// checking in passing that normalization would change nothing. Pooled
-// storage keeps at most 1024 elements per slice (larger is dropped), is
-// not cleared (every element is written before it is read) and holds on
-// to the last round's strings no longer than the pool keeps it. `make
-// bench` reports a whole round (BenchmarkRound) and each stage.
+// they name). Pooled storage keeps at most 1024 elements per slice
+// (larger is dropped), is not cleared (every element is written before it
+// is read) and holds on to the last round's strings no longer than the
+// pool keeps it. `make bench` reports a whole round (BenchmarkRound) and
+// each stage.
 package lndl

@@ -199,31 +199,3 @@ func naivePosition(text string, off int) (line, col int) {
 	}
 	return line, col
 }
-
-// FuzzParseVouched checks the parse that vouches for normalization being
-// a no-op: whenever it vouches, the text is its own normalization and the
-// program is the one parsing the normalized text gives.
-func FuzzParseVouched(f *testing.F) {
-	f.Add("<lvar Report.title t>x</lvar>\n<lact s>f(a=1)</lact>\nOUT{report: [t, s], n: 1.5, k: \"v\"}\n")
-	f.Add("<lvar a b>x</lvar>\n<lvar  c>y</lvar>\nOUT{a: [b]}")
-	f.Add("<lvar a>x <lact b f(x)</lact></lvar>\nOUT{a: [a]}")
-	f.Add("<lvar a>x</lvar>\nOUT{a: [a]}\n<lvar b c=1>y</lvar>")
-	f.Add("<lvar a>x</lvar>\nOUT{a: \"<lvar b c=1>\"}")
-	f.Add("<lvar Note.a b>x</lvar>\nOUT{a: [b]}")
-	f.Add("<lvar a>{lvar b}</lvar>\nOUT{a: [a]}")
-	f.Add("<lvar a>x</lvar> < <lvar\tb>y</lvar>\nOUT{a: [a, b]}")
-	f.Add("<lvar a>x</lvar>\n<lvar a>y</lvar>\nOUT{a: [a]}")
-	f.Fuzz(func(t *testing.T, text string) {
-		prog, err, ok := parseVouched(text, nil)
-		if !ok {
-			return
-		}
-		if norm := NormalizeBlock(text); norm != text {
-			t.Fatalf("vouched for %q, which normalizes to %q", text, norm)
-		}
-		want, wantErr := Parse(text)
-		if !reflect.DeepEqual(prog, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
-			t.Fatalf("vouched parse of %q = %+v, %v; Parse = %+v, %v", text, prog, err, want, wantErr)
-		}
-	})
-}

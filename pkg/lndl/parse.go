@@ -1,7 +1,6 @@
 package lndl
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -88,30 +87,6 @@ func (p *parser) run() (*Program, error) {
 	return prog, err
 }
 
-// parseVouched parses text, into sc, as parseWith does after normalization,
-// when it can vouch in passing that normalization would not change text
-// (NormalizeBlock(text) == text): ok is false when it cannot, and the
-// caller normalizes and parses. It vouches for the usual block: no curly
-// tag anywhere, then declarations with clean heads (see cleanHeadEnd) not
-// starting "Note." and bodies without '<', separated only by white space,
-// then an OUT block the fast path reads, without '<', and after it text
-// needsRepair passes. Every '<' of such a text is a closing tag or the
-// opening tag of a clean head, where no repair applies.
-func parseVouched(text string, sc *parseScratch) (prog *Program, err error, ok bool) {
-	if len(text) > MaxInputBytes || hasCurlyTag(text) {
-		return nil, nil, false
-	}
-	p := &parser{lx: newLexer(text), cur: startPos, listStart: -1, sc: sc, vouch: true}
-	prog, err = p.run()
-	if p.unsure || err != nil {
-		return nil, nil, false
-	}
-	return prog, nil, true
-}
-
-// errUnsure stops a vouching parse that cannot vouch for its text.
-var errUnsure = errors.New("lndl: cannot vouch for the text")
-
 // valueStackPool holds the parsers' list stacks for reuse.
 var valueStackPool = sync.Pool{New: func() any { return new([]Value) }}
 
@@ -142,10 +117,6 @@ type parser struct {
 	declEnd int
 	// sc, when set, is the storage to make the program in.
 	sc *parseScratch
-	// vouch asks the parser to check, as it goes, that normalization
-	// would not change the text (see parseVouched); unsure records that
-	// it could not.
-	vouch, unsure bool
 }
 
 // makeEntries returns an empty entry slice with room for n.
@@ -313,10 +284,6 @@ func (p *parser) parseProgram() (*Program, error) {
 			}
 			p.declEnd = -1
 			if !p.fastDecl(head, body, pos) {
-				if p.vouch {
-					p.unsure = true
-					return nil, errUnsure
-				}
 				h, b, ps, err := p.parseDecl()
 				if err != nil {
 					return nil, err
@@ -335,21 +302,6 @@ func (p *parser) parseProgram() (*Program, error) {
 				return nil, p.errorAt(&at, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
 			}
 		case tokOutOpen:
-			if p.vouch {
-				out, ok := p.fastOut()
-				if !ok || strings.IndexByte(p.lx.src[out.Offset:p.lx.off], '<') >= 0 {
-					p.unsure = true
-					return nil, errUnsure
-				}
-				if need, _ := needsRepair(p.lx.src[p.lx.off:]); need {
-					p.unsure = true
-					return nil, errUnsure
-				}
-				prog.Out = out
-				prog.aliases = aliases.many
-				prog.parsed = true
-				return prog, nil
-			}
 			out, err := p.parseOut()
 			if err != nil {
 				return nil, err
@@ -360,10 +312,6 @@ func (p *parser) parseProgram() (*Program, error) {
 			return prog, nil
 		case tokEOF:
 		default:
-			if p.vouch {
-				p.unsure = true
-				return nil, errUnsure
-			}
 			p.advance()
 		}
 	}
@@ -468,19 +416,11 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 	s := p.lx.src
 	i := p.lx.off
 	// The head's tokens: up to four words, with '.' as a word of its own.
-	// clean tracks whether the head is clean (see cleanHeadEnd): one
-	// space before the first word, one or none between tokens, none
-	// before the '>'.
 	var words [4]string
 	n := 0
-	clean := true
 	for {
-		ws := i
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
 			i++
-		}
-		if i > ws || ws == p.lx.off {
-			clean = clean && i == ws+1 && s[ws] == ' ' && (i >= len(s) || s[i] != '>')
 		}
 		if i >= len(s) {
 			return false
@@ -538,17 +478,9 @@ func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
 		return false
 	}
 	if !strings.HasPrefix(rest[k:], closer) {
-		if p.vouch {
-			// A '<' in the body: a repair might apply there.
-			return false
-		}
 		if k = strings.Index(rest, closer); k < 0 {
 			return false
 		}
-	}
-	if p.vouch && (!clean || strings.HasPrefix(s[p.lx.off+1:], "Note.")) {
-		// A head to clean, or a "Note." head to lower-case.
-		return false
 	}
 	open := p.tok.off
 	end := i + 1 + k + len(closer)
