@@ -107,8 +107,8 @@ type parser struct {
 	arena []Value
 	// listStart is the offset of the first list's '[', -1 before it.
 	listStart int
-	// noFastPath turns fastDecl and fastOut off, so that tests can
-	// compare them with the token parser.
+	// noFastPath turns fastDecl off, so that tests can compare it with
+	// the token parser.
 	noFastPath bool
 	// count is the number of declaration tags normalization counted.
 	count declCount
@@ -616,9 +616,6 @@ func (p *parser) readName() (string, bool) {
 }
 
 func (p *parser) parseOut() (*Out, error) {
-	if out, ok := p.fastOut(); ok {
-		return out, nil
-	}
 	out := p.newOut(p.tok.off)
 	out.Entries = p.makeEntries(8)
 	p.advance()

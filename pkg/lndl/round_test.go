@@ -107,7 +107,7 @@ func TestRoundResultsOutliveRounds(t *testing.T) {
 	for _, size := range []int{300, 1 << 10, 3 << 10, 10 << 10} {
 		text, executed := benchResponse(size)
 		// A variant that groups a finding with the action, and one
-		// whose OUT block the fast path does not take.
+		// with a shortcut entry.
 		grouped := strings.Replace(text, "findings: [[n0, v0, d0, c0]", "findings: [[n0, v0, src, c0]", 1)
 		shortcut := strings.Replace(text, "OUT{title: [t],", "OUT{t,", 1)
 		for _, tx := range []string{text, grouped, shortcut} {
