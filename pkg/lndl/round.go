@@ -140,7 +140,7 @@ func Round(in RoundInput) *RoundResult {
 	sc := getScratch()
 	defer sc.release()
 	block, count := repairTagsCounting(strings.Join(blocks, "\n\n"))
-	prog, err := parseWith(block, true, count, sc)
+	prog, err := parseWith(block, count, sc)
 	if err != nil {
 		return failed(OutcomeRetry, err, nil)
 	}
