@@ -41,6 +41,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Add(" a name='x' b")
 	f.Add("<lvar a b>x</lvar><lact  c>f()</lact><lvar d<lvar e f=1>g</lvar><lact h i(x=1)</lact>")
 	f.Add("<lact a.b c>f()</lact>\n<lact d e>\n<lact f g(x)</lact>")
+	f.Add("<lvar a<lvar b>x</lvar>\n<lvar c <lact d name=\"e\">f()</lact>")
 	f.Fuzz(func(t *testing.T, text string) {
 		got := Normalize(text)
 		want := crlfToLF(text)

@@ -85,14 +85,18 @@ func repairTagsCounting(text string) (string, declCount) {
 // false for most text, which then takes one scan instead of one per
 // repair. The curly and note repairs are assumed needed when their
 // trigger is present. The others are looked for at every '<': a
-// missing-'>' lact, or a tag head that is not clean. cleanTagHeads looks
-// at a subset of those places (it skips the inside of heads), so it
-// changes nothing when none of them needs cleaning.
+// missing-'>' lact, or a tag head that is not clean. The heads checked
+// are those cleanTagHeads looks at: it skips the inside of a head, so the
+// heads of tags there are not checked (which would take time quadratic
+// in the text when many tags share one '>').
 func needsRepair(text string) (bool, declCount) {
 	if hasCurlyTag(text) || strings.Contains(text, "Note.") {
 		return true, declCount{}
 	}
 	count := declCount{known: true}
+	// heads is the offset where the next head cleanTagHeads looks at may
+	// start: past the '>' of the last one.
+	heads := 0
 	for pos := 0; pos < len(text); {
 		k := strings.IndexByte(text[pos:], '<')
 		if k < 0 {
@@ -127,6 +131,9 @@ func needsRepair(text string) (bool, declCount) {
 		} else {
 			count.lvars++
 		}
+		if i < heads {
+			continue
+		}
 		headStart := spaceRun(text, after)
 		if headStart == after {
 			continue
@@ -138,9 +145,11 @@ func needsRepair(text string) (bool, declCount) {
 			// later tag can start a declaration either.
 			return false, count
 		}
-		if !headIsClean(text[after : headStart+gt]) {
+		gt += headStart
+		if !headIsClean(text[after:gt]) {
 			return true, declCount{}
 		}
+		heads = gt + 1
 	}
 	return false, count
 }
