@@ -123,6 +123,7 @@ func BenchmarkParseHostile(b *testing.B) {
 		{"unclosed-fences", strings.Repeat("```lndl\nx\n", 10000)},
 		{"curly-no-brace", strings.Repeat("{lvar a ", 10000)},
 		{"lact-no-closer", strings.Repeat("<lact a f(x) ", 10000)},
+		{"heads-one-gt", strings.Repeat("<lvar a", 10000) + ">"},
 		{"out-shortcuts", "OUT{" + strings.Repeat("a.b.c, ", 9000) + "}"},
 		{"dotted-name", "OUT{k: [" + strings.Repeat("a.", 50000) + "]}"},
 	}

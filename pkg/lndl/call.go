@@ -61,20 +61,6 @@ var pythonKeywords = map[string]bool{
 	"return": true, "try": true, "while": true, "with": true, "yield": true,
 }
 
-// isPythonKeyword reports whether s is in pythonKeywords, without hashing
-// s: the compiler turns the switch into a search by length and bytes
-// (TestIsPythonKeyword checks it against the map).
-func isPythonKeyword(s string) bool {
-	switch s {
-	case "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-		"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-		"if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
-		"return", "try", "while", "with", "yield":
-		return true
-	}
-	return false
-}
-
 // ParseCall parses a lact body, one Python call expression whose
 // arguments are literals, into a [Call]. alias names the lact in the
 // error.
@@ -114,14 +100,6 @@ func ParseCall(alias, body string) (Call, error) {
 }
 
 func parseCall(body string) (Call, error) {
-	if c, ok := fastCall(body); ok {
-		return c, nil
-	}
-	return parseCallFull(body)
-}
-
-// parseCallFull is parseCall without the fast path.
-func parseCallFull(body string) (Call, error) {
 	if len(body) > MaxCallBodyLen {
 		return Call{}, fmt.Errorf("body of %d bytes exceeds %d bytes: %w", len(body), MaxCallBodyLen, ErrCallLimit)
 	}

@@ -277,26 +277,3 @@ func TestParseCall_argumentsNeverNil(t *testing.T) {
 		t.Errorf("arguments marshal to %s", raw)
 	}
 }
-
-func TestIsPythonKeyword(t *testing.T) {
-	for k := range pythonKeywords {
-		if !isPythonKeyword(k) {
-			t.Errorf("isPythonKeyword(%q) = false", k)
-		}
-	}
-	n := 0
-	for _, s := range []string{"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-		"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-		"if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
-		"return", "try", "while", "with", "yield", "query", "false", "limit", "", "fn"} {
-		if isPythonKeyword(s) != pythonKeywords[s] {
-			t.Errorf("isPythonKeyword(%q) = %v, map says %v", s, isPythonKeyword(s), pythonKeywords[s])
-		}
-		if isPythonKeyword(s) {
-			n++
-		}
-	}
-	if n != len(pythonKeywords) {
-		t.Errorf("%d keywords recognised, want %d", n, len(pythonKeywords))
-	}
-}

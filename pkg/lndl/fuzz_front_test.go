@@ -2,7 +2,6 @@ package lndl
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -42,6 +41,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Add(" a name='x' b")
 	f.Add("<lvar a b>x</lvar><lact  c>f()</lact><lvar d<lvar e f=1>g</lvar><lact h i(x=1)</lact>")
 	f.Add("<lact a.b c>f()</lact>\n<lact d e>\n<lact f g(x)</lact>")
+	f.Add("<lvar a<lvar b>x</lvar>\n<lvar c <lact d name=\"e\">f()</lact>")
 	f.Fuzz(func(t *testing.T, text string) {
 		got := Normalize(text)
 		want := crlfToLF(text)
@@ -58,12 +58,6 @@ func FuzzNormalize(f *testing.F) {
 				t.Fatalf("needsRepair(%q) is false, but the repairs give %q", text, full)
 			}
 		}
-		// The fast path for clean tag heads agrees with the full cleaning.
-		if len(text) > 1 && !strings.Contains(text, ">") && headIsClean(text) {
-			if full := " " + cleanHead(text[1:]); full != text {
-				t.Fatalf("headIsClean(%q) but cleaning gives %q", text, full)
-			}
-		}
 	})
 }
 
@@ -78,11 +72,6 @@ func FuzzParse(f *testing.F) {
 	f.Add("<lvar a>x</lvar>#! <lact a>f()</lact>\n<lvar b>y</lvar>")
 	f.Fuzz(func(t *testing.T, text string) {
 		prog, err := Parse(text)
-		// The fast path for declarations agrees with the token parser.
-		slow, slowErr := parse(text, false, declCount{})
-		if !reflect.DeepEqual(prog, slow) || fmt.Sprint(err) != fmt.Sprint(slowErr) {
-			t.Fatalf("Parse = %+v, %v; token parser = %+v, %v", prog, err, slow, slowErr)
-		}
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) || !errors.Is(err, ErrLNDL) {
@@ -198,32 +187,4 @@ func naivePosition(text string, off int) (line, col int) {
 		col++
 	}
 	return line, col
-}
-
-// FuzzParseVouched checks the parse that vouches for normalization being
-// a no-op: whenever it vouches, the text is its own normalization and the
-// program is the one parsing the normalized text gives.
-func FuzzParseVouched(f *testing.F) {
-	f.Add("<lvar Report.title t>x</lvar>\n<lact s>f(a=1)</lact>\nOUT{report: [t, s], n: 1.5, k: \"v\"}\n")
-	f.Add("<lvar a b>x</lvar>\n<lvar  c>y</lvar>\nOUT{a: [b]}")
-	f.Add("<lvar a>x <lact b f(x)</lact></lvar>\nOUT{a: [a]}")
-	f.Add("<lvar a>x</lvar>\nOUT{a: [a]}\n<lvar b c=1>y</lvar>")
-	f.Add("<lvar a>x</lvar>\nOUT{a: \"<lvar b c=1>\"}")
-	f.Add("<lvar Note.a b>x</lvar>\nOUT{a: [b]}")
-	f.Add("<lvar a>{lvar b}</lvar>\nOUT{a: [a]}")
-	f.Add("<lvar a>x</lvar> < <lvar\tb>y</lvar>\nOUT{a: [a, b]}")
-	f.Add("<lvar a>x</lvar>\n<lvar a>y</lvar>\nOUT{a: [a]}")
-	f.Fuzz(func(t *testing.T, text string) {
-		prog, err, ok := parseVouched(text, nil)
-		if !ok {
-			return
-		}
-		if norm := NormalizeBlock(text); norm != text {
-			t.Fatalf("vouched for %q, which normalizes to %q", text, norm)
-		}
-		want, wantErr := Parse(text)
-		if !reflect.DeepEqual(prog, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
-			t.Fatalf("vouched parse of %q = %+v, %v; Parse = %+v, %v", text, prog, err, want, wantErr)
-		}
-	})
 }

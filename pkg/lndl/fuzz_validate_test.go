@@ -1,6 +1,7 @@
 package lndl
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -8,7 +9,9 @@ import (
 // FuzzValidate checks, for any JSON input, that Target.Validate never
 // panics, fails only with a *ValidationError listing at least one issue,
 // and that a validated value is a fixed point: validating it again gives
-// the same value.
+// the same value. Against the same schema without its constraints, which
+// is structural, it checks that skipping the schema validator, as
+// Validate does there, gives the values and issues running it gives.
 func FuzzValidate(f *testing.F) {
 	for _, seed := range []string{
 		`{"s": "a", "i": " 42 ", "f": "0.5", "b": "yes"}`,
@@ -21,11 +24,24 @@ func FuzzValidate(f *testing.F) {
 		f.Add(seed)
 	}
 	tg := mustTarget(f, validateSchema)
+	var schema any
+	if err := json.Unmarshal([]byte(validateSchema), &schema); err != nil {
+		f.Fatal(err)
+	}
+	raw, err := json.Marshal(stripConstraints(schema))
+	if err != nil {
+		f.Fatal(err)
+	}
+	st := mustTarget(f, string(raw))
+	if !st.compiledSchema().structural {
+		f.Fatal("validateSchema without its constraints is not structural")
+	}
 	f.Fuzz(func(t *testing.T, input string) {
 		in, err := DecodeJSON([]byte(input))
 		if err != nil {
 			return
 		}
+		compareValidatePaths(t, st, in)
 		got, err := tg.Validate(in)
 		if err != nil {
 			var ve *ValidationError

@@ -308,28 +308,6 @@ var asciiIdentPart = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// Byte classes for the declaration fast path: identByteStart marks the
-// ASCII bytes that start an identifier, identBytePart those that continue
-// one; non-ASCII bytes are neither (the fast path leaves them to the
-// token parser).
-const (
-	identBytePart  = 1
-	identByteStart = 2
-)
-
-// identByte classifies every byte value (see identBytePart).
-var identByte = func() (t [256]uint8) {
-	for c := range utf8.RuneSelf {
-		if isIdentPart(rune(c)) {
-			t[c] |= identBytePart
-		}
-		if isIdentStart(rune(c)) {
-			t[c] |= identByteStart
-		}
-	}
-	return t
-}()
-
 // digitsRun returns the end of the run of decimal digits at i and how many
 // characters it holds.
 func digitsRun(s string, i int) (int, int) {

@@ -85,14 +85,18 @@ func repairTagsCounting(text string) (string, declCount) {
 // false for most text, which then takes one scan instead of one per
 // repair. The curly and note repairs are assumed needed when their
 // trigger is present. The others are looked for at every '<': a
-// missing-'>' lact, or a tag head that is not clean. cleanTagHeads looks
-// at a subset of those places (it skips the inside of heads), so it
-// changes nothing when none of them needs cleaning.
+// missing-'>' lact, or a tag head that cleaning changes. The heads checked
+// are those cleanTagHeads looks at: it skips the inside of a head, so the
+// heads of tags there are not checked (which would take time quadratic
+// in the text when many tags share one '>').
 func needsRepair(text string) (bool, declCount) {
 	if hasCurlyTag(text) || strings.Contains(text, "Note.") {
 		return true, declCount{}
 	}
 	count := declCount{known: true}
+	// heads is the offset where the next head cleanTagHeads looks at may
+	// start: past the '>' of the last one.
+	heads := 0
 	for pos := 0; pos < len(text); {
 		k := strings.IndexByte(text[pos:], '<')
 		if k < 0 {
@@ -127,6 +131,9 @@ func needsRepair(text string) (bool, declCount) {
 		} else {
 			count.lvars++
 		}
+		if i < heads {
+			continue
+		}
 		headStart := spaceRun(text, after)
 		if headStart == after {
 			continue
@@ -138,9 +145,11 @@ func needsRepair(text string) (bool, declCount) {
 			// later tag can start a declaration either.
 			return false, count
 		}
-		if !headIsClean(text[after : headStart+gt]) {
+		gt += headStart
+		if !headKept(text[after:gt], cleanHead(text[headStart:gt])) {
 			return true, declCount{}
 		}
+		heads = gt + 1
 	}
 	return false, count
 }
@@ -148,8 +157,9 @@ func needsRepair(text string) (bool, declCount) {
 // cleanHeadEnd recognises, in one scan, the usual tag head at after (just
 // past "<lvar" or "<lact"): a space, then words of bytes that are neither
 // white space, '=', '<' nor non-ASCII, separated by single spaces, then
-// '>'. It returns the offset after the '>'. Such a head is clean (see
-// headIsClean), and a missing-'>' lact repair cannot start there: its
+// '>'. It returns the offset after the '>'. Cleaning leaves such a head
+// as it is (it has no attribute, and its words are already joined by
+// single spaces), and a missing-'>' lact repair cannot start there: its
 // names would be followed by this '>' before any "</lact>".
 func cleanHeadEnd(text string, after int) (int, bool) {
 	if after+1 >= len(text) || text[after] != ' ' || text[after+1] == ' ' {
@@ -441,11 +451,11 @@ func cleanTagHeads(text string) string {
 			break
 		}
 		gt += headStart
-		if headIsClean(text[after:gt]) {
+		head := cleanHead(text[headStart:gt])
+		if headKept(text[after:gt], head) {
 			pos = gt + 1
 			continue
 		}
-		head := cleanHead(text[headStart:gt])
 		if b.Len() == 0 {
 			b.Grow(len(text))
 		}
@@ -467,36 +477,22 @@ func cleanTagHeads(text string) string {
 	return b.String()
 }
 
-// headIsClean reports whether raw, the text between a tag name and its
-// '>', is already what cleaning makes of it: one space, then words
-// separated by single spaces, no attribute. It is a fast path: it answers
-// false for any non-ASCII byte.
-func headIsClean(raw string) bool {
-	if len(raw) < 2 || raw[0] != ' ' || raw[len(raw)-1] == ' ' {
-		return false
-	}
-	for i := 1; i < len(raw); i++ {
-		switch headByteClass[raw[i]] {
-		case headByteWord:
-		case headByteSpace:
-			if raw[i-1] == ' ' {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
+// headKept reports whether cleaning leaves a tag head as it is: raw is
+// the text between the tag name and its '>', head what cleanHead makes of
+// raw past its leading white space. cleanTagHeads puts a space and head
+// in place of raw, or nothing when head is empty.
+func headKept(raw, head string) bool {
+	return head != "" && len(raw) == 1+len(head) && raw[0] == ' ' && raw[1:] == head
 }
 
-// Classes of the bytes of a tag head for headIsClean.
+// Classes of the bytes of a tag head for cleanHeadEnd.
 const (
-	headByteWord  = iota // may appear anywhere in a clean head
+	headByteWord  = iota // may appear in a word of a clean head
 	headByteSpace        // ' ': a single separator
 	headByteOther        // '=', other white space, any non-ASCII byte
 )
 
-// headByteClass classifies every byte value for headIsClean.
+// headByteClass classifies every byte value for cleanHeadEnd.
 var headByteClass = func() (t [256]uint8) {
 	for c := range t {
 		switch {

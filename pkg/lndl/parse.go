@@ -1,7 +1,6 @@
 package lndl
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -52,23 +51,17 @@ const (
 // most [MaxIntDigits] digits; float literals must be finite. Parse runs in
 // time linear in len(text).
 func Parse(text string) (*Program, error) {
-	return parse(text, true, declCount{})
+	return parseWith(text, declCount{}, nil)
 }
 
-// parse is Parse; fast selects the fast path for declarations (see
-// fastDecl), which tests turn off to compare; count, when known, sizes
-// the declaration slices.
-func parse(text string, fast bool, count declCount) (*Program, error) {
-	return parseWith(text, fast, count, nil)
-}
-
-// parseWith is parse; with sc, the program is made in sc's storage.
-func parseWith(text string, fast bool, count declCount, sc *parseScratch) (*Program, error) {
+// parseWith is Parse; count, when known, sizes the declaration slices,
+// and with sc the program is made in sc's storage.
+func parseWith(text string, count declCount, sc *parseScratch) (*Program, error) {
 	if len(text) > MaxInputBytes {
 		return nil, &ParseError{Line: 1, Column: 1, Reason: fmt.Sprintf(
 			"Input too large - %d bytes exceeds the limit of %d", len(text), MaxInputBytes)}
 	}
-	p := &parser{lx: newLexer(text), cur: startPos, noFastPath: !fast, listStart: -1, count: count, sc: sc}
+	p := &parser{lx: newLexer(text), cur: startPos, listStart: -1, count: count, sc: sc}
 	return p.run()
 }
 
@@ -87,30 +80,6 @@ func (p *parser) run() (*Program, error) {
 	}
 	return prog, err
 }
-
-// parseVouched parses text, into sc, as parseWith does after normalization,
-// when it can vouch in passing that normalization would not change text
-// (NormalizeBlock(text) == text): ok is false when it cannot, and the
-// caller normalizes and parses. It vouches for the usual block: no curly
-// tag anywhere, then declarations with clean heads (see cleanHeadEnd) not
-// starting "Note." and bodies without '<', separated only by white space,
-// then an OUT block the fast path reads, without '<', and after it text
-// needsRepair passes. Every '<' of such a text is a closing tag or the
-// opening tag of a clean head, where no repair applies.
-func parseVouched(text string, sc *parseScratch) (prog *Program, err error, ok bool) {
-	if len(text) > MaxInputBytes || hasCurlyTag(text) {
-		return nil, nil, false
-	}
-	p := &parser{lx: newLexer(text), cur: startPos, listStart: -1, sc: sc, vouch: true}
-	prog, err = p.run()
-	if p.unsure || err != nil {
-		return nil, nil, false
-	}
-	return prog, nil, true
-}
-
-// errUnsure stops a vouching parse that cannot vouch for its text.
-var errUnsure = errors.New("lndl: cannot vouch for the text")
 
 // valueStackPool holds the parsers' list stacks for reuse.
 var valueStackPool = sync.Pool{New: func() any { return new([]Value) }}
@@ -132,20 +101,10 @@ type parser struct {
 	arena []Value
 	// listStart is the offset of the first list's '[', -1 before it.
 	listStart int
-	// noFastPath turns fastDecl and fastOut off, so that tests can
-	// compare them with the token parser.
-	noFastPath bool
 	// count is the number of declaration tags normalization counted.
 	count declCount
-	// declEnd is the offset after the closing tag of the declaration
-	// fastDecl parsed, -1 when parseDecl parsed it.
-	declEnd int
 	// sc, when set, is the storage to make the program in.
 	sc *parseScratch
-	// vouch asks the parser to check, as it goes, that normalization
-	// would not change the text (see parseVouched); unsure records that
-	// it could not.
-	vouch, unsure bool
 }
 
 // makeEntries returns an empty entry slice with room for n.
@@ -278,15 +237,13 @@ func (p *parser) parseProgram() (*Program, error) {
 					aliases.room, aliases.lactRoom = p.declRoom()
 				}
 			}
-			// The declaration is parsed in place, into a new last
-			// element of Lvars or Lacts.
-			var (
-				decl int
-				head *Head
-				body *string
-				pos  *int
-			)
-			if kind := p.tok.kind; kind == tokLvarOpen {
+			kind := p.tok.kind
+			h, body, off, err := p.parseDecl()
+			if err != nil {
+				return nil, err
+			}
+			var decl int
+			if kind == tokLvarOpen {
 				if prog.Lvars == nil {
 					if p.sc != nil {
 						prog.Lvars = makeRoom(p.sc.lvars, max(aliases.room, 1))
@@ -295,9 +252,7 @@ func (p *parser) parseProgram() (*Program, error) {
 					}
 				}
 				decl = len(prog.Lvars)
-				prog.Lvars = grow(prog.Lvars)
-				lv := &prog.Lvars[decl]
-				head, body, pos = &lv.Head, &lv.Content, &lv.Offset
+				prog.Lvars = append(prog.Lvars, Lvar{Head: h, Content: body, Offset: off})
 			} else {
 				if prog.Lacts == nil {
 					if p.sc != nil {
@@ -307,49 +262,12 @@ func (p *parser) parseProgram() (*Program, error) {
 					}
 				}
 				decl = -len(prog.Lacts) - 1
-				prog.Lacts = grow(prog.Lacts)
-				la := &prog.Lacts[len(prog.Lacts)-1]
-				head, body, pos = &la.Head, &la.Call, &la.Offset
+				prog.Lacts = append(prog.Lacts, Lact{Head: h, Call: body, Offset: off})
 			}
-			p.declEnd = -1
-			if !p.fastDecl(head, body, pos) {
-				if p.vouch {
-					p.unsure = true
-					return nil, errUnsure
-				}
-				h, b, ps, err := p.parseDecl()
-				if err != nil {
-					return nil, err
-				}
-				*head, *body, *pos = h, b, ps
-			}
-			if !aliases.add(head.Alias, decl, prog) {
-				at := p.tok
-				if p.declEnd >= 0 {
-					// The error is at the token after the closing
-					// tag, which fastDecl may have skipped over.
-					lx := p.lx
-					lx.off, lx.head, lx.body, lx.inOut = p.declEnd, tokEOF, false, false
-					lx.next(&at)
-				}
-				return nil, p.errorAt(&at, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", head.Alias)
+			if !aliases.add(h.Alias, decl, prog) {
+				return nil, p.errorAt(&p.tok, "Duplicate alias '%s' - aliases must be unique across lvars and lacts", h.Alias)
 			}
 		case tokOutOpen:
-			if p.vouch {
-				out, ok := p.fastOut()
-				if !ok || strings.IndexByte(p.lx.src[out.Offset:p.lx.off], '<') >= 0 {
-					p.unsure = true
-					return nil, errUnsure
-				}
-				if need, _ := needsRepair(p.lx.src[p.lx.off:]); need {
-					p.unsure = true
-					return nil, errUnsure
-				}
-				prog.Out = out
-				prog.aliases = aliases.many
-				prog.parsed = true
-				return prog, nil
-			}
 			out, err := p.parseOut()
 			if err != nil {
 				return nil, err
@@ -360,10 +278,6 @@ func (p *parser) parseProgram() (*Program, error) {
 			return prog, nil
 		case tokEOF:
 		default:
-			if p.vouch {
-				p.unsure = true
-				return nil, errUnsure
-			}
 			p.advance()
 		}
 	}
@@ -449,147 +363,6 @@ func (a *aliasSet) add(alias string, decl int, prog *Program) bool {
 	}
 	a.many[alias] = decl
 	return true
-}
-
-// fastDecl parses the declaration at the current token (an opening tag)
-// when it has the shape models write: a head of ASCII words on the tag's
-// line, then a closed body. It reads the text directly instead of making
-// a token of every word, and yields what parseDecl would. For anything
-// else it reports false and consumes nothing, and parseDecl parses the
-// declaration (and reports any error).
-//
-// It writes the head, the trimmed body and the tag's offset through h,
-// body and pos, and only when it reports true.
-func (p *parser) fastDecl(h *Head, body *string, pos *int) bool {
-	if p.noFastPath {
-		return false
-	}
-	kind := p.tok.kind
-	s := p.lx.src
-	i := p.lx.off
-	// The head's tokens: up to four words, with '.' as a word of its own.
-	// clean tracks whether the head is clean (see cleanHeadEnd): one
-	// space before the first word, one or none between tokens, none
-	// before the '>'.
-	var words [4]string
-	n := 0
-	clean := true
-	for {
-		ws := i
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
-			i++
-		}
-		if i > ws || ws == p.lx.off {
-			clean = clean && i == ws+1 && s[ws] == ' ' && (i >= len(s) || s[i] != '>')
-		}
-		if i >= len(s) {
-			return false
-		}
-		c := s[i]
-		if c == '>' {
-			break
-		}
-		if n == len(words) {
-			return false
-		}
-		if c == '.' {
-			words[n] = "."
-			n++
-			i++
-			continue
-		}
-		if identByte[c]&identByteStart == 0 {
-			return false
-		}
-		start := i
-		for i < len(s) && identByte[s[i]]&identBytePart != 0 {
-			i++
-		}
-		if i < len(s) && s[i] >= utf8.RuneSelf {
-			// A non-ASCII letter may continue the word.
-			return false
-		}
-		words[n] = s[start:i]
-		n++
-	}
-	var model, field, alias, hint string
-	isWord := func(w string) bool { return w != "" && w != "." }
-	switch {
-	case n == 1 && isWord(words[0]):
-		alias = words[0]
-	case n == 2 && isWord(words[0]) && isWord(words[1]):
-		hint, alias = words[0], words[1]
-	case n >= 3 && isWord(words[0]) && words[1] == "." && isWord(words[2]) && (n == 3 || isWord(words[3])):
-		model, field, alias = words[0], words[2], words[2]
-		if n == 4 {
-			alias = words[3]
-		}
-	default:
-		return false
-	}
-	closer := lvarCloseText
-	if kind == tokLactOpen {
-		closer = lactCloseText
-	}
-	rest := s[i+1:]
-	// The body usually holds no '<': its first '<' starts the closer.
-	k := strings.IndexByte(rest, '<')
-	if k < 0 {
-		return false
-	}
-	if !strings.HasPrefix(rest[k:], closer) {
-		if p.vouch {
-			// A '<' in the body: a repair might apply there.
-			return false
-		}
-		if k = strings.Index(rest, closer); k < 0 {
-			return false
-		}
-	}
-	if p.vouch && (!clean || strings.HasPrefix(s[p.lx.off+1:], "Note.")) {
-		// A head to clean, or a "Note." head to lower-case.
-		return false
-	}
-	open := p.tok.off
-	end := i + 1 + k + len(closer)
-	p.declEnd = end
-	h.Model, h.Field, h.Alias, h.Hint = model, field, alias, hint
-	text := rest[:k]
-	if text != "" && (asciiSpaceOrHigh(text[0]) || asciiSpaceOrHigh(text[len(text)-1])) {
-		text = trimLNDLSpace(text)
-	}
-	*body = text
-	*pos = open
-	p.lx.head = tokEOF
-	p.lx.body = false
-	// The token after the closing tag: when only white space and
-	// newlines come before the next opening tag, that tag (the newline
-	// tokens would be skipped); else what the lexer reads.
-	j := end
-	for j < len(s) && (s[j] == '\n' || s[j] == ' ' || s[j] == '\t' || s[j] == '\r') {
-		j++
-	}
-	if rest := s[j:]; len(rest) > len(lvarOpenText) && rest[0] == '<' && rest[1] == 'l' {
-		switch rest[:len(lvarOpenText)] {
-		case lvarOpenText:
-			p.lx.off, p.lx.head = j+len(lvarOpenText), tokLvarOpen
-			p.lx.set(&p.tok, tokLvarOpen, lvarOpenText, j)
-			return true
-		case lactOpenText:
-			p.lx.off, p.lx.head = j+len(lactOpenText), tokLactOpen
-			p.lx.set(&p.tok, tokLactOpen, lactOpenText, j)
-			return true
-		}
-	}
-	p.lx.off = end
-	p.advance()
-	return true
-}
-
-// asciiSpaceOrHigh reports whether c is LNDL white space or a byte of a
-// multi-byte character (which may be white space).
-func asciiSpaceOrHigh(c byte) bool {
-	return c >= utf8.RuneSelf || isLNDLSpace(rune(c))
 }
 
 // parseDecl parses `<lvar HEAD>BODY</lvar>` (or lact) at the current
@@ -684,9 +457,6 @@ func (p *parser) readName() (string, bool) {
 }
 
 func (p *parser) parseOut() (*Out, error) {
-	if out, ok := p.fastOut(); ok {
-		return out, nil
-	}
 	out := p.newOut(p.tok.off)
 	out.Entries = p.makeEntries(8)
 	p.advance()

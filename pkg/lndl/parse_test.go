@@ -488,6 +488,7 @@ func TestHostileInputs(t *testing.T) {
 		{"many curly heads without brace", strings.Repeat("{lvar a ", big/8), ""},
 		{"many lact heads without closer", strings.Repeat("<lact a f(x) ", big/13), "Expected GT, got LPAREN"},
 		{"many lvar heads without gt", strings.Repeat("<lvar a ", big/8), "Expected GT, got LVAR_OPEN"},
+		{"many lvar heads sharing one gt", strings.Repeat("<lvar a", big/7) + ">", "Expected GT, got LVAR_OPEN"},
 		{"long dotted name", "OUT{k: [" + strings.Repeat("a.", big/2) + "]}", ""},
 		{"long spaced dotted name", "OUT{k: [" + strings.Repeat("a . ", big/4) + "]}", ""},
 		{"long unterminated string", "OUT{k: '" + strings.Repeat("\\'x", big/3), ""},

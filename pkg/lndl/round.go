@@ -136,17 +136,11 @@ func Round(in RoundInput) *RoundResult {
 		return failed(OutcomeContinue, nil, nil)
 	}
 	// The program lives in pooled storage that is released when Round
-	// returns: nothing Round returns refers to it. A usual block is
-	// parsed as it is, checking in passing that normalization would not
-	// change it; any other is normalized first.
+	// returns: nothing Round returns refers to it.
 	sc := getScratch()
 	defer sc.release()
-	joined := strings.Join(blocks, "\n\n")
-	prog, err, vouched := parseVouched(joined, sc)
-	if !vouched {
-		block, count := repairTagsCounting(joined)
-		prog, err = parseWith(block, true, count, sc)
-	}
+	block, count := repairTagsCounting(strings.Join(blocks, "\n\n"))
+	prog, err := parseWith(block, count, sc)
 	if err != nil {
 		return failed(OutcomeRetry, err, nil)
 	}

@@ -107,7 +107,7 @@ func TestRoundResultsOutliveRounds(t *testing.T) {
 	for _, size := range []int{300, 1 << 10, 3 << 10, 10 << 10} {
 		text, executed := benchResponse(size)
 		// A variant that groups a finding with the action, and one
-		// whose OUT block the fast path does not take.
+		// with a shortcut entry.
 		grouped := strings.Replace(text, "findings: [[n0, v0, d0, c0]", "findings: [[n0, v0, src, c0]", 1)
 		shortcut := strings.Replace(text, "OUT{title: [t],", "OUT{t,", 1)
 		for _, tx := range []string{text, grouped, shortcut} {
@@ -424,37 +424,6 @@ func BenchmarkRound(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestParseVouchedTakesUsualBlocks checks that the usual blocks take the
-// parse that skips normalization (the benchmark responses, and blocks
-// with numbers, strings and nested groups), and that blocks needing a
-// repair do not.
-func TestParseVouchedTakesUsualBlocks(t *testing.T) {
-	var usual []string
-	for _, size := range []int{1 << 10, 10 << 10} {
-		text, _ := benchResponse(size)
-		usual = append(usual, strings.Join(Extract(text), "\n\n"))
-	}
-	usual = append(usual,
-		"<lvar Report.title t>T</lvar>\n<lact Report.summary s>summarize(text=\"x\")</lact>\nOUT{report: [t, s], quality: 0.5, tags: [\"a\", 'b'], g: [[t], [s]]}\n",
-		"\n\n<lvar a>multi\nline</lvar>\n\n<lvar b c>y</lvar>\nOUT{a: [a], b: [c]}")
-	for _, text := range usual {
-		if _, err, ok := parseVouched(text, nil); !ok || err != nil {
-			t.Errorf("parseVouched(%.60q...) = %v, %v; want a vouched parse", text, ok, err)
-		}
-	}
-	for _, text := range []string{
-		"<lvar a  b>x</lvar>\nOUT{a: [b]}",
-		"<lvar a>x</lvar>\n<lact b f(x)</lact>\nOUT{a: [a]}",
-		"<lvar a>see {lvar b}</lvar>\nOUT{a: [a]}",
-		"<lvar Note.a b>x</lvar>\nOUT{a: [b]}",
-		"prose <lvar a>x</lvar>\nOUT{a: [a]}",
-	} {
-		if _, _, ok := parseVouched(text, nil); ok {
-			t.Errorf("parseVouched(%q) vouched for a block that needs normalizing or has other text", text)
-		}
 	}
 }
 

@@ -1,9 +1,6 @@
 package lndl
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "strings"
 
 // splitList turns the string value of a reference into list items for a
 // list field (docs/lndl.md#assembly), trying in order: the trimmed string is
@@ -57,33 +54,6 @@ func splitList(s string) []any {
 // splitLines returns the non-blank lines of s, right-trimmed, splitting at
 // every line break as Python's str.splitlines() does (see pyLines).
 func splitLines(s string) []any {
-	if n, plain := plainLines(s); plain {
-		// Fast path: ASCII text whose only line breaks are '\n'; the
-		// white space to trim is ' ', '\t' and 0x1f, and a line that is
-		// not empty once right-trimmed is not blank.
-		out := make([]any, 0, n)
-		for len(s) > 0 {
-			line := s
-			if i := strings.IndexByte(s, '\n'); i >= 0 {
-				line, s = s[:i], s[i+1:]
-			} else {
-				s = ""
-			}
-			end := len(line)
-			for end > 0 && (line[end-1] == ' ' || line[end-1] == '\t' || line[end-1] == 0x1f) {
-				end--
-			}
-			if end > 0 {
-				out = append(out, line[:end])
-			}
-		}
-		return out
-	}
-	return splitLinesGeneral(s)
-}
-
-// splitLinesGeneral is splitLines for any text.
-func splitLinesGeneral(s string) []any {
 	n := 1
 	for i := 0; i < len(s); i++ {
 		// Every line break starts with one of these bytes (U+0085,
@@ -94,21 +64,6 @@ func splitLinesGeneral(s string) []any {
 		}
 	}
 	out := make([]any, 0, n)
-	if n == 1+strings.Count(s, "\n") {
-		// Fast path: every line break is a '\n'.
-		for len(s) > 0 {
-			line := s
-			if i := strings.IndexByte(s, '\n'); i >= 0 {
-				line, s = s[:i], s[i+1:]
-			} else {
-				s = ""
-			}
-			if line = strings.TrimRightFunc(line, isLNDLSpace); trimLNDLSpace(line) != "" {
-				out = append(out, line)
-			}
-		}
-		return out
-	}
 	for line := range pyLines(s) {
 		if line = strings.TrimRightFunc(line, isLNDLSpace); trimLNDLSpace(line) != "" {
 			out = append(out, line)
@@ -133,37 +88,3 @@ func pythonList(s string) ([]any, bool) {
 	arr, ok := c.Arguments["_pos_0"].([]any)
 	return arr, ok
 }
-
-// plainLines reports whether s is ASCII with no line break but '\n', and
-// its number of lines.
-func plainLines(s string) (int, bool) {
-	n := 1
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; lineByteClass[c] != 0 {
-			if lineByteClass[c] == lineBreakOther {
-				return 0, false
-			}
-			n++
-		}
-	}
-	return n, true
-}
-
-// Classes of bytes for plainLines.
-const (
-	lineBreakLF    = 1 // '\n'
-	lineBreakOther = 2 // another line break's first byte, or non-ASCII
-)
-
-// lineByteClass classifies every byte value for plainLines.
-var lineByteClass = func() (t [256]uint8) {
-	for c := range t {
-		switch {
-		case c == '\n':
-			t[c] = lineBreakLF
-		case c >= utf8.RuneSelf, c == '\r', c == '\v', c == '\f', c == 0x1c, c == 0x1d, c == 0x1e:
-			t[c] = lineBreakOther
-		}
-	}
-	return t
-}()

@@ -23,17 +23,3 @@ func TestSplitLines(t *testing.T) {
 		}
 	}
 }
-
-// FuzzSplitLines checks the fast path of splitLines against the general
-// one.
-func FuzzSplitLines(f *testing.F) {
-	for _, s := range []string{"a\nb", "- x  \n\n  \t\n- y\t\x1f", "\n", "a\r\nb", "é\nx", " \n \t"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, want := splitLines(s), splitLinesGeneral(s)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("splitLines(%q) = %q, general %q", s, got, want)
-		}
-	})
-}
