@@ -10,11 +10,12 @@ import (
 
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
 // Defaults of the worker's flags.
 const (
-	defaultConcurrency  = 8
+	defaultConcurrency  = worker.DefaultMaxInFlight
 	defaultDrainTimeout = 30 * time.Second
 	defaultPort         = 4222
 	// maxConcurrency bounds --concurrency: each slot is one request in

@@ -73,7 +73,18 @@ func TestLanes_leave_while_waiting(t *testing.T) {
 	if !isReady(c) {
 		t.Fatal("the next request did not run")
 	}
+	// Leaving twice (the worker leaves when its handler returns, and
+	// again when the request is done) changes nothing.
+	l.leave(a)
+	d := l.enter("x", 4)
+	if isReady(d) {
+		t.Fatal("a second leave let another request run beside the running one")
+	}
 	l.leave(c)
+	if !isReady(d) {
+		t.Fatal("the next request did not run")
+	}
+	l.leave(d)
 	if n, r := l.size(); n != 0 || r != 0 {
 		t.Fatalf("%d lanes with %d requests left", n, r)
 	}

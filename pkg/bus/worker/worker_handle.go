@@ -43,6 +43,9 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	defer w.wg.Done()
 	defer func() { <-w.slots }()
 	if t != nil {
+		// Left as soon as the handler returned (see below), so that the
+		// next request of the branch runs while this one is answered;
+		// leaving twice is harmless.
 		defer w.lanes.leave(t)
 	}
 
@@ -88,7 +91,12 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 			err = context.Cause(hctx)
 		}
 	}
-	if err == nil && w.answerFromStore(msg, req, log) {
+	if err == nil && (attempt > 1 || req.BranchID == "") && w.answerFromStore(msg, req, log) {
+		// The first delivery of a request on a branch skips this lookup:
+		// a request published again after it was answered (as another
+		// message, past the duplicate window) is recognised by the
+		// branch's commits, read with the branch, and answered from
+		// history without a model call; a read-only verb reads again.
 		return
 	}
 	if err == nil {
@@ -97,6 +105,9 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		acks := &pending.Acks{}
 		rctx := pending.NewContext(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), acks)
 		res, err = w.run(rctx, op)
+		if t != nil {
+			w.lanes.leave(t)
+		}
 		// Every event published on the request's behalf is stored before
 		// its answer is; a failure is only logged (signals never change an
 		// outcome).
@@ -327,12 +338,11 @@ func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
 	return nil
 }
 
-// ack acknowledges msg and waits for the server to confirm.
+// ack acknowledges msg without waiting for the server to confirm: the
+// answer is stored, so should the ack be lost, the redelivery is answered
+// from the stored answer (the same event) without running again.
 func (w *Worker) ack(msg jetstream.Msg, log zerolog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-	defer cancel()
-	if err := msg.DoubleAck(ctx); err != nil {
-		// The answer is stored: a redelivery is answered from it.
+	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack")
 	}
 }
