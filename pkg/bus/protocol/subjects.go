@@ -75,12 +75,19 @@ func (s Subjects) Cancel(id string) string { return s.Prefix + ".cancel." + id }
 // CancelWildcard matches every cancel subject.
 func (s Subjects) CancelWildcard() string { return s.Prefix + ".cancel.>" }
 
+// Lease is the subject of the lease that pins a branch to one worker.
+func (s Subjects) Lease(branch string) string { return s.Prefix + ".lease." + branch }
+
+// LeasesWildcard matches every lease subject.
+func (s Subjects) LeasesWildcard() string { return s.Prefix + ".lease.>" }
+
 // Stream, consumer and bucket names. Stream names are upper case; the
 // prefix is included so that two deployments can share one account.
 func (s Subjects) OpsStream() string       { return upper(s.Prefix) + "_OPS" }
 func (s Subjects) ResultsStream() string   { return upper(s.Prefix) + "_RESULTS" }
 func (s Subjects) HistoryStream() string   { return upper(s.Prefix) + "_HISTORY" }
 func (s Subjects) EventsStream() string    { return upper(s.Prefix) + "_EVENTS" }
+func (s Subjects) LeasesStream() string    { return upper(s.Prefix) + "_LEASES" }
 func (s Subjects) WorkersConsumer() string { return "workers" }
 func (s Subjects) BranchesBucket() string  { return s.Prefix + "_branches" }
 func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }

@@ -19,6 +19,7 @@ const (
 	DefaultAckWait         = 30 * time.Second
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
+	DefaultLeaseTTL        = 10 * time.Second
 	DefaultMaxAckPending   = 1000
 	DefaultMaxDeliver      = 10
 	DefaultMaxPayload      = protocol.DefaultMaxPayload // 1 MiB
@@ -77,6 +78,11 @@ type Config struct {
 	// kept. Default 24h.
 	EventsMaxAge time.Duration
 
+	// LeaseTTL is how long a branch stays pinned to a worker that stopped
+	// renewing its lease (one that died): the age limit of the leases
+	// stream. Workers renew every third of it. Default 10s.
+	LeaseTTL time.Duration
+
 	// HistoryMaxBytes bounds the history stream (the event log) in bytes.
 	// Default -1: unlimited; history has no age limit because it is the
 	// source of truth of every branch.
@@ -132,6 +138,7 @@ func (c Config) WithDefaults() (Config, error) {
 		{"AckWait", &c.AckWait, DefaultAckWait},
 		{"DuplicateWindow", &c.DuplicateWindow, DefaultDuplicateWindow},
 		{"EventsMaxAge", &c.EventsMaxAge, DefaultEventsMaxAge},
+		{"LeaseTTL", &c.LeaseTTL, DefaultLeaseTTL},
 		{"ResultsMaxAge", &c.ResultsMaxAge, DefaultResultsMaxAge},
 	}
 	for _, d := range durations {
@@ -191,6 +198,10 @@ type Resources struct {
 	History jetstream.Stream
 	// Events holds lifecycle, message-added and hook events.
 	Events jetstream.Stream
+	// Leases holds the lease of each branch that a worker is running
+	// requests of (memory storage, at most one message per subject, aged
+	// out after Config.LeaseTTL).
+	Leases jetstream.Stream
 	// Workers is the shared durable pull consumer on Ops.
 	Workers jetstream.Consumer
 	// Branches is the bucket of branch snapshots.
@@ -269,6 +280,17 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 			MaxAge:      cfg.EventsMaxAge,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
+		}},
+		{&r.Leases, jetstream.StreamConfig{
+			Name:              subj.LeasesStream(),
+			Description:       "lionbus branch leases: which worker runs a branch's requests",
+			Subjects:          []string{subj.LeasesWildcard()},
+			Retention:         jetstream.LimitsPolicy,
+			MaxAge:            cfg.LeaseTTL,
+			MaxMsgsPerSubject: 1,
+			Duplicates:        cfg.LeaseTTL,
+			Storage:           jetstream.MemoryStorage,
+			Replicas:          cfg.Replicas,
 		}},
 	}
 	var conflicts []error

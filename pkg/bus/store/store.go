@@ -33,6 +33,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/jserr"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -254,7 +255,7 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 	// one creation, and a branch that was deleted may be created again by
 	// the same request inside the duplicate window.
 	ack, size, err := s.publish(ctx, branchID, ev, 0, "")
-	if isWrongLastSequence(err) {
+	if jserr.WrongLastSequence(err) {
 		return s.existing(ctx, branchID, ev)
 	}
 	if err != nil {
@@ -352,7 +353,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 			return e.view(), ops.ErrAlreadyCommitted
 		}
 		ack, size, err := s.publish(ctx, branchID, ev, e.b.Seq, msgID)
-		if isWrongLastSequence(err) {
+		if jserr.WrongLastSequence(err) {
 			// Another operation committed first: fold what it wrote and
 			// append after it.
 			last, lerr := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
@@ -439,7 +440,7 @@ func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
 	ack, err := s.js.PublishMsg(ctx, msg, opts...)
-	if err != nil && !isWrongLastSequence(err) {
+	if err != nil && !jserr.WrongLastSequence(err) {
 		return nil, 0, fmt.Errorf("store: append %s event to branch %s: %w", ev.Type, branchID, err)
 	}
 	return ack, len(data), err
@@ -512,15 +513,6 @@ func checkBranchID(id string) error {
 		return ops.Errorf(ops.CodeInvalidRequest, "invalid branch id %q: want %s", ops.Truncate(id, protocol.MaxTokenLength+8), ops.IDRule)
 	}
 	return nil
-}
-
-func isWrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 func encodeEvent(ev ops.Event) ([]byte, error) {
