@@ -179,7 +179,7 @@ func TestKill_worker_process_killed_mid_request(t *testing.T) {
 		branches    = 4
 		requests    = 20
 	)
-	b := bustest.New(t, provision.Config{AckWait: ackWait})
+	b := bustest.New(t, provision.Config{AckWait: ackWait, LeaseTTL: ackWait})
 	clientsBefore := b.Srv.NATSServer().NumClients()
 
 	// The worker process: this test binary, run as blockingWorkerMain.

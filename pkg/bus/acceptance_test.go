@@ -132,10 +132,12 @@ func TestAcceptance_structured_and_binary_requests_get_results(t *testing.T) {
 				t.Fatalf("answer extensions %v", ev.Extensions())
 			}
 
-			// Read again later by id.
-			later, err := b.Client.Result(bustest.Ctx(t), id)
+			// Read again later by id. The answer reached subscribers before
+			// the results stream stored it, so this waits for the stored
+			// copy (Await looks again after a few milliseconds).
+			later, err := b.Client.Await(bustest.Ctx(t), id)
 			if err != nil {
-				t.Fatalf("Result(%s): %v", id, err)
+				t.Fatalf("Await(%s): %v", id, err)
 			}
 			if later.Event.ID() != ev.ID() || communicateValue(t, later) != instruction {
 				t.Fatalf("stored answer %s differs from the one received %s", later.Event.ID(), ev.ID())
@@ -595,7 +597,7 @@ func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 	b := bustest.New(t, provision.Config{})
 	bar := newBarrier(2)
 	for range 2 {
-		b.StartWorker(t, nil, nil, map[string]ops.Provider{"barrier": bar}, worker.Config{MaxInFlight: 1})
+		b.StartWorker(t, nil, nil, map[string]ops.Provider{"barrier": bar}, worker.Config{MaxInFlight: 1, BranchOrder: worker.Parallel})
 	}
 	b.CreateBranch(t, "shared")
 	before := b.History(t, "shared")

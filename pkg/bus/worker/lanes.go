@@ -3,6 +3,7 @@ package worker
 import (
 	"slices"
 	"sync"
+	"time"
 )
 
 // lanes runs the requests of one branch one at a time, in the order of
@@ -12,14 +13,26 @@ import (
 // different branches, and requests without a branch, do not wait for each
 // other. A lane lives while requests are in it, so there are never more
 // lanes than requests in flight.
+//
+// With a leaser, a lane also holds its branch's lease while it runs
+// requests, so that no other worker runs requests of the branch at the
+// same time (see leaser): the first request to run acquires it, the next
+// ones of the lane inherit it (up to maxHandovers in a row), and it is let
+// go leaseLinger after the lane empties.
 type lanes struct {
-	mu sync.Mutex
-	m  map[string]*lane
+	mu     sync.Mutex
+	m      map[string]*lane
+	leaser *leaser // nil: no leases
 }
 
 type lane struct {
 	running *ticket
 	waiting []*ticket // by sequence
+
+	lease     uint64        // sequence of the lease held; 0: none
+	handovers int           // requests run in a row on the lease
+	stopRenew chan struct{} // closed when the lease is let go
+	linger    *time.Timer   // set while the lane is empty and keeps its lease
 }
 
 // ticket is one request's place in its branch's lane.
@@ -43,6 +56,10 @@ func (l *lanes) enter(branch string, seq uint64) *ticket {
 		l.m[branch] = ln
 	}
 	if ln.running == nil {
+		if ln.linger != nil {
+			ln.linger.Stop()
+			ln.linger = nil
+		}
 		ln.running = t
 		close(t.ready)
 		return t
@@ -76,8 +93,18 @@ func (l *lanes) leave(t *ticket) {
 		return
 	}
 	if len(ln.waiting) == 0 {
+		ln.running = nil
+		if ln.lease != 0 {
+			l.lingerLocked(t.branch, ln)
+			return
+		}
 		delete(l.m, t.branch)
 		return
+	}
+	if ln.lease != 0 {
+		if ln.handovers++; ln.handovers >= maxHandovers {
+			l.dropLeaseLocked(t.branch, ln)
+		}
 	}
 	ln.running = ln.waiting[0]
 	ln.waiting = slices.Delete(ln.waiting, 0, 1)
@@ -89,7 +116,10 @@ func (l *lanes) size() (lanes, requests int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, ln := range l.m {
-		requests += 1 + len(ln.waiting)
+		if ln.running != nil {
+			requests++
+		}
+		requests += len(ln.waiting)
 	}
 	return len(l.m), requests
 }

@@ -130,7 +130,8 @@ const (
 	// the requests stream, each seeing what the previous one recorded:
 	// what a conversation means, and no operation loses an append race and
 	// has to fold messages it never saw. Requests of different branches
-	// run in parallel.
+	// run in parallel. Across workers, a branch's lease (in the leases
+	// stream) lets one worker at a time run its requests.
 	InOrder BranchOrder = iota
 	// Parallel runs them as they come. Each sees the branch as it was
 	// when it started; their recorded exchanges are appended in the order
@@ -139,12 +140,27 @@ const (
 	Parallel
 )
 
-// lanesFor returns the lanes of order, nil for Parallel.
-func lanesFor(order BranchOrder) *lanes {
+// lanesFor returns the lanes of order (nil for Parallel), with leases
+// across workers when res has the leases stream.
+func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resources, cfg Config) *lanes {
 	if order == Parallel {
 		return nil
 	}
-	return newLanes()
+	l := newLanes()
+	if res.Leases != nil {
+		// The stream's age limit is what ages a lease out, whatever this
+		// worker's configuration says.
+		ttl := res.Config.LeaseTTL
+		if ci := res.Leases.CachedInfo(); ci != nil && ci.Config.MaxAge > 0 {
+			ttl = ci.Config.MaxAge
+		}
+		if ttl <= 0 {
+			ttl = provision.DefaultLeaseTTL
+		}
+		l.leaser = &leaser{js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: cfg.Name,
+			log: cfg.Logger.With().Str("worker", cfg.Name).Logger()}
+	}
+	return l
 }
 
 // WithIdentity returns c with its Name and Source defaults filled in: Name
@@ -276,7 +292,7 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 		maxDeliver: maxDeliver,
 		slots:      make(chan struct{}, cfg.MaxInFlight),
 		cancels:    newCancels(),
-		lanes:      lanesFor(cfg.BranchOrder),
+		lanes:      lanesFor(cfg.BranchOrder, js, res, cfg),
 		stopped:    make(chan struct{}),
 	}, nil
 }
@@ -313,6 +329,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	go w.loop()
 	go func() {
 		w.wg.Wait()
+		w.lanes.releaseAll()
 		_ = w.cancelSub.Unsubscribe()
 		w.hardStop(ErrWorkerStopped)
 		w.closeStopped()

@@ -90,6 +90,15 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		case <-hctx.Done():
 			err = context.Cause(hctx)
 		}
+		if err == nil && w.lanes.leaser != nil {
+			if lerr := w.lanes.hold(hctx, t); lerr != nil {
+				err = lerr
+				if hctx.Err() == nil {
+					err = &ops.Error{Code: ops.CodeUnavailable, Temporary: true, Err: lerr,
+						Message: fmt.Sprintf("the lease of branch %s could not be taken: %v", req.BranchID, lerr)}
+				}
+			}
+		}
 	}
 	if err == nil && (attempt > 1 || req.BranchID == "") && w.answerFromStore(msg, req, log) {
 		// The first delivery of a request on a branch skips this lookup:

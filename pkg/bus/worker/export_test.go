@@ -1,0 +1,30 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+)
+
+// Leaser exposes a worker's branch leases to the external tests.
+type Leaser struct{ l *leaser }
+
+// NewLeaserForTest returns the leaser a worker named owner would use.
+func NewLeaserForTest(js jetstream.JetStream, res *provision.Resources, owner string) Leaser {
+	return Leaser{lanesFor(InOrder, js, res, Config{Name: owner}).leaser}
+}
+
+func (l Leaser) Acquire(ctx context.Context, branch string) (uint64, error) {
+	return l.l.acquire(ctx, branch)
+}
+
+func (l Leaser) Renew(ctx context.Context, branch string, seq uint64) (uint64, error) {
+	return l.l.renew(ctx, branch, seq)
+}
+
+func (l Leaser) Release(branch string, seq uint64) { l.l.release(branch, seq) }
+
+func (l Leaser) TTL() time.Duration { return l.l.ttl }
