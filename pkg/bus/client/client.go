@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -41,7 +42,8 @@ const (
 	// DefaultSource is the source attribute of submitted requests.
 	DefaultSource = "/lionbus/client"
 	// awaitRecheck is how often Await looks at the results stream again
-	// while it waits, in case the answer was stored while it subscribed.
+	// while it waits, after the quicker first looks of awaitRechecks, in
+	// case the answer was delivered while it subscribed.
 	awaitRecheck = 2 * time.Second
 	// maxAnswerSize is the largest answer the client decodes; the server's
 	// max_payload is the real bound.
@@ -223,6 +225,10 @@ func (c *Client) Submit(ctx context.Context, verb, branchID string, data any, op
 	return ev.ID(), nil
 }
 
+// awaitRechecks are the first delays between looks at the results stream
+// while Await waits (see wait).
+var awaitRechecks = []time.Duration{5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+
 // validVerb reports whether verb is one or more dot-separated tokens.
 func validVerb(verb string) bool {
 	if verb == "" {
@@ -245,33 +251,70 @@ func (c *Client) Await(ctx context.Context, id string) (*Reply, error) {
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	ch := make(chan *nats.Msg, 4)
-	sub, err := c.nc.ChanSubscribe(c.subj.Reply(id), ch)
+	w, err := c.watch(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	return c.wait(ctx, w, true)
+}
+
+// answerWatch is a subscription to a request's reply subject.
+type answerWatch struct {
+	id  string
+	ch  chan *nats.Msg
+	sub *nats.Subscription
+}
+
+func (w *answerWatch) stop() { _ = w.sub.Unsubscribe() }
+
+// watch subscribes to the reply subject of id and waits until the server
+// has registered the subscription.
+func (c *Client) watch(ctx context.Context, id string) (*answerWatch, error) {
+	w := &answerWatch{id: id, ch: make(chan *nats.Msg, 4)}
+	var err error
+	if w.sub, err = c.nc.ChanSubscribe(c.subj.Reply(id), w.ch); err != nil {
 		return nil, fmt.Errorf("client: await %s: %w", id, err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	// The subscription is registered before the stored answer is read, so
-	// an answer is either stored already or delivered to ch.
 	if err := c.nc.FlushWithContext(ctx); err != nil {
+		w.stop()
 		return nil, fmt.Errorf("client: await %s: %w", id, err)
 	}
-	recheck := time.NewTicker(awaitRecheck)
-	defer recheck.Stop()
-	for {
-		r, err := c.Result(ctx, id)
-		if err == nil {
-			return r, nil
+	return w, nil
+}
+
+// wait returns the answer delivered to w or stored in the results
+// stream. When early is true (the answer may be out already), it looks at
+// the results stream at once and again after each of awaitRechecks: the
+// server delivers an answer to subscribers before the results stream has
+// stored it, so an answer delivered just before the subscription was
+// registered is found stored a moment later. After that, and from the
+// start when early is false, it looks every awaitRecheck, in case a
+// delivery was missed (a reconnect).
+func (c *Client) wait(ctx context.Context, w *answerWatch, early bool) (*Reply, error) {
+	for i := 0; ; i++ {
+		if early || i > 0 {
+			r, err := c.Result(ctx, w.id)
+			if err == nil {
+				return r, nil
+			}
+			if !errors.Is(err, ErrNoResult) {
+				return nil, err
+			}
 		}
-		if !errors.Is(err, ErrNoResult) {
-			return nil, err
+		next := awaitRecheck
+		if early && i < len(awaitRechecks) {
+			next = awaitRechecks[i]
 		}
+		t := time.NewTimer(next)
 		select {
-		case m := <-ch:
+		case m := <-w.ch:
+			t.Stop()
 			return c.decodeReply(m.Header, m.Data)
-		case <-recheck.C:
+		case <-t.C:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("client: await %s: %w", id, ctx.Err())
+			t.Stop()
+			return nil, fmt.Errorf("client: await %s: %w", w.id, ctx.Err())
 		}
 	}
 }
@@ -299,12 +342,33 @@ func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
 
 // Do submits a request and waits for its answer. A lionbus.error answer is
 // returned as a Reply, not an error: check [Reply.Err].
+//
+// Do subscribes to the answer before it submits the request, so it needs
+// no look into the results stream unless the request id was given (with
+// WithID) and may have been answered before.
 func (c *Client) Do(ctx context.Context, verb, branchID string, data any, opts ...SubmitOption) (*Reply, error) {
-	id, err := c.Submit(ctx, verb, branchID, data, opts...)
+	var o submitOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	id, given := o.id, o.id != ""
+	if !given {
+		id = uuid.NewString()
+		opts = append(opts, WithID(id))
+	}
+	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
+	defer cancel()
+	w, err := c.watch(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return c.Await(ctx, id)
+	defer w.stop()
+	if _, err := c.Submit(ctx, verb, branchID, data, opts...); err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, w, given)
 }
 
 // Cancel asks the workers to cancel request id. A running request is
