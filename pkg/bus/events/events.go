@@ -37,8 +37,8 @@ const DefaultTimeout = 5 * time.Second
 //
 // When the context carries a collector of acknowledgements (the worker puts
 // one in every request's context), Emit publishes without waiting and adds
-// the acknowledgement to it; the worker awaits them all before it answers
-// and acknowledges the request. Otherwise Emit waits for the stream's
+// the acknowledgement to it; the worker awaits them all, while it publishes
+// the answer, before it acknowledges the request. Otherwise Emit waits for the stream's
 // acknowledgement, bounded by DefaultTimeout and not cut short by the
 // request's own cancellation (a run.failed of a cancelled request is still
 // published). Either way the events of one request are stored in the order
@@ -82,7 +82,7 @@ func (k *Sink) Emit(ctx context.Context, s ops.Signal) error {
 	if acks := pending.FromContext(ctx); acks != nil {
 		// Asynchronously: the publishes of one connection are stored in
 		// the order they were sent, and the worker awaits every ack
-		// before it answers the request.
+		// before it acknowledges the request.
 		f, err := k.js.PublishMsgAsync(msg, jetstream.WithExpectStream(k.subj.EventsStream()))
 		if err != nil {
 			return fmt.Errorf("events: publish %s event of request %s: %w", ev.Type(), s.RequestID, err)

@@ -70,7 +70,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		if w.answerFromStore(msg, req, log) {
 			return
 		}
-		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log)
+		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log, nil)
 		return
 	case alreadyRunning:
 		// Another delivery of the same request (published twice without
@@ -84,6 +84,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 
 	var res *ops.Result
 	var err error
+	var acks *pending.Acks // of the events published by the handler
 	if t != nil {
 		select {
 		case <-t.ready:
@@ -111,20 +112,12 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	if err == nil {
 		op := req.Op()
 		op.Attempt = attempt
-		acks := &pending.Acks{}
+		acks = &pending.Acks{}
 		rctx := pending.NewContext(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), acks)
 		res, err = w.run(rctx, op)
 		if t != nil {
 			w.lanes.leave(t)
 		}
-		// Every event published on the request's behalf is stored before
-		// its answer is; a failure is only logged (signals never change an
-		// outcome).
-		wctx, wcancel := context.WithTimeout(context.Background(), publishTimeout)
-		if aerr := acks.Wait(wctx); aerr != nil {
-			log.Warn().Err(aerr).Msg("events of the request not stored")
-		}
-		wcancel()
 	}
 
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
@@ -148,7 +141,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	if err != nil && errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", req.ID()), Err: err}
 	}
-	w.finish(msg, req, res, err, attempt, log)
+	w.finish(msg, req, res, err, attempt, log, acks)
 }
 
 // deliveryAttempt returns msg's delivery count (1 for the first delivery).
@@ -205,7 +198,26 @@ func (w *Worker) run(ctx context.Context, op ops.Request) (res *ops.Result, err 
 
 // finish answers req with its result or final error, or schedules a retry
 // of a temporary failure.
-func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Result, err error, attempt int, log zerolog.Logger) {
+//
+// acks, when not nil, holds the acknowledgements of the events the handler
+// published; they are awaited while the answer is published, and all of
+// them before the request is acknowledged (a failure is only logged:
+// signals never change an outcome).
+func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Result, err error, attempt int, log zerolog.Logger, acks *pending.Acks) {
+	settle := func() {}
+	if acks != nil {
+		stored := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+			defer cancel()
+			stored <- acks.Wait(ctx)
+		}()
+		settle = func() {
+			if aerr := <-stored; aerr != nil {
+				log.Warn().Err(aerr).Msg("events of the request not stored")
+			}
+		}
+	}
 	var ev *event.Event
 	if err == nil {
 		if res == nil {
@@ -242,6 +254,8 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		_ = msg.NakWithDelay(delay)
 		return
 	}
+	// The request is acknowledged only once its events are stored.
+	settle()
 	w.ack(msg, log)
 	log.Debug().Str("type", ev.Type()).Msg("answered")
 }
