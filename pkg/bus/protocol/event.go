@@ -57,9 +57,12 @@ func (b EventBuilder) source() string {
 
 // newEvent returns an event of typ with data encoded as JSON and the given
 // extensions ("" values are left out).
-func (b EventBuilder) newEvent(typ string, data any, ext map[string]string) (*event.Event, error) {
+func (b EventBuilder) newEvent(id, typ string, data any, ext map[string]string) (*event.Event, error) {
 	ev := event.New(event.CloudEventsVersionV1)
-	ev.SetID(uuid.NewString())
+	if id == "" {
+		id = uuid.NewString()
+	}
+	ev.SetID(id)
 	ev.SetSource(b.source())
 	ev.SetType(typ)
 	ev.SetTime(time.Now().UTC())
@@ -83,6 +86,22 @@ func (b EventBuilder) newEvent(typ string, data any, ext map[string]string) (*ev
 	return &ev, nil
 }
 
+// answerNamespace is the UUID namespace of answer event ids.
+var answerNamespace = uuid.MustParse("4f1b2c9e-2a0d-5b7e-9c61-6c696f6e6275")
+
+// AnswerID returns the CloudEvent id of every answer to the request of id
+// requestID: a name-based (SHA-1) UUID of it, so that whichever worker
+// answers, on whichever delivery, the answer event has the same id, and a
+// client that sees an answer twice recognises it. An empty requestID
+// (a message that could not be read) gets a random id ("" is returned, and
+// the builder draws one).
+func AnswerID(requestID string) string {
+	if requestID == "" {
+		return ""
+	}
+	return uuid.NewSHA1(answerNamespace, []byte(requestID)).String()
+}
+
 // Request builds a request event for verb (type lionbus.<verb>.request)
 // with data encoded as JSON (a json.RawMessage is used as is; nil data is
 // left out). branchID, replyTo and traceParent are set as extensions when
@@ -94,7 +113,7 @@ func (b EventBuilder) Request(verb, branchID, replyTo, traceParent string, data 
 	if data == nil {
 		data = json.RawMessage("{}")
 	}
-	return b.newEvent(RequestType(verb), data, map[string]string{
+	return b.newEvent("", RequestType(verb), data, map[string]string{
 		ExtBranchID:    branchID,
 		ExtReplyTo:     replyTo,
 		ExtTraceParent: traceParent,
@@ -108,7 +127,7 @@ func (b EventBuilder) Result(req *Request, res *ops.Result) (*event.Event, error
 	if branch == "" {
 		branch = req.BranchID
 	}
-	return b.newEvent(ResultType(req.Verb), res, map[string]string{
+	return b.newEvent(AnswerID(req.ID()), ResultType(req.Verb), res, map[string]string{
 		ExtRequestID:   req.ID(),
 		ExtBranchID:    branch,
 		ExtTraceParent: traceOrNew(req.TraceParent),
@@ -118,7 +137,7 @@ func (b EventBuilder) Result(req *Request, res *ops.Result) (*event.Event, error
 
 // Error builds the lionbus.error event answering req.
 func (b EventBuilder) Error(req *Request, code ops.Code, message string) (*event.Event, error) {
-	return b.newEvent(EventTypeError, ErrorData{Code: code, Message: message, RequestID: req.ID()}, map[string]string{
+	return b.newEvent(AnswerID(req.ID()), EventTypeError, ErrorData{Code: code, Message: message, RequestID: req.ID()}, map[string]string{
 		ExtRequestID:   req.ID(),
 		ExtBranchID:    req.BranchID,
 		ExtTraceParent: traceOrNew(req.TraceParent),
@@ -130,7 +149,7 @@ func (b EventBuilder) Error(req *Request, code ops.Code, message string) (*event
 // rejected, from what could be read of it. Publish it to ee.ReplyTo; when
 // that is "" the message cannot be answered.
 func (b EventBuilder) Rejection(ee *EventError) (*event.Event, error) {
-	return b.newEvent(EventTypeError, ErrorData{Code: ee.Code, Message: ee.Message, RequestID: ee.ID}, map[string]string{
+	return b.newEvent(AnswerID(ee.ID), EventTypeError, ErrorData{Code: ee.Code, Message: ee.Message, RequestID: ee.ID}, map[string]string{
 		ExtRequestID:   ee.ID,
 		ExtBranchID:    ee.BranchID,
 		ExtTraceParent: traceOrNew(ee.TraceParent),

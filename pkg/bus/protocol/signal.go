@@ -110,7 +110,7 @@ func (b EventBuilder) Signal(s ops.Signal, traceParent, traceState string) (ev *
 		}
 		data.Error = &SignalError{Code: s.Err.Code, Message: msg, Temporary: s.Err.Temporary}
 	}
-	ev, err = b.newEvent(EventTypePrefix+string(s.Type), data, map[string]string{
+	ev, err = b.newEvent("", EventTypePrefix+string(s.Type), data, map[string]string{
 		ExtBranchID:    s.BranchID,
 		ExtRequestID:   s.RequestID,
 		ExtTraceParent: traceOrNew(traceParent),

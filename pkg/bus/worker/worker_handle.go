@@ -212,13 +212,26 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 			defer cancel()
 			stored <- acks.Wait(ctx)
 		}()
+		settled := false
 		settle = func() {
+			if settled {
+				return
+			}
+			settled = true
 			if aerr := <-stored; aerr != nil {
 				log.Warn().Err(aerr).Msg("events of the request not stored")
 			}
 		}
 	}
 	var ev *event.Event
+	if err == nil && res != nil && res.Replayed {
+		// Answered from history: a copy of a request that ran before.
+		// The answer stored then is the one answer; send it again.
+		settle()
+		if w.answerFromStore(msg, req, log) {
+			return
+		}
+	}
 	if err == nil {
 		if res == nil {
 			res = &ops.Result{}
