@@ -314,7 +314,7 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 		return nil, err
 	}
 	if seq, ok := x.branch.Commits[req.ID]; ok {
-		return e.replayCommitted(ctx, req, seq)
+		return e.replayCommitted(ctx, req, seq, replayMessages)
 	}
 	start := e.clock()
 	if err := e.run(ctx, req, x); err != nil {
@@ -360,7 +360,7 @@ func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Resu
 				return nil, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", req.ID, x.branch.ID)
 			}
 		}
-		return e.replayCommitted(ctx, req, seq)
+		return e.replayCommitted(ctx, req, seq, replayMessages)
 	case errors.Is(err, ErrBranchNotFound):
 		return nil, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", x.branch.ID)
 	case err != nil:
@@ -392,8 +392,20 @@ func encodeOutcome(res *Result, operr *Error) (json.RawMessage, error) {
 	return marshalValue(c)
 }
 
-// replayCommitted answers a request from its committed event at seq.
-func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64) (*Result, error) {
+// replaySignals says which signals a replay emits again.
+type replaySignals int
+
+const (
+	replayQuiet    replaySignals = iota // none: the caller emits what it must
+	replayMessages                      // message.added for the recorded messages
+	replayRun                           // run.start, message.added, then run.end or run.failed
+)
+
+// replayCommitted answers a request from its committed event at seq, and
+// emits the signals the operation emitted when it ran (sig): a worker may
+// have died after the commit and before them. Observers see them again
+// with the same event ids (see ops.Signal), so a repeat is recognisable.
+func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64, sig replaySignals) (*Result, error) {
 	evs, err := e.store.History(ctx, req.BranchID, seq-1, 1)
 	if err != nil {
 		return nil, storeErr("history", err)
@@ -401,12 +413,35 @@ func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64) (
 	if len(evs) == 0 || evs[0].Seq != seq || evs[0].RequestID != req.ID {
 		return nil, Errorf(CodeInternal, "committed event %d of request %q not found in the history of branch %q", seq, req.ID, req.BranchID)
 	}
+	res, oerr := committedOutcome(evs[0].Result, req)
+	if sig == replayQuiet {
+		return res, oerr
+	}
+	if sig == replayRun {
+		e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID})
+	}
+	for i := range evs[0].Messages {
+		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Message: &evs[0].Messages[i]})
+	}
+	if sig == replayRun {
+		if oerr != nil {
+			e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Err: asError(ctx, oerr)})
+		} else {
+			e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Result: res})
+		}
+	}
+	return res, oerr
+}
+
+// committedOutcome decodes the outcome an EventMessages recorded: a
+// result (marked Replayed) or a recorded failure.
+func committedOutcome(raw json.RawMessage, req Request) (*Result, error) {
 	var ce committedError
-	if err := json.Unmarshal(evs[0].Result, &ce); err == nil && ce.Error != nil {
+	if err := json.Unmarshal(raw, &ce); err == nil && ce.Error != nil {
 		return nil, &Error{Code: ce.Error.Code, Message: ce.Error.Message}
 	}
 	var res Result
-	if err := json.Unmarshal(evs[0].Result, &res); err != nil {
+	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, Errorf(CodeInternal, "committed result of request %q is unreadable: %v", req.ID, err)
 	}
 	res.Replayed = true

@@ -32,7 +32,7 @@ func (e *Engine) communicate(ctx context.Context, req Request) (*Result, error) 
 		return nil, err
 	}
 	if seq, ok := x.branch.Commits[req.ID]; ok {
-		return e.replayCommitted(ctx, req, seq)
+		return e.replayCommitted(ctx, req, seq, replayRun)
 	}
 	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID})
 	res, err := e.communicateRun(ctx, req, x)

@@ -206,7 +206,7 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 	}
 	var res *Result
 	if seq, ok := x.branch.Commits[req.ID]; ok {
-		res, err = m.e.replayCommitted(ctx, req, seq)
+		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
 		res, err = m.e.communicateRun(ctx, req, x)
 	}

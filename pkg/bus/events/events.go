@@ -79,6 +79,9 @@ func (k *Sink) Emit(ctx context.Context, s ops.Signal) error {
 	if err != nil {
 		return err
 	}
+	// Encode sets the Nats-Msg-Id to the event id, which is stable per
+	// request, type and message (protocol.SignalID): a signal emitted
+	// again within the stream's duplicate window is stored once.
 	if acks := pending.FromContext(ctx); acks != nil {
 		// Asynchronously: the publishes of one connection are stored in
 		// the order they were sent, and the worker awaits every ack

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
 
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -77,6 +78,26 @@ func validSignalToken(tok string) bool {
 	return true
 }
 
+// SignalID returns the CloudEvent id of signal s: a name-based UUID of its
+// request id, its type and, for a message signal, the message id. A signal
+// emitted again for the same request (a redelivery that replays a
+// committed operation) has the same id, so the events stream stores it once
+// within its duplicate window and an observer recognises it after. A
+// signal without a request id gets a random id ("").
+func SignalID(s ops.Signal) string {
+	if s.RequestID == "" {
+		return ""
+	}
+	name := s.RequestID + "/" + string(s.Type)
+	if s.Message != nil {
+		name += "/" + s.Message.ID
+	}
+	return uuid.NewSHA1(signalNamespace, []byte(name)).String()
+}
+
+// signalNamespace is the UUID namespace of signal event ids.
+var signalNamespace = uuid.MustParse("9d3e7a41-5c2b-5f08-8e4d-6c696f6e7369")
+
 // Signal builds the CloudEvent of signal s: type lionbus.<s.Type>, data a
 // [SignalData], extensions branchid, requestid and the trace context
 // (traceParent, or a new one when it is empty), time the signal's. It also
@@ -110,7 +131,7 @@ func (b EventBuilder) Signal(s ops.Signal, traceParent, traceState string) (ev *
 		}
 		data.Error = &SignalError{Code: s.Err.Code, Message: msg, Temporary: s.Err.Temporary}
 	}
-	ev, err = b.newEvent("", EventTypePrefix+string(s.Type), data, map[string]string{
+	ev, err = b.newEvent(SignalID(s), EventTypePrefix+string(s.Type), data, map[string]string{
 		ExtBranchID:    s.BranchID,
 		ExtRequestID:   s.RequestID,
 		ExtTraceParent: traceOrNew(traceParent),
