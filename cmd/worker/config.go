@@ -10,6 +10,7 @@ import (
 
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
@@ -47,6 +48,10 @@ type config struct {
 	Concurrency  int
 	DrainTimeout time.Duration
 	Replicas     int
+	// AckWait and LeaseTTL bound how long a dead worker's requests and
+	// branches wait before another worker takes them over.
+	AckWait  time.Duration
+	LeaseTTL time.Duration
 
 	// Logs.
 	LogLevel  string
@@ -129,6 +134,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.Concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("requests run at the same time (1..%d)", maxConcurrency))
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", defaultDrainTimeout, "on shutdown, how long in-flight requests may take to finish")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket when they are created (3 in a 3-node cluster; 1..5)")
+	fs.DurationVar(&c.AckWait, "ack-wait", provision.DefaultAckWait, "how long a request delivered to a worker that stopped reporting progress (it died) waits before it is delivered again; set when the consumer is created")
+	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "trace, debug, info, warn, error or disabled")
 	fs.StringVar(&c.LogFormat, "log-format", logFormatAuto, "auto (console on a terminal, else JSON), json or console")
@@ -157,6 +164,9 @@ func (c config) validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("--replicas must be between 1 and 5, got %d", c.Replicas))
+	}
+	if c.AckWait < time.Second || c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("--ack-wait and --lease-ttl must be at least 1s, got %s and %s", c.AckWait, c.LeaseTTL))
 	}
 	if _, err := protocol.NewSubjects(c.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", c.Prefix, protocol.MaxTokenLength))

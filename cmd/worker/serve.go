@@ -86,6 +86,8 @@ func busConfig(cfg config, log zerolog.Logger) bus.Config {
 			Prefix:     cfg.Prefix,
 			Replicas:   cfg.Replicas,
 			MaxPayload: cfg.MaxPayload,
+			AckWait:    cfg.AckWait,
+			LeaseTTL:   cfg.LeaseTTL,
 		},
 		StartupTimeout: cfg.StartupTimeout,
 		Worker: worker.Config{

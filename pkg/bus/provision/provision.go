@@ -16,10 +16,10 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultAckWait         = 30 * time.Second
+	DefaultAckWait         = 5 * time.Second
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
-	DefaultLeaseTTL        = 10 * time.Second
+	DefaultLeaseTTL        = 5 * time.Second
 	DefaultMaxAckPending   = 1000
 	DefaultMaxDeliver      = 10
 	DefaultMaxPayload      = protocol.DefaultMaxPayload // 1 MiB
@@ -66,7 +66,10 @@ func (e *ConflictError) Unwrap() error { return ErrConfigConflict }
 // field means its default.
 type Config struct {
 	// AckWait is how long the server waits for a worker to acknowledge a
-	// request (or signal progress) before redelivering it. Default 30s.
+	// request (or signal progress) before redelivering it: how soon the
+	// requests of a worker that died run again elsewhere. A live worker
+	// reports progress every half of it, so a slow request is never
+	// redelivered. Default 5s.
 	AckWait time.Duration
 
 	// DuplicateWindow is how long the ops and history streams remember a
@@ -80,7 +83,8 @@ type Config struct {
 
 	// LeaseTTL is how long a branch stays pinned to a worker that stopped
 	// renewing its lease (one that died): the age limit of the leases
-	// stream. Workers renew every third of it. Default 10s.
+	// stream. Workers renew every third of it. Default 5s, as AckWait: a
+	// dead worker's requests are delivered again when its leases are gone.
 	LeaseTTL time.Duration
 
 	// HistoryMaxBytes bounds the history stream (the event log) in bytes.
