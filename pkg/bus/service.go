@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/events"
 	"github.com/lionbus/lionbus/pkg/bus/internal/logs"
+	"github.com/lionbus/lionbus/pkg/bus/internal/retry"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
@@ -26,6 +27,9 @@ import (
 const (
 	// DefaultStartupTimeout bounds how long Start retries provisioning
 	// while JetStream is not ready (a cluster still electing a leader).
+	// Each attempt's API requests are bounded by provision.RequestTimeout,
+	// so that one unanswered request costs an attempt, not the whole
+	// startup timeout.
 	DefaultStartupTimeout = 30 * time.Second
 
 	// Bounds of the embedded server's max_payload when Config.Embedded
@@ -36,7 +40,8 @@ const (
 	embeddedMinMaxPayload = 8 << 20  // 8 MiB, the largest NATS recommends
 	embeddedMaxMaxPayload = 64 << 20 // 64 MiB, the largest NATS allows
 
-	// Backoff of provisioning retries.
+	// Backoff of provisioning retries: the pause doubles from the first
+	// to the max delay, less up to half at random.
 	provisionFirstDelay = 250 * time.Millisecond
 	provisionMaxDelay   = 5 * time.Second
 )
@@ -74,7 +79,10 @@ type Config struct {
 	Provision provision.Config
 
 	// StartupTimeout bounds the provisioning retries while JetStream is not
-	// ready. Default DefaultStartupTimeout.
+	// ready: provision.Ensure is run again, after a pause growing from
+	// 250ms to 5s, until it succeeds or StartupTimeout has passed; each of
+	// its API requests gives up after provision.RequestTimeout. Default
+	// DefaultStartupTimeout.
 	StartupTimeout time.Duration
 
 	// Store configures the JetStream store of branches. A zero Logger
@@ -279,13 +287,15 @@ func (s *Service) build(cfg Config) error {
 }
 
 // ensure runs provision.Ensure until it succeeds, retrying with backoff
-// while JetStream is not ready, for at most timeout. A conflicting or
-// invalid configuration fails at once.
+// (jittered) while JetStream is not ready, for at most timeout. Each attempt
+// is cut short by an API request unanswered for provision.RequestTimeout,
+// not only by the timeout. A conflicting or invalid configuration fails at
+// once.
 func ensure(ctx context.Context, js jetstream.JetStream, cfg provision.Config, timeout time.Duration, log zerolog.Logger) (*provision.Resources, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	delay := provisionFirstDelay
-	for attempt := 1; ; attempt++ {
+	backoff := retry.Backoff{First: provisionFirstDelay, Max: provisionMaxDelay}
+	for {
 		res, err := provision.Ensure(ctx, js, cfg)
 		if err == nil {
 			return res, nil
@@ -293,13 +303,18 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg provision.Config, t
 		if errors.Is(err, provision.ErrConfigConflict) || errors.Is(err, provision.ErrInvalidConfig) {
 			return nil, err
 		}
-		log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", delay).Msg("JetStream not ready; retrying")
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w after %s: %w", ErrNotReady, timeout, err)
+		}
+		delay := backoff.Next()
+		log.Warn().Err(err).Int("attempt", backoff.Failures()).Dur("retry_in", delay).Msg("JetStream not ready; retrying")
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil, fmt.Errorf("%w after %s: %w", ErrNotReady, timeout, err)
-		case <-time.After(delay):
+		case <-t.C:
 		}
-		delay = min(2*delay, provisionMaxDelay)
 	}
 }
 

@@ -28,6 +28,14 @@ const (
 	DefaultResultsMaxAge   = 24 * time.Hour
 )
 
+// RequestTimeout bounds each JetStream API request provisioning makes (a
+// stream, consumer or bucket looked up or created), whatever the deadline
+// of the context passed in. A server that never answers one (a cluster
+// still forming, say) fails that request after RequestTimeout instead of
+// holding the caller until its own deadline; the caller retries (bus.Start
+// retries the whole [Ensure] until its startup timeout).
+const RequestTimeout = 5 * time.Second
+
 // Sentinel errors of [Ensure].
 var (
 	// ErrInvalidConfig means a Config field has a value outside its range.
@@ -314,17 +322,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 		return nil, errors.Join(conflicts...)
 	}
 
-	cons, drift, err := ensureConsumer(ctx, r.Ops, jetstream.ConsumerConfig{
-		Durable:       subj.WorkersConsumer(),
-		Description:   "lionbus workers, shared by every worker",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		MaxDeliver:    cfg.MaxDeliver,
-		MaxAckPending: cfg.MaxAckPending,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		FilterSubject: subj.OpsWildcard(),
-		Replicas:      cfg.Replicas,
-	})
+	cons, _, drift, err := r.ensureWorkers(ctx)
 	r.Drift = append(r.Drift, drift...)
 	if err != nil {
 		return nil, err
@@ -368,14 +366,59 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 	return r, nil
 }
 
+// WorkersConfig returns the configuration of the shared workers consumer
+// that Ensure and EnsureWorkers create.
+func (r *Resources) WorkersConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       r.Subjects.WorkersConsumer(),
+		Description:   "lionbus workers, shared by every worker",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       r.Config.AckWait,
+		MaxDeliver:    r.Config.MaxDeliver,
+		MaxAckPending: r.Config.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: r.Subjects.OpsWildcard(),
+		Replicas:      r.Config.Replicas,
+	}
+}
+
+// EnsureWorkers returns the shared workers consumer on the ops stream,
+// creating it with [Resources.WorkersConfig] when it does not exist, and
+// reports whether it created it. It is the part of [Ensure] that provisions
+// the consumer, for a worker whose consumer was deleted (or lost) after
+// Ensure ran. An existing consumer whose configuration conflicts is
+// reported as by Ensure (ErrConfigConflict); tunable differences are not
+// reported. It leaves r unchanged (r.Workers included); r.Ops must be set.
+// Each API request is bounded by RequestTimeout.
+func (r *Resources) EnsureWorkers(ctx context.Context) (jetstream.Consumer, bool, error) {
+	c, created, _, err := r.ensureWorkers(ctx)
+	return c, created, err
+}
+
+func (r *Resources) ensureWorkers(ctx context.Context) (jetstream.Consumer, bool, []string, error) {
+	if r.Ops == nil {
+		return nil, false, nil, fmt.Errorf("%w: EnsureWorkers needs the ops stream", ErrInvalidConfig)
+	}
+	return ensureConsumer(ctx, r.Ops, r.WorkersConfig())
+}
+
+// request runs one JetStream API request f with a context bounded by
+// RequestTimeout.
+func request[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
 // ensureStream returns the stream named by want, creating it when missing.
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, []string, error) {
-	st, err := js.Stream(ctx, want.Name)
+	info := func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) }
+	st, err := request(ctx, info)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = js.CreateStream(ctx, want)
+		st, err = request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, want) })
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Created concurrently with a different config: compare below.
-			st, err = js.Stream(ctx, want.Name)
+			st, err = request(ctx, info)
 		} else if err == nil {
 			return st, nil, nil
 		}
@@ -445,20 +488,21 @@ func compareStream(res string, have, want jetstream.StreamConfig) ([]string, err
 }
 
 // ensureConsumer returns the durable consumer of want on st, creating it
-// when missing.
-func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.ConsumerConfig) (jetstream.Consumer, []string, error) {
+// when missing, and whether it created it.
+func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.ConsumerConfig) (jetstream.Consumer, bool, []string, error) {
 	res := fmt.Sprintf("consumer %s on stream %s", want.Durable, st.CachedInfo().Config.Name)
-	c, err := st.Consumer(ctx, want.Durable)
+	info := func(ctx context.Context) (jetstream.Consumer, error) { return st.Consumer(ctx, want.Durable) }
+	c, err := request(ctx, info)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		c, err = st.CreateConsumer(ctx, want)
+		c, err = request(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return st.CreateConsumer(ctx, want) })
 		if errors.Is(err, jetstream.ErrConsumerExists) {
-			c, err = st.Consumer(ctx, want.Durable)
+			c, err = request(ctx, info)
 		} else if err == nil {
-			return c, nil, nil
+			return c, true, nil, nil
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
+		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
 	}
 	have := c.CachedInfo().Config
 	var errs []error
@@ -495,19 +539,20 @@ func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.Con
 		tunable("max ack pending", have.MaxAckPending, want.MaxAckPending)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, drift, err
+		return nil, false, drift, err
 	}
-	return c, drift, nil
+	return c, false, drift, nil
 }
 
 // ensureBucket returns the KV bucket of want, creating it when missing.
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, []string, error) {
 	res := "bucket " + want.Bucket
-	kv, err := js.KeyValue(ctx, want.Bucket)
+	lookup := func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, want.Bucket) }
+	kv, err := request(ctx, lookup)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, want)
+		kv, err = request(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, want) })
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, want.Bucket)
+			kv, err = request(ctx, lookup)
 		} else if err == nil {
 			return kv, nil, nil
 		}
@@ -515,7 +560,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	if err != nil {
 		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
 	}
-	st, err := js.Stream(ctx, "KV_"+want.Bucket)
+	st, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+want.Bucket) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
 	}

@@ -4,7 +4,10 @@
 //
 // A [Worker] fetches from the shared durable consumer "workers", at most
 // Config.MaxInFlight requests at a time (the consumer's MaxAckPending
-// bounds all workers together). For each request it decodes and validates
+// bounds all workers together). A fetch that fails is retried after a
+// pause growing from FetchRetryFirst to FetchRetryMax, logged at most once
+// per FetchLogInterval; a consumer found gone is provisioned again. For
+// each request it decodes and validates
 // it; answers it from the results stream without running it when an answer
 // is already stored; runs the [Handler] (an *ops.Engine) with the request's
 // trace context and a cancel subject, reporting progress every

@@ -28,3 +28,6 @@ func (l Leaser) Renew(ctx context.Context, branch string, seq uint64) (uint64, e
 func (l Leaser) Release(branch string, seq uint64) { l.l.release(branch, seq) }
 
 func (l Leaser) TTL() time.Duration { return l.l.ttl }
+
+// Fetches returns how many fetch requests w sent.
+func (w *Worker) Fetches() int64 { return w.fetches.Load() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/retry"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -50,8 +52,21 @@ const (
 	// publishTimeout bounds publishing one answer and acknowledging the
 	// request.
 	publishTimeout = 10 * time.Second
-	// fetchErrorPause is how long the loop waits after a failed fetch.
-	fetchErrorPause = 250 * time.Millisecond
+)
+
+// Bounds of the fetch loop's retries.
+const (
+	// FetchRetryFirst and FetchRetryMax bound the pause after a failed
+	// fetch: FetchRetryFirst after the first failure in a row, doubling
+	// with each further one up to FetchRetryMax, less up to half at
+	// random; a fetch that succeeds starts over. A server that refuses
+	// every fetch at once so gets one from a worker every few seconds.
+	FetchRetryFirst = 100 * time.Millisecond
+	FetchRetryMax   = 5 * time.Second
+	// FetchLogInterval spaces out the warnings of failed fetches: the
+	// first failure is logged, then at most one per FetchLogInterval, with
+	// the number of failures left unlogged in between ("suppressed").
+	FetchLogInterval = 10 * time.Second
 )
 
 // Sentinel errors of [Worker].
@@ -212,6 +227,11 @@ type Worker struct {
 	ackWait    time.Duration
 	maxDeliver int
 
+	// consumer is the shared consumer fetched from: res.Workers, until the
+	// fetch loop (its only user once started) obtains it again.
+	consumer jetstream.Consumer
+	fetches  atomic.Int64 // fetch requests sent
+
 	slots   chan struct{}
 	cancels *cancels
 	lanes   *lanes // nil: requests of one branch run in parallel
@@ -290,6 +310,7 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 		builder:    protocol.EventBuilder{Source: cfg.Source},
 		ackWait:    ackWait,
 		maxDeliver: maxDeliver,
+		consumer:   res.Workers,
 		slots:      make(chan struct{}, cfg.MaxInFlight),
 		cancels:    newCancels(),
 		lanes:      lanesFor(cfg.BranchOrder, js, res, cfg),
@@ -396,8 +417,19 @@ func (w *Worker) Stop(ctx context.Context) error {
 // goroutine for each. A fetch reserves the slots it asks for, and the next
 // fetch starts when it ended (it ends as soon as it holds what it asked
 // for), so requests are admitted in the order the server delivers them.
+//
+// A failed fetch is retried after a pause that grows with each failure in
+// a row (see FetchRetryFirst), and logged at most once per
+// FetchLogInterval. When the failure says that the consumer is gone
+// (deleted, or no server answers for it), the loop provisions it again
+// (see [provision.Resources.EnsureWorkers]) and, when it had to create it,
+// fetches from it at once.
 func (w *Worker) loop() {
 	defer w.wg.Done()
+	failures := fetchFailures{
+		backoff: retry.Backoff{First: FetchRetryFirst, Max: FetchRetryMax},
+		log:     w.log,
+	}
 	for {
 		// Wait for one free slot, then take every other free one, up to
 		// FetchBatch.
@@ -421,35 +453,115 @@ func (w *Worker) loop() {
 		// before that must not be dropped unseen (it would wait a whole
 		// ack wait for its redelivery). So a stop takes effect within
 		// FetchWait.
-		batch, err := w.res.Workers.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
+		w.fetches.Add(1)
+		batch, err := w.consumer.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
 		if err != nil {
 			w.release(n)
-			if w.fetchCtx.Err() != nil {
-				return
-			}
-			if w.nc.IsClosed() {
-				// A closed connection never comes back (a disconnected
-				// one does, and is retried below): stop instead of
-				// retrying forever.
-				w.log.Error().Err(err).Msg("connection closed; worker stops")
-				return
-			}
-			w.log.Warn().Err(err).Msg("fetch requests")
-			w.pause()
+		} else {
+			// One fetch at a time, dispatched here: requests enter their
+			// branch's lane in delivery order. Nothing waits for it:
+			// while the batch is open, the server sends it every new
+			// request until it holds n, and then it ends at once.
+			err = w.dispatch(batch, n)
+		}
+		if w.fetchCtx.Err() != nil {
+			return
+		}
+		if err == nil {
+			failures.succeeded()
 			continue
 		}
-		// One fetch at a time, dispatched here: requests enter their
-		// branch's lane in delivery order. Nothing waits for it: while the
-		// batch is open, the server sends it every new request until it
-		// holds n, and then it ends at once.
-		w.dispatch(batch, n)
+		if w.nc.IsClosed() {
+			// A closed connection never comes back (a disconnected one
+			// does, and is retried below): stop instead of retrying
+			// forever.
+			w.log.Error().Err(err).Msg("connection closed; worker stops")
+			return
+		}
+		delay := failures.failed()
+		var ensureErr error
+		if consumerGone(err) {
+			var created bool
+			if created, ensureErr = w.ensureConsumer(); created {
+				w.log.Warn().Err(err).Str("consumer", w.res.Subjects.WorkersConsumer()).
+					Msg("the workers consumer did not exist; created it again")
+				continue
+			}
+		}
+		failures.warn(time.Now()).Err(err).AnErr("ensure_consumer", ensureErr).
+			Dur("retry_in", delay).Msg("fetch requests")
+		w.pause(delay)
 	}
+}
+
+// consumerGone reports whether err, from a fetch, may mean that the
+// consumer does not exist. A fetch from a deleted consumer ends with
+// jetstream.ErrConsumerDeleted; later fetches find no one to answer them
+// (nats.ErrNoResponders), as they do while a consumer in a cluster has no
+// leader.
+func consumerGone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, nats.ErrNoResponders)
+}
+
+// ensureConsumer provisions the shared consumer again, creating it when it
+// does not exist, fetches from it from now on, and reports whether it
+// created it. A stop cuts it short.
+func (w *Worker) ensureConsumer() (bool, error) {
+	c, created, err := w.res.EnsureWorkers(w.fetchCtx)
+	if err != nil {
+		return false, err
+	}
+	w.consumer = c
+	return created, nil
+}
+
+// fetchFailures follows the failed fetches of a worker's loop: how long to
+// pause after each, and which to log.
+type fetchFailures struct {
+	backoff    retry.Backoff
+	log        zerolog.Logger
+	lastLog    time.Time // of the last warning
+	suppressed int       // failures not logged since the last warning
+	logged     bool      // a failure of the current run was logged
+}
+
+// failed records a failed fetch and returns how long to pause.
+func (f *fetchFailures) failed() time.Duration { return f.backoff.Next() }
+
+// warn returns the warning event for the failure just recorded: a real one
+// when no warning was logged for FetchLogInterval, else a nil event, which
+// logs nothing, and the failure is counted as suppressed.
+func (f *fetchFailures) warn(now time.Time) *zerolog.Event {
+	if !f.lastLog.IsZero() && now.Sub(f.lastLog) < FetchLogInterval {
+		f.suppressed++
+		return nil
+	}
+	ev := f.log.Warn().Int("failures", f.backoff.Failures()).Int("suppressed", f.suppressed)
+	f.lastLog, f.suppressed, f.logged = now, 0, true
+	return ev
+}
+
+// succeeded ends a run of failed fetches, saying so when one of them was
+// logged.
+func (f *fetchFailures) succeeded() {
+	if f.backoff.Failures() == 0 {
+		return
+	}
+	if f.logged {
+		f.log.Info().Int("failures", f.backoff.Failures()).Int("suppressed", f.suppressed).Msg("fetching requests again")
+		f.suppressed = 0
+	}
+	f.backoff.Reset()
+	f.logged = false
 }
 
 // dispatch admits each request of batch (see admit) and starts its
 // handler; batch holds n reserved slots, and the ones it did not use are
-// freed when it ends.
-func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
+// freed when it ends. It returns the error the batch ended with, unless
+// the batch merely expired or the worker is stopping.
+func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) error {
 	used := 0
 	for msg := range batch.Messages() {
 		if w.fetchCtx.Err() != nil && !w.lastDelivery(deliveryAttempt(msg)) {
@@ -468,9 +580,9 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) {
 	w.release(n - used)
 	if err := batch.Error(); err != nil && w.fetchCtx.Err() == nil &&
 		!errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-		w.log.Warn().Err(err).Msg("fetch requests")
-		w.pause()
+		return err
 	}
+	return nil
 }
 
 // release frees n slots.
@@ -480,8 +592,9 @@ func (w *Worker) release(n int) {
 	}
 }
 
-func (w *Worker) pause() {
-	t := time.NewTimer(fetchErrorPause)
+// pause waits d, or until the fetch loop is to end.
+func (w *Worker) pause(d time.Duration) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
