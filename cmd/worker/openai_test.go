@@ -94,16 +94,19 @@ func TestRun_openai_flags_never_print_the_key(t *testing.T) {
 
 // The worker, given an OpenAI-compatible server (a local one that checks
 // the request and first fails with a 500), serves a branch whose chat
-// model is "openai:gpt-x"; the key, taken from OPENAI_API_KEY, reaches the
-// server and no log line.
+// model is gpt-x of the "openai" provider, with options; the key, taken
+// from OPENAI_API_KEY, reaches the server and no log line.
 func TestRun_serves_openai_models(t *testing.T) {
 	var mu sync.Mutex
 	var attempts int
 	var problems []string
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Model    string            `json:"model"`
-			Messages []ops.ChatMessage `json:"messages"`
+			Model               string            `json:"model"`
+			Messages            []ops.ChatMessage `json:"messages"`
+			Temperature         *float64          `json:"temperature"`
+			MaxCompletionTokens int               `json:"max_completion_tokens"`
+			Stop                []string          `json:"stop"`
 		}
 		err := json.NewDecoder(r.Body).Decode(&body)
 		mu.Lock()
@@ -116,7 +119,8 @@ func TestRun_serves_openai_models(t *testing.T) {
 			problems = append(problems, "wrong Authorization header")
 		case err != nil || body.Model != "gpt-x" || len(body.Messages) != 2 ||
 			body.Messages[0].Role != ops.RoleSystem || body.Messages[0].Content != "Be brief." ||
-			body.Messages[1].Role != ops.RoleUser || !strings.Contains(body.Messages[1].Content, "ping"):
+			body.Messages[1].Role != ops.RoleUser || !strings.Contains(body.Messages[1].Content, "ping") ||
+			body.Temperature == nil || *body.Temperature != 0.2 || body.MaxCompletionTokens != 64 || len(body.Stop) != 1 || body.Stop[0] != "END":
 			problems = append(problems, "unexpected body")
 		}
 		mu.Unlock()
@@ -147,7 +151,9 @@ func TestRun_serves_openai_models(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": "b1", "system": "Be brief.", "chat_model": "openai:gpt-x"}); err != nil {
+	// The options travel through the branch's stored settings.
+	model := map[string]any{"provider": "openai", "model": "gpt-x", "temperature": 0.2, "max_completion_tokens": 64, "stop": []string{"END"}}
+	if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": "b1", "system": "Be brief.", "chat_model": model}); err != nil {
 		t.Fatal(err)
 	}
 	reply, err := cl.Do(ctx, "communicate", "b1", map[string]any{"instruction": "ping"})
