@@ -17,8 +17,10 @@ const Name = "openai"
 // Environment variables read by [ConfigFromEnv]; the official OpenAI SDKs
 // read the same.
 const (
+	// EnvBaseURL holds the API root (Config.BaseURL).
 	EnvBaseURL = "OPENAI_BASE_URL"
-	EnvAPIKey  = "OPENAI_API_KEY"
+	// EnvAPIKey holds the API key (Config.APIKey).
+	EnvAPIKey = "OPENAI_API_KEY"
 )
 
 // Defaults and limits of a [Config].
@@ -48,9 +50,9 @@ const (
 	maxErrorBodyBytes = 64 << 10
 )
 
-// Config configures a [Provider]. The zero value talks to the OpenAI API
-// without a key, which it refuses; [ConfigFromEnv] fills in the usual
-// environment variables.
+// Config configures a [Provider]. Every field is optional, except APIKey
+// for the OpenAI API itself (the zero value, which [New] refuses);
+// [ConfigFromEnv] reads the usual environment variables.
 type Config struct {
 	// Name is the provider name in errors and logs; default [Name]. Set it
 	// when the provider is registered under another name, for another
