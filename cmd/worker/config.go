@@ -12,6 +12,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 )
 
 // Defaults of the worker's flags.
@@ -59,6 +60,11 @@ type config struct {
 
 	// Demo runs the scripted demo conversation after start-up.
 	Demo bool
+
+	// OpenAI-compatible model provider, registered as "openai" when either
+	// is set (falling back to OPENAI_BASE_URL and OPENAI_API_KEY).
+	OpenAIBaseURL string
+	OpenAIAPIKey  string
 }
 
 const usageHeader = `Usage: worker [flags]
@@ -74,7 +80,10 @@ finish (at most --drain-timeout) and exit.
 
 Every flag can also be set in the environment as LIONBUS_<FLAG>, upper case
 with dashes as underscores (LIONBUS_NATS, LIONBUS_PASSWORD, LIONBUS_CONCURRENCY,
-...); a flag on the command line wins.
+...); a flag on the command line wins. --openai-base-url and --openai-api-key
+fall back to OPENAI_BASE_URL and OPENAI_API_KEY, as the OpenAI SDKs do; when
+either is set, model references "openai:MODEL" are served by that
+OpenAI-compatible Chat Completions API (next to the "scripted" provider).
 
 Exit status: 0 after a clean shutdown, 1 when the worker cannot start,
 connect or provision (or stops unexpectedly), 2 on a usage error.
@@ -100,6 +109,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if err := flagsFromEnv(fs, os.LookupEnv); err != nil {
 		return c, err
 	}
+	openAIFromEnv(&c, os.LookupEnv)
 	if c.Name == "" {
 		host, _ := os.Hostname()
 		if host == "" {
@@ -141,6 +151,9 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.LogFormat, "log-format", logFormatAuto, "auto (console on a terminal, else JSON), json or console")
 
 	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving")
+
+	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
+	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))
 	return fs
 }
 
@@ -177,5 +190,18 @@ func (c config) validate() error {
 	if err := c.Credentials.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.openAIEnabled() {
+		if _, err := openai.New(c.openAIConfig()); err != nil {
+			errs = append(errs, fmt.Errorf("--openai-base-url, --openai-api-key: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// openAIEnabled reports whether the "openai" provider is configured.
+func (c config) openAIEnabled() bool { return c.OpenAIBaseURL != "" || c.OpenAIAPIKey != "" }
+
+// openAIConfig is the configuration of the "openai" provider.
+func (c config) openAIConfig() openai.Config {
+	return openai.Config{Name: openai.Name, BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIAPIKey}
 }

@@ -66,7 +66,13 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 			return nil, err
 		}
 	}
-	svc, err := bus.Start(ctx, busConfig(cfg, log))
+	bc := busConfig(cfg, log)
+	providers, err := newProviders(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	bc.Providers = providers
+	svc, err := bus.Start(ctx, bc)
 	switch {
 	case err == nil:
 		return svc, nil

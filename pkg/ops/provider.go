@@ -53,6 +53,28 @@ type Call struct {
 	Index uint64
 	// Attempt is the request's delivery attempt, from 1.
 	Attempt int
+
+	// ResponseFormat, when set, is a JSON Schema the answer must satisfy,
+	// for a provider that can constrain its answer natively (the OpenAI
+	// provider sends it as response_format json_schema). Nil asks for
+	// nothing; a provider without native structured output ignores it.
+	ResponseFormat json.RawMessage
+	// Tools, when set, are the function tools the model may call natively
+	// (answered in [Completion.ToolCalls]). Nil offers none; a provider
+	// without native tool calling ignores them.
+	Tools []ToolSpec
+}
+
+// ToolSpec describes a function tool offered to a model natively (see
+// [Call.Tools]).
+type ToolSpec struct {
+	// Name is the tool's name, as the model calls it.
+	Name string `json:"name"`
+	// Description says what the tool does; empty for none.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the tool's arguments object; nil
+	// for a tool that takes none.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
 // ToolCall is a tool call a model asked for natively.

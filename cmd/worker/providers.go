@@ -1,0 +1,35 @@
+package main
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
+	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+)
+
+// newProviders returns the model providers the worker serves: "scripted"
+// always, and "openai" when cfg configures it (--openai-base-url,
+// --openai-api-key or their environment variables).
+func newProviders(cfg config, log zerolog.Logger) (*ops.Providers, error) {
+	providers := ops.NewProviders(nil)
+	if err := scripted.Register(providers); err != nil {
+		return nil, err
+	}
+	if !cfg.openAIEnabled() {
+		return providers, nil
+	}
+	ocfg := cfg.openAIConfig()
+	plog := log.With().Str("component", "provider").Str("provider", openai.Name).Logger()
+	ocfg.Logger = &plog
+	prov, err := openai.New(ocfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := providers.Register(openai.Name, prov); err != nil {
+		return nil, err
+	}
+	log.Info().Str("provider", openai.Name).Str("detail", prov.String()).Bool("api_key", ocfg.APIKey != "").
+		Msg("model provider registered")
+	return providers, nil
+}
