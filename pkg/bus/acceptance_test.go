@@ -440,8 +440,8 @@ func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 	// The same event again after the duplicate window (simulated by a
 	// different message id): the worker does not look up stored answers
 	// on a first delivery; the branch's commits, read with the branch,
-	// recognise the request and it is answered from history, without a
-	// model call, and the stored answer stays the one answer.
+	// recognise the request and it is answered with the stored answer,
+	// without a model call.
 	msg3, _ := protocol.Encode(b.Res.Subjects.Op("communicate"), ev, protocol.Structured)
 	msg3.Header.Set(jetstream.MsgIDHeader, id+"-later")
 	if _, err := b.JS.PublishMsg(bustest.Ctx(t), msg3); err != nil {
@@ -451,8 +451,11 @@ func TestAcceptance_same_event_published_twice_runs_once(t *testing.T) {
 		info, err := b.Res.Workers.Info(bustest.Ctx(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream >= ack1.Sequence+1
 	})
-	if n := h.ran(id); n != 2 {
-		t.Fatalf("request handled %d times, want 2 (the second answered from history)", n)
+	// The copy reached the handler (answered from history) or, when it
+	// arrived while the first delivery was still finishing, was postponed
+	// and answered from the stored answer: either way no model call.
+	if n := h.ran(id); n != 1 && n != 2 {
+		t.Fatalf("request handled %d times, want 1 or 2", n)
 	}
 	if n := model.total(); n != 1 {
 		t.Fatalf("%d model calls, want 1", n)
