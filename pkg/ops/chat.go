@@ -336,16 +336,21 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 // one deleted and created again under the same id receives the exchange
 // (a limitation: stores append by branch id, not by branch incarnation).
 func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Result, operr *Error) (*Result, error) {
+	ev := Event{Messages: []Message{x.ins, x.res}, Clear: x.data.ClearMessages, ModelCalls: x.calls}
+	return e.commitEvent(ctx, req, x.branch.ID, ev, res, operr)
+}
+
+// commitEvent is commit for any operation: it appends ev (its Messages,
+// Clear and ModelCalls; the rest is filled in) as the EventMessages of req
+// on branchID, with the outcome, then emits message.added per message.
+func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, ev Event, res *Result, operr *Error) (*Result, error) {
 	outcome, err := encodeOutcome(res, operr)
 	if err != nil {
 		return nil, err
 	}
-	msgs := []Message{x.ins, x.res}
-	ev := Event{
-		Type: EventMessages, RequestID: req.ID, Time: e.clock(), BranchID: x.branch.ID,
-		Messages: msgs, Result: outcome, Clear: x.data.ClearMessages, ModelCalls: x.calls,
-	}
-	nb, err := e.store.Append(ctx, x.branch.ID, ev)
+	msgs := ev.Messages
+	ev.Type, ev.RequestID, ev.Time, ev.BranchID, ev.Result = EventMessages, req.ID, e.clock(), branchID, outcome
+	nb, err := e.store.Append(ctx, branchID, ev)
 	switch {
 	case errors.Is(err, ErrAlreadyCommitted):
 		seq, ok := uint64(0), false
@@ -353,21 +358,21 @@ func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Resu
 			seq, ok = nb.Commits[req.ID]
 		}
 		if !ok {
-			if nb, err = e.load(ctx, x.branch.ID); err != nil {
+			if nb, err = e.load(ctx, branchID); err != nil {
 				return nil, err
 			}
 			if seq, ok = nb.Commits[req.ID]; !ok {
-				return nil, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", req.ID, x.branch.ID)
+				return nil, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", req.ID, branchID)
 			}
 		}
 		return e.replayCommitted(ctx, req, seq, replayMessages)
 	case errors.Is(err, ErrBranchNotFound):
-		return nil, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", x.branch.ID)
+		return nil, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", branchID)
 	case err != nil:
 		return nil, storeErr("append", err)
 	}
 	for i := range msgs {
-		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Message: &msgs[i]})
+		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: branchID, RequestID: req.ID, Message: &msgs[i]})
 	}
 	if operr != nil {
 		return nil, operr
