@@ -14,6 +14,7 @@ const (
 	CodeBranchExists   Code = "branch_exists"    // branch.create of an existing id
 	CodeProvider       Code = "provider_error"   // the model provider failed
 	CodeParse          Code = "parse_failed"     // the response could not be parsed
+	CodeAction         Code = "action_failed"    // a tool call of act failed with errors not suppressed
 	CodeTimeout        Code = "timeout"          // a deadline passed
 	CodeCanceled       Code = "canceled"         // the request was cancelled
 	CodeInternal       Code = "internal"         // a bug or an unexpected failure
@@ -50,6 +51,6 @@ func Errorf(code Code, format string, args ...any) *Error {
 func Codes() []Code {
 	return []Code{
 		CodeInvalidRequest, CodeUnknownVerb, CodeBranchNotFound, CodeBranchExists,
-		CodeProvider, CodeParse, CodeTimeout, CodeCanceled, CodeInternal, CodeUnavailable,
+		CodeProvider, CodeParse, CodeAction, CodeTimeout, CodeCanceled, CodeInternal, CodeUnavailable,
 	}
 }
