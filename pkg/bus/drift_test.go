@@ -101,3 +101,26 @@ func TestDrift_error_codes(t *testing.T) {
 		t.Errorf("only %d codes", len(seen))
 	}
 }
+
+// TestDrift_signal_types_have_schemas: every signal the engine emits is
+// published as lionbus.<type>, which has a schema for its data, and every
+// event schema that is neither a request, a result nor an answer is a
+// signal's.
+func TestDrift_signal_types_have_schemas(t *testing.T) {
+	var signals []string
+	for _, st := range ops.SignalTypes() {
+		typ := protocol.EventTypePrefix + string(st)
+		signals = append(signals, typ)
+		if !schemas.Has(typ) {
+			t.Errorf("signal %s has no schema %s.json", st, typ)
+		}
+	}
+	for _, typ := range schemas.Types() {
+		if strings.HasSuffix(typ, ".request") || strings.HasSuffix(typ, ".result") || typ == protocol.EventTypeError {
+			continue
+		}
+		if !slices.Contains(signals, typ) {
+			t.Errorf("schema %s is of no signal the engine emits", typ)
+		}
+	}
+}

@@ -217,6 +217,9 @@ func TestEventToken(t *testing.T) {
 		ops.SignalRunEnd:       "run_end",
 		ops.SignalRunFailed:    "run_failed",
 		ops.SignalMessageAdded: "message_added",
+		ops.SignalToolPre:      "tool_pre",
+		ops.SignalToolPost:     "tool_post",
+		ops.SignalToolError:    "tool_error",
 	} {
 		if got := protocol.EventToken(in); got != want {
 			t.Errorf("EventToken(%q) = %q, want %q", in, got, want)

@@ -19,6 +19,9 @@ const (
 	EventTypeRunEnd       = EventTypePrefix + string(ops.SignalRunEnd)       // lionbus.run.end
 	EventTypeRunFailed    = EventTypePrefix + string(ops.SignalRunFailed)    // lionbus.run.failed
 	EventTypeMessageAdded = EventTypePrefix + string(ops.SignalMessageAdded) // lionbus.message.added
+	EventTypeToolPre      = EventTypePrefix + string(ops.SignalToolPre)      // lionbus.tool.pre
+	EventTypeToolPost     = EventTypePrefix + string(ops.SignalToolPost)     // lionbus.tool.post
+	EventTypeToolError    = EventTypePrefix + string(ops.SignalToolError)    // lionbus.tool.error
 )
 
 // ErrInvalidSignal is returned (wrapped) by [EventBuilder.Signal] for a signal
@@ -27,8 +30,9 @@ const (
 var ErrInvalidSignal = errors.New("protocol: signal cannot be published")
 
 // SignalData is the data of a signal event. Every signal carries Verb,
-// BranchID, RequestID and Time; run.end adds Result, run.failed Error and
-// message.added Message. Each type has a schema in package schemas
+// BranchID, RequestID and Time; run.end adds Result, run.failed Error,
+// message.added Message, and the tool hooks of act Tool (tool.error with
+// Error too). Each type has a schema in package schemas
 // (lionbus.run.start.json, ...).
 type SignalData struct {
 	// Verb is the verb of the request that caused the signal.
@@ -43,11 +47,15 @@ type SignalData struct {
 	Message *ops.Message `json:"message,omitempty"`
 	// Result is the request's result (run.end).
 	Result *ops.Result `json:"result,omitempty"`
-	// Error is why the request failed (run.failed).
+	// Error is why the request failed (run.failed), or why the tool call
+	// failed (tool.error).
 	Error *SignalError `json:"error,omitempty"`
+	// Tool is the tool call of a tool hook (tool.pre, tool.post,
+	// tool.error).
+	Tool *ops.ToolSignal `json:"tool,omitempty"`
 }
 
-// SignalError is the error of a run.failed event.
+// SignalError is the error of a run.failed or tool.error event.
 type SignalError struct {
 	// Code is the stable error code, as in a lionbus.error answer.
 	Code ops.Code `json:"code"`
@@ -79,7 +87,8 @@ func validSignalToken(tok string) bool {
 }
 
 // SignalID returns the CloudEvent id of signal s: a name-based UUID of its
-// request id, its type and, for a message signal, the message id. A signal
+// request id, its type and, for a message signal, the message id, for a
+// tool hook the call id. A signal
 // emitted again for the same request (a redelivery that replays a
 // committed operation) has the same id, so the events stream stores it once
 // within its duplicate window and an observer recognises it after. A
@@ -91,6 +100,9 @@ func SignalID(s ops.Signal) string {
 	name := s.RequestID + "/" + string(s.Type)
 	if s.Message != nil {
 		name += "/" + s.Message.ID
+	}
+	if s.Tool != nil {
+		name += "/" + s.Tool.CallID
 	}
 	return uuid.NewSHA1(signalNamespace, []byte(name)).String()
 }
@@ -120,6 +132,7 @@ func (b EventBuilder) Signal(s ops.Signal, traceParent, traceState string) (ev *
 		Time:      s.Time.UTC(),
 		Message:   s.Message,
 		Result:    s.Result,
+		Tool:      s.Tool,
 	}
 	if data.Time.IsZero() {
 		data.Time = time.Now().UTC()
