@@ -14,11 +14,19 @@ import (
 
 // Config configures an [Engine].
 type Config struct {
+	// Authorizer gates act's tool calls once the branch's own list of
+	// tools allowed them (see Actions in the package doc); nil means no
+	// gate beyond that list.
+	Authorizer Authorizer
 	// Clock returns the current time; nil means time.Now. Tests set it to
 	// get stable timestamps.
 	Clock func() time.Time
 	// Logger receives operational logs; nil means no logging.
 	Logger *zerolog.Logger
+	// MaxConcurrentTools bounds how many tool calls one act request runs
+	// at once with the concurrent strategy; 0 means
+	// DefaultMaxConcurrentTools.
+	MaxConcurrentTools int
 	// Middles holds the custom middles requests may select by name besides
 	// the built-in ones; nil means an empty registry, reachable through
 	// [Engine.Middles].
@@ -33,6 +41,9 @@ type Config struct {
 	Signals Signals
 	// Store holds branches. Required.
 	Store Store
+	// Tools runs act's tool calls; nil means no tools (every call is
+	// answered as an unknown tool).
+	Tools Invoker
 }
 
 // Engine runs operation requests against a [Store] and model [Provider]s.
@@ -48,6 +59,7 @@ type Engine struct {
 	operations *Operations
 	middles    *Middles
 	prompts    *promptMemo
+	tools      toolConfig
 }
 
 type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
@@ -56,6 +68,10 @@ type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
 func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("ops: Config.Store is required")
+	}
+	tools, err := newToolConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	e := &Engine{
 		store:      cfg.Store,
@@ -66,6 +82,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
 		prompts:    newPromptMemo(0),
+		tools:      tools,
 	}
 	if e.operations == nil {
 		e.operations = NewOperations()
@@ -92,6 +109,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,
+		"act":             (*Engine).actVerb,
 	}
 	return e, nil
 }
@@ -106,13 +124,14 @@ func (e *Engine) Verbs() []string {
 // registered as NAME (see [Operations]). Every failure is an *Error with a
 // stable Code: CodeUnknownVerb for an unserved verb or an unregistered
 // operation name, CodeInvalidRequest for unusable data, CodeBranchNotFound,
-// CodeBranchExists, CodeProvider, CodeParse, CodeTimeout, CodeCanceled,
+// CodeBranchExists, CodeProvider, CodeParse, CodeAction, CodeTimeout,
+// CodeCanceled,
 // CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
 // errors are worth retrying.
 //
 // Do is idempotent per request id: a request whose id is already committed on
 // its branch is answered from history (Result.Replayed) without calling a
-// model again.
+// model or a tool again.
 func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
 	start := e.clock()
 	fn, err := e.verbFor(req.Verb)

@@ -20,8 +20,9 @@
 // The seams of the verbs to come are declared too, each with an in-memory
 // implementation for tests and demos:
 //
-//   - [Invoker] runs tool calls for act ([ToolFuncs]), and [Authorizer]
-//     gates them ([AllowTools]);
+//   - [Invoker] runs act's tool calls (Config.Tools; [ToolFuncs] in
+//     memory), and [Authorizer] gates them (Config.Authorizer,
+//     [AllowTools]);
 //   - [StreamingProvider] streams a model's answer as [Chunk]s into a
 //     [ChunkSink] ([ChunkBuffer], numbered by [Sequence]) for run;
 //   - [Middle] performs operate's one logical exchange; requests select one
@@ -39,8 +40,8 @@
 // # Verbs
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
-// branch.delete, branch.history, chat, chat_and_record, communicate and the
-// registered named operations (op.NAME). The request data of each verb is
+// branch.delete, branch.history, chat, chat_and_record, communicate, act and
+// the registered named operations (op.NAME). The request data of each verb is
 // described by schemas/lionbus.<verb>.request.json and its result by
 // schemas/lionbus.<verb>.result.json; field names are the
 // ADR parameter names (instruction, guidance, context, response_format,
@@ -49,12 +50,29 @@
 //
 // # Idempotency
 //
-// The request id is the idempotency key. communicate and chat_and_record
-// record their messages and their result in one EventMessages; a request
+// The request id is the idempotency key. communicate, chat_and_record and
+// act record their messages and their result in one EventMessages; a request
 // whose id is in Branch.Commits (the last MaxRememberedCommits commits) is
-// answered from that event without calling a model, and so is a concurrent
+// answered from that event without calling a model or a tool, and so is a
+// concurrent
 // duplicate that loses the append race (ErrAlreadyCommitted). branch.create,
 // branch.clone and branch.clear recognise their own redelivery the same way.
+// A tool call carries the idempotency key [ToolCallKey] (request id and
+// call index), so a tool can recognise a call repeated by a redelivery that
+// found nothing committed.
+//
+// # Actions
+//
+// act (ADR-0022 D4) runs a list of action requests {function, arguments}
+// with the tools of Config.Tools, concurrently (at most
+// Config.MaxConcurrentTools at once) or in order. Each call is authorized
+// first: its tool must be one of the branch's tools (Settings.Tools) and
+// Config.Authorizer, if set, must allow it; a denial is an error-valued
+// action response, never a failure. An authorized call emits the signal
+// tool.pre, then tool.post or tool.error. Tool failures are error values
+// too, unless suppress_errors is false. The requests and responses are
+// recorded as action_request and action_response messages with the result;
+// a call that answers null gets no response.
 //
 // # Model-call position
 //

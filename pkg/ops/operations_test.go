@@ -274,9 +274,10 @@ func TestEngine_named_operations(t *testing.T) {
 			}
 		})
 	}
-	want := "[branch.clear branch.clone branch.create branch.delete branch.get branch.history chat chat_and_record communicate]"
-	if got := fmt.Sprint(b.eng.Verbs()); got != want {
-		t.Fatalf("named operations leaked into Verbs(): %s", got)
+	for _, v := range b.eng.Verbs() {
+		if strings.HasPrefix(v, "op.") {
+			t.Fatalf("named operations leaked into Verbs(): %v", b.eng.Verbs())
+		}
 	}
 }
 
