@@ -102,6 +102,19 @@ type Config struct {
 	// [ops.Middles]). Nil means the built-in ones only.
 	Middles *ops.Middles
 
+	// Tools runs the tool calls of act (see [ops.Config]); nil means no
+	// tools, so every call is answered as an unknown tool.
+	// [ops.ToolFuncs] serves Go functions in the worker's process.
+	Tools ops.Invoker
+
+	// Authorizer gates act's tool calls once the branch's list of tools
+	// allowed them; nil means no further gate.
+	Authorizer ops.Authorizer
+
+	// MaxConcurrentTools bounds how many tool calls one act request runs
+	// at once; 0 means ops.DefaultMaxConcurrentTools.
+	MaxConcurrentTools int
+
 	// Clock is the engine's clock; nil means time.Now.
 	Clock func() time.Time
 
@@ -267,9 +280,13 @@ func (s *Service) build(cfg Config) error {
 		Providers:  providers,
 		Operations: cfg.Operations,
 		Middles:    cfg.Middles,
+		Tools:      cfg.Tools,
+		Authorizer: cfg.Authorizer,
 		Signals:    sink,
 		Logger:     &engineLog,
 		Clock:      cfg.Clock,
+
+		MaxConcurrentTools: cfg.MaxConcurrentTools,
 	})
 	if err != nil {
 		return err
