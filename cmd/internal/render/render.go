@@ -6,6 +6,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -55,7 +56,21 @@ var messageKeys = []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.Key
 
 // MessageText is the gist of a recorded message: its instruction, reply,
 // system text, plain content or function, else its whole content as JSON.
+// An action request is its function and arguments, an action response its
+// function and output (or error).
 func MessageText(m ops.Message) string {
+	fn, _ := m.Content[ops.KeyFunction].(string)
+	switch m.Kind {
+	case ops.KindActionRequest:
+		args, _ := json.Marshal(m.Content[ops.KeyArguments])
+		return fn + " " + string(args)
+	case ops.KindActionResponse:
+		if e, ok := m.Content[ops.KeyError]; ok && e != nil && e != "" {
+			return fmt.Sprintf("%s → error: %v", fn, e)
+		}
+		out, _ := json.Marshal(m.Content[ops.KeyOutput])
+		return fn + " → " + string(out)
+	}
 	for _, k := range messageKeys {
 		if v, ok := m.Content[k]; ok {
 			if s, ok := v.(string); ok {

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -46,6 +47,14 @@ func TestMessageText(t *testing.T) {
 	for _, tc := range tests {
 		if got := MessageText(ops.Message{Content: tc.content}); got != tc.want {
 			t.Errorf("MessageText(%v) = %q, want %q", tc.content, got, tc.want)
+		}
+	}
+	req := ops.NewActionRequest("add", map[string]any{"x": 1}, time.Time{})
+	ok := ops.NewActionResponse(&req, map[string]any{"sum": 3}, "", time.Time{})
+	failed := ops.NewActionResponse(&req, nil, "x is required", time.Time{})
+	for m, want := range map[*ops.Message]string{&req: `add {"x":1}`, &ok: `add → {"sum":3}`, &failed: "add → error: x is required"} {
+		if got := MessageText(*m); got != want {
+			t.Errorf("MessageText(%s) = %q, want %q", m.Kind, got, want)
 		}
 	}
 }
