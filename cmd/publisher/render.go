@@ -22,8 +22,8 @@ func verbOf(typ string) string {
 }
 
 // renderResult prints a result for a human. Branch results show the branch, a
-// history page shows its events, other results their value: a string as
-// its text, anything else as indented JSON.
+// history page shows its events, act its responses, other results their
+// value: a string as its text, anything else as indented JSON.
 func renderResult(w io.Writer, verb string, res *ops.Result) {
 	switch verb {
 	case "branch.create", "branch.get", "branch.clone", "branch.clear":
@@ -45,6 +45,10 @@ func renderResult(w io.Writer, verb string, res *ops.Result) {
 	case "branch.delete":
 		fmt.Fprintf(w, "branch %s deleted\n", res.BranchID)
 		return
+	case "act":
+		if renderActions(w, res.Value) {
+			return
+		}
 	}
 	fmt.Fprintln(w, valueText(res.Value))
 }
