@@ -58,7 +58,8 @@ type config struct {
 	LogLevel  string
 	LogFormat string
 
-	// Demo runs the scripted demo conversation after start-up.
+	// Demo runs the scripted demo conversation after start-up, and serves
+	// the demo's tools (demoTools) to act.
 	Demo bool
 
 	// OpenAI-compatible model provider, registered as "openai" when either
@@ -150,7 +151,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "trace, debug, info, warn, error or disabled")
 	fs.StringVar(&c.LogFormat, "log-format", logFormatAuto, "auto (console on a terminal, else JSON), json or console")
 
-	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving")
+	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving (and serve its tools to act)")
 
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
 	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))

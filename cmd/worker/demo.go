@@ -109,11 +109,13 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 		"branch_id":  demoBranch,
 		"system":     demoSystem,
 		"chat_model": map[string]any{"provider": "scripted", "replies": demoReplies},
+		"tools":      demoToolNames,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "branch.create   branch %q, system message, scripted chat model (%d replies)\n", res.BranchID, len(demoReplies))
+	fmt.Fprintf(out, "branch.create   branch %q, system message, scripted chat model (%d replies), tools %s\n",
+		res.BranchID, len(demoReplies), strings.Join(demoToolNames, ", "))
 
 	for _, step := range demoSteps {
 		data := map[string]any{"instruction": step.instruction}
@@ -130,6 +132,23 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 		if step.responseFormat != nil {
 			fmt.Fprintf(out, "    (structured output: JSON extracted from the reply and valid against response_format)\n")
 		}
+	}
+
+	fmt.Fprintf(out, "\nact             %d tool calls, authorized against the branch's tools\n", len(demoActions))
+	if res, err = do("act", demoBranch, map[string]any{"action_requests": demoActions}); err != nil {
+		return err
+	}
+	var responses []ops.ActionResponse
+	if err := json.Unmarshal(res.Value, &responses); err != nil {
+		return fmt.Errorf("act: decode: %w", err)
+	}
+	for _, r := range responses {
+		args, _ := json.Marshal(r.Arguments)
+		if r.Error != nil {
+			fmt.Fprintf(out, "  %s %s → %s: %s\n", r.Function, args, r.Error.Code, r.Error.Message)
+			continue
+		}
+		fmt.Fprintf(out, "  %s %s → %s\n", r.Function, args, render.CompactValue(mustJSON(r.Output)))
 	}
 
 	res, err = do("branch.history", demoBranch, map[string]any{"limit": 100})
@@ -186,6 +205,9 @@ var eventOrder = []string{
 	protocol.EventToken(ops.SignalMessageAdded),
 	protocol.EventToken(ops.SignalRunEnd),
 	protocol.EventToken(ops.SignalRunFailed),
+	protocol.EventToken(ops.SignalToolPre),
+	protocol.EventToken(ops.SignalToolPost),
+	protocol.EventToken(ops.SignalToolError),
 }
 
 // eventsSummary renders the events added between two counts, e.g.
@@ -232,6 +254,12 @@ or with the publisher:
 
 Ctrl-C to stop.
 `, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch, subj.Events(demoBranch, ">"))
+}
+
+// mustJSON encodes a decoded JSON value again.
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // isCode reports whether err is a lionbus.error answer with code.

@@ -92,13 +92,19 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 		"→ Hello! I am a scripted model, answering over NATS JetStream.",
 		`→ {"city":"Paris","country":"France","population_millions":2.1}`,
 		"→ You're welcome. Goodbye!",
-		"branch.history  4 events on lion.history.demo",
+		`to_celsius {"fahrenheit":68} → {"celsius":20}`,
+		`word_count {"text":"lionbus runs tools over NATS"} → 5`,
+		`delete_branch {"branch_id":"demo"} → denied: tool "delete_branch" is not allowed on this branch`,
+		"branch.history  5 events on lion.history.demo",
 		"system     You are a concise assistant in the lionbus demo.",
 		"user       Which city is the capital of France, and how many people live there?",
 		"assistant  You're welcome. Goodbye!",
+		"action     to_celsius → {\"celsius\":20}",
 		// Each communicate emits run_start, one message_added per recorded
-		// message (the instruction and the reply) and run_end.
-		"events          12 events (3 run_start, 6 message_added, 3 run_end) on lion.events.demo.>",
+		// message (the instruction and the reply) and run_end; the act
+		// tool_pre and tool_post per authorized call, and message_added
+		// per recorded action request and response.
+		"events          22 events (3 run_start, 12 message_added, 3 run_end, 2 tool_pre, 2 tool_post) on lion.events.demo.>",
 		"pub lion.ops.communicate",
 		"sub 'lion.events.demo.>'",
 	}
@@ -107,8 +113,9 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 			t.Errorf("demo output lacks %q\nstdout:\n%s\nstderr:\n%s", w, out, stderr.String())
 		}
 	}
-	// The history lists the events in order: created, then three exchanges.
-	if i, j := strings.Index(out, "#1   branch.created"), strings.Index(out, "#4   branch.messages"); i < 0 || j < i {
+	// The history lists the events in order: created, three exchanges,
+	// then the act.
+	if i, j := strings.Index(out, "#1   branch.created"), strings.Index(out, "#5   branch.messages"); i < 0 || j < i {
 		t.Errorf("history events missing or out of order:\n%s", out)
 	}
 }
@@ -123,12 +130,12 @@ func TestRun_demo_twice_on_one_store_starts_a_fresh_branch(t *testing.T) {
 		if code := stop(); code != exitOK {
 			t.Fatalf("run %d: exit code = %d\nstdout:\n%s\nstderr:\n%s", i+1, code, stdout, stderr)
 		}
-		if !strings.Contains(stdout.String(), "branch.history  4 events") {
-			t.Fatalf("run %d: want a fresh 4-event history:\n%s", i+1, stdout)
+		if !strings.Contains(stdout.String(), "branch.history  5 events") {
+			t.Fatalf("run %d: want a fresh 5-event history:\n%s", i+1, stdout)
 		}
 		// The events of the first run are still stored; only this run's count.
-		if !strings.Contains(stdout.String(), "events          12 events (") {
-			t.Errorf("run %d: want the 12 events of this run:\n%s", i+1, stdout)
+		if !strings.Contains(stdout.String(), "events          22 events (") {
+			t.Errorf("run %d: want the 22 events of this run:\n%s", i+1, stdout)
 		}
 	}
 }

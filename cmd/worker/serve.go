@@ -72,6 +72,9 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		return nil, err
 	}
 	bc.Providers = providers
+	if cfg.Demo {
+		bc.Tools = demoTools() // the demo's act step calls them
+	}
 	svc, err := bus.Start(ctx, bc)
 	switch {
 	case err == nil:
