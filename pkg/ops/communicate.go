@@ -19,7 +19,7 @@ const (
 //
 // The value is the response text with skip_validation or when nothing is to
 // be parsed; with response_format, the JSON value extracted from the text
-// (see extractJSON) that validates against the schema, after at most
+// (see recoverJSON) that validates against the schema, after at most
 // num_parse_retries reformat rounds with the parse model (each sees the
 // branch history, the exchange and a context {"text_to_format": text}); with
 // request_fields, the object of the matching fields of the extracted JSON
@@ -130,7 +130,7 @@ func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) 
 
 // extractValid returns the first JSON value in text that validates.
 func extractValid(text string, schema *responseSchema) (any, error) {
-	cands, err := extractJSON(text)
+	cands, err := recoverJSON(text)
 	if err != nil {
 		return nil, err
 	}

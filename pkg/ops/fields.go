@@ -14,7 +14,7 @@ const fieldMatchThreshold = 0.85
 // JSON object.
 func matchFields(text string, fields []string) map[string]any {
 	out := map[string]any{}
-	cands, err := extractJSON(text)
+	cands, err := recoverJSON(text)
 	if err != nil {
 		return out
 	}
