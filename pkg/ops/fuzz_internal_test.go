@@ -6,8 +6,9 @@ import (
 )
 
 // FuzzRecoverJSON checks that recovery never panics, that every value it
-// returns is an object or an array that encodes as valid JSON. The seed
-// corpus is in testdata/fuzz/FuzzRecoverJSON.
+// returns is an object or an array that encodes as valid JSON, and that key
+// matching and coercion of what it returns never panic and keep it
+// encodable. The seed corpus is in testdata/fuzz/FuzzRecoverJSON.
 func FuzzRecoverJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"a": 1}`, "```json\n{'a': 'b',}\n```", `{a: [1, 2`, `[{"x": "it's"}]`, "```\n```", `{'a': "\'"}`, `{"a": "\`,
@@ -15,6 +16,17 @@ func FuzzRecoverJSON(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"answer": map[string]any{"type": "integer"},
+			"tags":   map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
+			"ok":     map[string]any{"type": []any{"boolean", "null"}},
+			"self":   map[string]any{"$ref": "#"},
+		},
+		"additionalProperties": false,
+	}
+	c := conformer{root: schema, fuzzy: true, threshold: DefaultSimilarityThreshold}
 	f.Fuzz(func(t *testing.T, s string) {
 		vals, err := recoverJSON(s)
 		if err != nil {
@@ -27,6 +39,9 @@ func FuzzRecoverJSON(f *testing.F) {
 			b, err := json.Marshal(v)
 			if err != nil || !json.Valid(b) {
 				t.Fatalf("recovered value does not encode: %v", err)
+			}
+			if b, err := json.Marshal(c.conform(v, schema, 0)); err != nil || !json.Valid(b) {
+				t.Fatalf("conformed value does not encode: %v", err)
 			}
 		}
 		_ = matchFields(s, []string{"a", "b"})
