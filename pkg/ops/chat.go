@@ -59,16 +59,9 @@ func (d *chatData) check() error {
 	default:
 		return Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", d.Instruction)
 	}
-	if len(d.ResponseFormat) > 0 && string(d.ResponseFormat) != "null" {
-		var schema map[string]any
-		if err := json.Unmarshal(d.ResponseFormat, &schema); err != nil {
-			return Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
-		}
-		v, err := compileResponseSchema(d.ResponseFormat)
-		if err != nil {
-			return Errorf(CodeInvalidRequest, "data.response_format is not a usable JSON Schema: %v", err)
-		}
-		d.schema, d.validator = schema, v
+	var err error
+	if d.schema, d.validator, err = decodeResponseFormat(d.ResponseFormat); err != nil {
+		return err
 	}
 	if len(d.RequestFields) > 0 && string(d.RequestFields) != "null" {
 		fields, err := requestFieldNames(d.RequestFields)
@@ -88,7 +81,6 @@ func (d *chatData) check() error {
 			d.retries = n
 		}
 	}
-	var err error
 	if d.schedule, err = newRetrySchedule(d.RetryInitialDelay, d.RetryBackoff); err != nil {
 		return err
 	}

@@ -98,6 +98,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,
+		"parse":           (*Engine).parseVerb,
 	}
 	return e, nil
 }
@@ -112,7 +113,8 @@ func (e *Engine) Verbs() []string {
 // registered as NAME (see [Operations]). Every failure is an *Error with a
 // stable Code: CodeUnknownVerb for an unserved verb or an unregistered
 // operation name, CodeInvalidRequest for unusable data, CodeBranchNotFound,
-// CodeBranchExists, CodeProvider, CodeParse, CodeTimeout, CodeCanceled,
+// CodeBranchExists, CodeProvider, CodeParse, CodeExtraction and
+// CodeSchemaRejected (parse), CodeTimeout, CodeCanceled,
 // CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
 // errors are worth retrying.
 //
