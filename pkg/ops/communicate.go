@@ -97,7 +97,7 @@ func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) 
 	switch {
 	case errors.As(err, &fail):
 		return nil, &Error{Code: CodeParse, Err: fail, Message: fmt.Sprintf(
-			"the response does not satisfy response_format after %d reformat round(s): %s: %s", spec.retries, fail.code, fail.describe(0))}
+			"the response could not be parsed into response_format: %s: %s", fail.code, fail.describe(spec.retries))}
 	case err != nil:
 		return nil, err
 	case comp != nil:

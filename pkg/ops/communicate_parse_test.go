@@ -13,7 +13,7 @@ import (
 )
 
 // communicate parses its response with the parse stage: recovery, key
-// matching and coercion happen before any reformat round.
+// matching and coercion happen before any reformat round (0021-D3-05).
 func TestCommunicate_parse_stage_local(t *testing.T) {
 	b := setup(t)
 	b.mustDo(t, "branch.create", "", `{"branch_id":"main","chat_model":{"provider":"scripted","replies":["Sure:\n`+"```json"+`\n{\"Answer\": \"42\"}\n`+"```"+`"]}}`)
@@ -98,5 +98,17 @@ func TestCommunicate_cancelled_during_the_wait(t *testing.T) {
 	}
 	if n := len(b.branch(t, "main").Messages); n != 0 || b.prov.count() != 1 {
 		t.Fatalf("%d messages recorded, %d model calls; want none recorded after the one call", n, b.prov.count())
+	}
+}
+
+// 0022-D1-06, 0021-D3-04: parsing exists only with a response_format and
+// validation on; skip_validation returns the text with no parse stage at
+// all (no reformat round, no wait).
+func TestCommunicate_skip_validation_has_no_parse_stage(t *testing.T) {
+	b := setup(t)
+	b.mustDo(t, "branch.create", "", `{"branch_id":"main","chat_model":{"provider":"scripted","replies":["not json","{\"a\": 1}"]}}`)
+	res := b.mustDo(t, "communicate", "main", `{"instruction":"q","skip_validation":true,"response_format":{"type":"object","required":["a"]}}`)
+	if string(res.Value) != `"not json"` || b.prov.count() != 1 || len(b.waits.all()) != 0 {
+		t.Fatalf("value %s, %d calls, waits %v; want the raw text from one call", res.Value, b.prov.count(), b.waits.all())
 	}
 }

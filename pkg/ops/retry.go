@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 )
@@ -67,11 +66,6 @@ func (s retrySchedule) wait(k int) time.Duration {
 		return MaxParseRetryWait
 	}
 	return time.Duration(d)
-}
-
-// String describes the schedule, for logs.
-func (s retrySchedule) String() string {
-	return fmt.Sprintf("delay %s, backoff %g", s.delay, s.backoff)
 }
 
 // wait waits d, or until ctx is done, through Config.Sleep when it is set.

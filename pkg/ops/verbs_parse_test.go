@@ -59,6 +59,7 @@ func TestParse(t *testing.T) {
 			wantCalls: 2,
 		},
 		{
+			// 0021-D1-07: by default (raise) a failure is an error, not a value.
 			name: "no JSON and no retries", model: `"scripted:echo"`,
 			data: parseReq("It is four.", integerAnswer, `,"max_retries":0`), want: "error:extraction_failed",
 		},
