@@ -160,6 +160,7 @@ var commands = []command{
 			}
 		},
 	},
+	parseCommand(),
 	{
 		name: "send", args: "VERB", summary: "send any verb (chat, op.NAME, ...) with --data and --branch",
 		define: func(fs *flag.FlagSet) func(*request, []string) error {

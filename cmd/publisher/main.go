@@ -55,6 +55,7 @@ Examples:
   publisher branch create --id b1 --system "Be brief." --chat-model scripted:echo
   publisher communicate --branch b1 --instruction "Say hi"
   publisher communicate --branch b1 --instruction "Describe Lyon" --response-format city.json --json
+  publisher parse b1 --text 'It is {"city": "Lyon"}' --response-format city.json
   publisher branch history b1
   publisher --no-wait communicate --branch b1 --instruction "later"   # prints the request id
   publisher result 0d7c3a4e-...

@@ -31,6 +31,10 @@ type Config struct {
 	Providers *Providers
 	// Signals receives lifecycle and message-added signals; nil means none.
 	Signals Signals
+	// Sleep waits d, or until ctx is done (then it returns ctx.Err()); nil
+	// means a timer. The parse stage waits through it before its reformat
+	// rounds; tests set it to run that schedule without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Store holds branches. Required.
 	Store Store
 }
@@ -44,6 +48,7 @@ type Engine struct {
 	log        zerolog.Logger
 	clock      func() time.Time
 	signals    Signals
+	sleep      func(context.Context, time.Duration) error
 	verbs      map[string]verbFunc
 	operations *Operations
 	middles    *Middles
@@ -63,6 +68,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		log:        zerolog.Nop(),
 		clock:      cfg.Clock,
 		signals:    cfg.Signals,
+		sleep:      cfg.Sleep,
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
 		prompts:    newPromptMemo(0),
@@ -92,6 +98,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,
+		"parse":           (*Engine).parseVerb,
 	}
 	return e, nil
 }
@@ -106,7 +113,8 @@ func (e *Engine) Verbs() []string {
 // registered as NAME (see [Operations]). Every failure is an *Error with a
 // stable Code: CodeUnknownVerb for an unserved verb or an unregistered
 // operation name, CodeInvalidRequest for unusable data, CodeBranchNotFound,
-// CodeBranchExists, CodeProvider, CodeParse, CodeTimeout, CodeCanceled,
+// CodeBranchExists, CodeProvider, CodeParse, CodeExtraction and
+// CodeSchemaRejected (parse), CodeTimeout, CodeCanceled,
 // CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
 // errors are worth retrying.
 //

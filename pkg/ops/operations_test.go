@@ -274,7 +274,7 @@ func TestEngine_named_operations(t *testing.T) {
 			}
 		})
 	}
-	want := "[branch.clear branch.clone branch.create branch.delete branch.get branch.history chat chat_and_record communicate]"
+	want := "[branch.clear branch.clone branch.create branch.delete branch.get branch.history chat chat_and_record communicate parse]"
 	if got := fmt.Sprint(b.eng.Verbs()); got != want {
 		t.Fatalf("named operations leaked into Verbs(): %s", got)
 	}
