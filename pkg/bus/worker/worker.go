@@ -581,11 +581,13 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) error {
 	used := 0
 	for msg := range batch.Messages() {
 		if w.fetchCtx.Err() != nil && !w.lastDelivery(deliveryAttempt(msg)) {
-			// Stopping: hand it straight back for another worker. A
-			// request on its last delivery would never come back, so it
-			// runs here (a graceful stop drains it; a hard stop answers
-			// it unavailable).
-			_ = msg.Nak()
+			// Stopping: hand it back for another worker, delayed past
+			// this worker's open fetch (which the server would otherwise
+			// fill with it again, each time a delivery spent). A request
+			// on its last delivery would never come back, so it runs here
+			// (a graceful stop drains it; a hard stop answers it
+			// unavailable).
+			_ = msg.NakWithDelay(w.cfg.FetchWait)
 			continue
 		}
 		used++
