@@ -160,6 +160,7 @@ var commands = []command{
 			}
 		},
 	},
+	parseCommand(),
 	actCommand,
 	{
 		name: "send", args: "VERB", summary: "send any verb (chat, op.NAME, ...) with --data and --branch",

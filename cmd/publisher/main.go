@@ -1,6 +1,6 @@
 // Command publisher sends lionbus requests from the command line and prints
-// their answers: branch administration, communicate, act, any other verb with
-// raw data, stored results, and the LNDL tools (publisher lndl --help).
+// their answers: branch administration, communicate, parse, act, any other verb
+// with raw data, stored results, and the LNDL tools (publisher lndl --help).
 //
 // The main function is thin: run parses the command line, sends one
 // request through the Go client of pkg/bus and returns the exit code (see
@@ -55,6 +55,7 @@ Examples:
   publisher branch create --id b1 --system "Be brief." --chat-model scripted:echo
   publisher communicate --branch b1 --instruction "Say hi"
   publisher communicate --branch b1 --instruction "Describe Lyon" --response-format city.json --json
+  publisher parse b1 --text 'It is {"city": "Lyon"}' --response-format city.json
   publisher act b1 --call add='{"x": 2, "y": 3}' --call now --strategy sequential
   publisher branch history b1
   publisher --no-wait communicate --branch b1 --instruction "later"   # prints the request id

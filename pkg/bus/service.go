@@ -118,6 +118,10 @@ type Config struct {
 	// Clock is the engine's clock; nil means time.Now.
 	Clock func() time.Time
 
+	// Sleep is the engine's wait (between the reformat rounds of parsing);
+	// nil means a timer. See [ops.Config].
+	Sleep func(ctx context.Context, d time.Duration) error
+
 	// Worker configures the worker loop. A zero Logger means Logger.
 	Worker worker.Config
 
@@ -285,6 +289,7 @@ func (s *Service) build(cfg Config) error {
 		Signals:    sink,
 		Logger:     &engineLog,
 		Clock:      cfg.Clock,
+		Sleep:      cfg.Sleep,
 
 		MaxConcurrentTools: cfg.MaxConcurrentTools,
 	})

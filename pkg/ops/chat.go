@@ -32,6 +32,11 @@ type chatData struct {
 	Recipient       string          `json:"recipient"`
 	PlainContent    string          `json:"plain_content"`
 
+	// RetryInitialDelay (seconds) and RetryBackoff set the schedule of the
+	// reformat rounds (see retrySchedule); nil keeps the default.
+	RetryInitialDelay *float64 `json:"retry_initial_delay"`
+	RetryBackoff      *float64 `json:"retry_backoff"`
+
 	// tools are the tool schemas of the instruction; only a Middle's
 	// caller sets them (communicate's request data has no such field).
 	tools []any
@@ -41,6 +46,7 @@ type chatData struct {
 	validator *responseSchema
 	fields    []string
 	retries   int
+	schedule  retrySchedule
 }
 
 // check validates the decoded data and fills the derived fields.
@@ -53,16 +59,9 @@ func (d *chatData) check() error {
 	default:
 		return Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", d.Instruction)
 	}
-	if len(d.ResponseFormat) > 0 && string(d.ResponseFormat) != "null" {
-		var schema map[string]any
-		if err := json.Unmarshal(d.ResponseFormat, &schema); err != nil {
-			return Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
-		}
-		v, err := compileResponseSchema(d.ResponseFormat)
-		if err != nil {
-			return Errorf(CodeInvalidRequest, "data.response_format is not a usable JSON Schema: %v", err)
-		}
-		d.schema, d.validator = schema, v
+	var err error
+	if d.schema, d.validator, err = decodeResponseFormat(d.ResponseFormat); err != nil {
+		return err
 	}
 	if len(d.RequestFields) > 0 && string(d.RequestFields) != "null" {
 		fields, err := requestFieldNames(d.RequestFields)
@@ -81,6 +80,9 @@ func (d *chatData) check() error {
 		default:
 			d.retries = n
 		}
+	}
+	if d.schedule, err = newRetrySchedule(d.RetryInitialDelay, d.RetryBackoff); err != nil {
+		return err
 	}
 	for _, a := range []struct{ name, v string }{{"sender", d.Sender}, {"recipient", d.Recipient}} {
 		if len(a.v) > 256 {
@@ -106,6 +108,16 @@ func requestFieldNames(raw json.RawMessage) ([]string, error) {
 		return list, nil
 	}
 	return nil, Errorf(CodeInvalidRequest, "data.request_fields must be an object or a list of field names")
+}
+
+// parseSpec is the parse stage of communicate's response_format: keys
+// matched fuzzily, num_parse_retries reformat rounds on the request's
+// schedule.
+func (d *chatData) parseSpec() *parseSpec {
+	return &parseSpec{
+		schema: d.schema, validator: d.validator, fuzzy: true, threshold: DefaultSimilarityThreshold,
+		retries: d.retries, schedule: d.schedule,
+	}
 }
 
 // spec builds the instruction of the request.

@@ -21,6 +21,13 @@ const (
 	CodeUnavailable    Code = "unavailable"      // the state store failed; worth retrying
 )
 
+// Error codes of the parse verb, one for each way the parse stage fails
+// (communicate answers both as CodeParse).
+const (
+	CodeExtraction     Code = "extraction_failed" // no JSON object or array found in the text
+	CodeSchemaRejected Code = "schema_rejected"   // JSON found, but it does not satisfy the schema
+)
+
 // Error is an operation failure with a stable [Code]. Temporary errors are
 // worth retrying (the bus retries them with backoff); the others are final
 // and answered with an error event.
@@ -52,5 +59,6 @@ func Codes() []Code {
 	return []Code{
 		CodeInvalidRequest, CodeUnknownVerb, CodeBranchNotFound, CodeBranchExists,
 		CodeProvider, CodeParse, CodeAction, CodeTimeout, CodeCanceled, CodeInternal, CodeUnavailable,
+		CodeExtraction, CodeSchemaRejected,
 	}
 }

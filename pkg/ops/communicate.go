@@ -2,13 +2,8 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
-)
-
-// Reformat round wording (docs/decisions.md#reference-a5).
-const (
-	reformatInstruction = "reformat text into specified model or structure"
-	reformatGuidance    = "follow the required response format, using the model schema as a guide"
 )
 
 // communicate is the recorded exchange of ADR-0021 D3: optionally clear the
@@ -18,14 +13,15 @@ const (
 // become visible atomically).
 //
 // The value is the response text with skip_validation or when nothing is to
-// be parsed; with response_format, the JSON value extracted from the text
-// (see extractJSON) that validates against the schema, after at most
-// num_parse_retries reformat rounds with the parse model (each sees the
-// branch history, the exchange and a context {"text_to_format": text}); with
-// request_fields, the object of the matching fields of the extracted JSON
+// be parsed; with response_format, what the parse stage makes of the text
+// (see parseText: recovered JSON, keys matched and values coerced to the
+// schema, validated; else at most num_parse_retries reformat rounds with
+// the parse model, each seeing the branch history and the exchange); with
+// request_fields, the object of the matching fields of the recovered JSON
 // ({} when there is none). When parsing fails for good, the exchange is
-// still recorded (as the ADR does) and the request fails with CodeParse; a
-// redelivery answers the same error. A provider failure records nothing.
+// still recorded (as the ADR does) and the request fails with CodeParse,
+// whichever way the stage failed (ADR-0021 D3: parse errors are wrapped);
+// a redelivery answers the same error. A provider failure records nothing.
 func (e *Engine) communicate(ctx context.Context, req Request) (*Result, error) {
 	x, err := e.prepare(ctx, req)
 	if err != nil {
@@ -82,67 +78,35 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 	return e.commit(ctx, req, x, res, operr)
 }
 
-// parseStructured extracts and validates the response; on failure it runs
-// reformat rounds with the parse model. A successful reformat replaces the
-// response's metadata.model_response (the first one is kept as
-// original_model_response).
+// parseStructured runs the parse stage on the response (with the branch
+// history and the exchange before the reformat rounds). A successful
+// reformat replaces the response's metadata.model_response (the first one
+// is kept as original_model_response). A parse failure is a CodeParse
+// *Error wrapping the stage's failure.
 func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) (any, error) {
-	text := x.comp.Text
-	v, lastErr := extractValid(text, x.data.validator)
-	if lastErr == nil {
-		return v, nil
-	}
 	history := append(append([]Message(nil), x.branch.Messages...), x.ins, x.res)
 	if x.data.ClearMessages {
 		history = []Message{x.ins, x.res}
 	}
-	for attempt := 1; attempt <= x.data.retries; attempt++ {
-		guidance := reformatGuidance + fmt.Sprintf(
-			" The previous attempt did not validate: %s. Correct exactly what that error names.", shortError(lastErr, 800))
-		if attempt > 1 {
-			guidance += fmt.Sprintf(" This is attempt %d; earlier attempts failed. Return only the JSON value, in a ```json code block.", attempt)
-		}
-		ins := NewInstructionMessage(InstructionSpec{
-			Instruction: reformatInstruction, Guidance: guidance,
-			Context: []any{map[string]any{"text_to_format": text}}, ResponseFormat: x.data.schema,
-		}, e.clock())
-		msgs := buildPrompt(x.branch.Settings.System, history, ins)
-		comp, err := e.complete(ctx, req, x.branch, x.parse, msgs, instructionText(ins.Content), x.calls)
-		x.calls++
-		if err != nil {
-			return nil, err
-		}
-		addUsage(&x.usage, comp.Usage)
-		v, lastErr = extractValid(comp.Text, x.data.validator)
-		if lastErr == nil {
-			reformatted := e.assistantMessage(x.parse, comp)
-			if orig, ok := x.res.Metadata[MetaModelResponse]; ok {
-				x.res.Metadata[MetaOriginalModelResponse] = orig
-			}
-			x.res.Metadata[MetaModelResponse] = reformatted.Metadata[MetaModelResponse]
-			x.res.Metadata["parsed_text"] = comp.Text
-			return v, nil
-		}
-	}
-	return nil, &Error{Code: CodeParse, Message: fmt.Sprintf(
-		"the response does not satisfy response_format after %d reformat round(s): %s", x.data.retries, shortError(lastErr, 800))}
-}
-
-// extractValid returns the first JSON value in text that validates.
-func extractValid(text string, schema *responseSchema) (any, error) {
-	cands, err := extractJSON(text)
-	if err != nil {
+	spec := x.data.parseSpec()
+	v, comp, err := e.parseText(ctx, parseInput{
+		req: req, branch: x.branch, history: history, text: x.comp.Text, spec: spec,
+		model: x.parse, calls: &x.calls, usage: &x.usage,
+	})
+	var fail *parseFailure
+	switch {
+	case errors.As(err, &fail):
+		return nil, &Error{Code: CodeParse, Err: fail, Message: fmt.Sprintf(
+			"the response could not be parsed into response_format: %s: %s", fail.code, fail.describe(spec.retries))}
+	case err != nil:
 		return nil, err
-	}
-	var first error
-	for _, c := range cands {
-		err := schema.validate(c)
-		if err == nil {
-			return c, nil
+	case comp != nil:
+		reformatted := e.assistantMessage(x.parse, comp)
+		if orig, ok := x.res.Metadata[MetaModelResponse]; ok {
+			x.res.Metadata[MetaOriginalModelResponse] = orig
 		}
-		if first == nil {
-			first = err
-		}
+		x.res.Metadata[MetaModelResponse] = reformatted.Metadata[MetaModelResponse]
+		x.res.Metadata["parsed_text"] = comp.Text
 	}
-	return nil, first
+	return v, nil
 }

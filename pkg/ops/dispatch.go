@@ -39,6 +39,10 @@ type Config struct {
 	Providers *Providers
 	// Signals receives lifecycle and message-added signals; nil means none.
 	Signals Signals
+	// Sleep waits d, or until ctx is done (then it returns ctx.Err()); nil
+	// means a timer. The parse stage waits through it before its reformat
+	// rounds; tests set it to run that schedule without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Store holds branches. Required.
 	Store Store
 	// Tools runs act's tool calls; nil means no tools (every call is
@@ -55,6 +59,7 @@ type Engine struct {
 	log        zerolog.Logger
 	clock      func() time.Time
 	signals    Signals
+	sleep      func(context.Context, time.Duration) error
 	verbs      map[string]verbFunc
 	operations *Operations
 	middles    *Middles
@@ -79,6 +84,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		log:        zerolog.Nop(),
 		clock:      cfg.Clock,
 		signals:    cfg.Signals,
+		sleep:      cfg.Sleep,
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
 		prompts:    newPromptMemo(0),
@@ -109,6 +115,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,
+		"parse":           (*Engine).parseVerb,
 		"act":             (*Engine).actVerb,
 	}
 	return e, nil
@@ -124,8 +131,8 @@ func (e *Engine) Verbs() []string {
 // registered as NAME (see [Operations]). Every failure is an *Error with a
 // stable Code: CodeUnknownVerb for an unserved verb or an unregistered
 // operation name, CodeInvalidRequest for unusable data, CodeBranchNotFound,
-// CodeBranchExists, CodeProvider, CodeParse, CodeAction, CodeTimeout,
-// CodeCanceled,
+// CodeBranchExists, CodeProvider, CodeParse, CodeExtraction and
+// CodeSchemaRejected (parse), CodeAction (act), CodeTimeout, CodeCanceled,
 // CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
 // errors are worth retrying.
 //

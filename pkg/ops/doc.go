@@ -40,13 +40,27 @@
 // # Verbs
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
-// branch.delete, branch.history, chat, chat_and_record, communicate, act and
-// the registered named operations (op.NAME). The request data of each verb is
-// described by schemas/lionbus.<verb>.request.json and its result by
-// schemas/lionbus.<verb>.result.json; field names are the
-// ADR parameter names (instruction, guidance, context, response_format,
+// branch.delete, branch.history, chat, chat_and_record, communicate, parse,
+// act and the registered named operations (op.NAME). The request data of
+// each verb is described by schemas/lionbus.<verb>.request.json and its
+// result by schemas/lionbus.<verb>.result.json; field names are the ADR
+// parameter names (instruction, guidance, context, response_format,
 // chat_model, parse_model, skip_validation, clear_messages, request_fields,
-// num_parse_retries, sender, recipient, plain_content).
+// num_parse_retries, sender, recipient, plain_content; for parse also text,
+// fuzzy_match, similarity_threshold, handle_validation, max_retries,
+// retry_initial_delay and retry_backoff).
+//
+// # Parsing
+//
+// communicate (with response_format) and parse share one stage: recover
+// JSON from the text (the whole text, fenced blocks, bracketed segments,
+// repairing the usual slips), match its keys to the schema's property
+// names, coerce its values to the schema's types and validate it; failing
+// that, ask the parse model to reformat the text, on ADR-0022 D1's retry
+// schedule (waited through Config.Sleep). The two ways it fails, no JSON
+// and JSON the schema rejects, are [ErrNoJSON] and [ErrSchemaRejected]
+// (CodeExtraction and CodeSchemaRejected for parse; communicate wraps both
+// as CodeParse).
 //
 // # Idempotency
 //

@@ -72,18 +72,40 @@ type bundle struct {
 	store   *ops.MemoryStore
 	prov    *countingProvider
 	signals *signalRecorder
+	waits   *waitRecorder
 	n       int
+}
+
+// waitRecorder is an engine's Config.Sleep that keeps the waits asked for
+// and returns at once.
+type waitRecorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (w *waitRecorder) sleep(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	w.waits = append(w.waits, d)
+	w.mu.Unlock()
+	return ctx.Err()
+}
+
+func (w *waitRecorder) all() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.waits...)
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	b := &bundle{store: ops.NewMemoryStore(), prov: &countingProvider{}, signals: &signalRecorder{}}
+	b := &bundle{store: ops.NewMemoryStore(), prov: &countingProvider{}, signals: &signalRecorder{}, waits: &waitRecorder{}}
 	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	eng, err := ops.NewEngine(ops.Config{
 		Store:     b.store,
 		Providers: ops.NewProviders(map[string]ops.Provider{"scripted": b.prov}),
 		Signals:   b.signals,
+		Sleep:     b.waits.sleep,
 		Clock: func() time.Time {
 			mu.Lock()
 			defer mu.Unlock()
@@ -162,7 +184,7 @@ func decodeBranch(t *testing.T, res *ops.Result) ops.Branch {
 
 func TestEngine_Verbs(t *testing.T) {
 	b := setup(t)
-	want := "[act branch.clear branch.clone branch.create branch.delete branch.get branch.history chat chat_and_record communicate]"
+	want := "[act branch.clear branch.clone branch.create branch.delete branch.get branch.history chat chat_and_record communicate parse]"
 	if got := fmt.Sprint(b.eng.Verbs()); got != want {
 		t.Fatalf("Verbs() = %s, want %s", got, want)
 	}

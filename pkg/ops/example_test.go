@@ -58,7 +58,9 @@ func ExampleEngine_Do() {
 
 // With response_format, communicate returns the JSON value of the answer
 // that satisfies the schema. Here the scripted model first answers in prose,
-// and a reformat round (the second scripted reply) fixes it.
+// and a reformat round (the second scripted reply) fixes it; the request
+// sets retry_initial_delay to 0 to run that round without the default
+// one-second wait.
 func ExampleNewEngine() {
 	providers := ops.NewProviders(map[string]ops.Provider{scripted.Name: scripted.New()})
 	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
@@ -75,7 +77,7 @@ func ExampleNewEngine() {
 	}
 	res, err := eng.Do(ctx, ops.Request{
 		ID: "ask-1", Verb: "communicate", BranchID: "math",
-		Data: json.RawMessage(`{"instruction":"What is 2+2?","response_format":{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}}`),
+		Data: json.RawMessage(`{"instruction":"What is 2+2?","retry_initial_delay":0,"response_format":{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}}`),
 	})
 	if err != nil {
 		panic(err)

@@ -5,22 +5,43 @@ import (
 	"testing"
 )
 
-// FuzzExtractJSON checks that extraction never panics and that whatever it
-// returns is valid JSON.
-func FuzzExtractJSON(f *testing.F) {
+// FuzzRecoverJSON checks that recovery never panics, that every value it
+// returns is an object or an array that encodes as valid JSON, and that key
+// matching and coercion of what it returns never panic and keep it
+// encodable. The seed corpus is in testdata/fuzz/FuzzRecoverJSON.
+func FuzzRecoverJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"a": 1}`, "```json\n{'a': 'b',}\n```", `{a: [1, 2`, `[{"x": "it's"}]`, "```\n```", `{'a': "\'"}`, `{"a": "\`,
+		`prose {"a": True} more`, "{\"a\": 1 // c\n}", `[1, 2}`, `{"Answer": "42"}`,
 	} {
 		f.Add(s)
 	}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"answer": map[string]any{"type": "integer"},
+			"tags":   map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
+			"ok":     map[string]any{"type": []any{"boolean", "null"}},
+			"self":   map[string]any{"$ref": "#"},
+		},
+		"additionalProperties": false,
+	}
+	c := conformer{root: schema, fuzzy: true, threshold: DefaultSimilarityThreshold}
 	f.Fuzz(func(t *testing.T, s string) {
-		vals, err := extractJSON(s)
+		vals, err := recoverJSON(s)
 		if err != nil {
 			return
 		}
 		for _, v := range vals {
-			if _, err := json.Marshal(v); err != nil {
-				t.Fatalf("extracted value does not encode: %v", err)
+			if !isContainer(v) {
+				t.Fatalf("recovered a %T, want an object or an array", v)
+			}
+			b, err := json.Marshal(v)
+			if err != nil || !json.Valid(b) {
+				t.Fatalf("recovered value does not encode: %v", err)
+			}
+			if b, err := json.Marshal(c.conform(v, schema, 0)); err != nil || !json.Valid(b) {
+				t.Fatalf("conformed value does not encode: %v", err)
 			}
 		}
 		_ = matchFields(s, []string{"a", "b"})

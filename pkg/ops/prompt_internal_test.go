@@ -177,47 +177,6 @@ func TestSchemaExample(t *testing.T) {
 	}
 }
 
-func TestExtractJSON(t *testing.T) {
-	tests := []struct {
-		name string
-		text string
-		want []string
-		err  error
-	}{
-		{"whole text", `{"a": 1}`, []string{`{"a":1}`}, nil},
-		{"fenced block", "Sure:\n```json\n{\"a\": 1}\n```\nbye", []string{`{"a":1}`}, nil},
-		{"two fences", "```json\n{\"a\":1}\n```\n```json\n[2]\n```", []string{`{"a":1}`, `[2]`}, nil},
-		{"unlabelled fence", "```\n{\"a\":1}\n```", []string{`{"a":1}`}, nil},
-		{"trailing comma and single quotes", "```json\n{'Answr': 'four', confidance: 0.9, extra: 1,}\n```", []string{`{"Answr":"four","confidance":0.9,"extra":1}`}, nil},
-		{"missing closers", `{"a": [1, 2`, []string{`{"a":[1,2]}`}, nil},
-		{"apostrophe inside double quotes", `{"a": "it's"}`, []string{`{"a":"it's"}`}, nil},
-		{"no json", "just words", nil, ErrNoJSON},
-		{"scalar is not extracted", "42", nil, ErrNoJSON},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := extractJSON(tt.text)
-			if tt.err != nil {
-				if err != tt.err {
-					t.Fatalf("err = %v, want %v", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d values, want %d", len(got), len(tt.want))
-			}
-			for i := range got {
-				if s := compactJSON(got[i]); s != tt.want[i] {
-					t.Errorf("value %d = %s, want %s", i, s, tt.want[i])
-				}
-			}
-		})
-	}
-}
-
 func TestMatchFields(t *testing.T) {
 	tests := []struct {
 		text   string

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -48,6 +49,23 @@ func compileResponseSchema(raw []byte) (*responseSchema, error) {
 		return nil, err
 	}
 	return &responseSchema{schema: s}, nil
+}
+
+// decodeResponseFormat decodes and compiles the response_format of a
+// request, which must be a JSON Schema object; absent or null gives nil.
+func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil, nil
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return nil, nil, Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
+	}
+	v, err := compileResponseSchema(raw)
+	if err != nil {
+		return nil, nil, Errorf(CodeInvalidRequest, "data.response_format is not a usable JSON Schema: %v", err)
+	}
+	return schema, v, nil
 }
 
 // validate checks v (decoded with encoding/json) against the schema.

@@ -16,8 +16,8 @@ import (
 // and false for any other value.
 func StringValue(raw json.RawMessage) (string, bool) {
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
+		return "", false // null decodes into a string too, but is not one
 	}
 	return s, true
 }

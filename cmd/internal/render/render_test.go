@@ -18,6 +18,8 @@ func TestValues(t *testing.T) {
 		{`{"a":1}`, `{"a":1}`, "{\n  \"a\": 1\n}", false},
 		{`[1,2]`, `[1,2]`, "[\n  1,\n  2\n]", false},
 		{`not json`, `not json`, `not json`, false},
+		{`null`, `null`, `null`, false},
+		{` "x" `, `x`, `x`, true},
 	}
 	for _, tc := range tests {
 		raw := json.RawMessage(tc.raw)

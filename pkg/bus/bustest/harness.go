@@ -72,15 +72,21 @@ func Providers(t testing.TB, extra map[string]ops.Provider) *ops.Providers {
 	return provs
 }
 
+// NoWait is the engines' Config.Sleep in these helpers: it returns at once
+// (with ctx's error when ctx is done), so that tests run the reformat
+// rounds of parsing without their waits.
+func NoWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
 // NewEngine returns a real ops.Engine over a JetStream store on js, with
-// the scripted provider plus extra.
+// the scripted provider plus extra, waiting no time between reformat rounds
+// (NoWait).
 func NewEngine(t testing.TB, js jetstream.JetStream, res *provision.Resources, extra map[string]ops.Provider) *ops.Engine {
 	t.Helper()
 	st, err := store.New(js, res, store.Config{Logger: Logger(t)})
 	if err != nil {
 		t.Fatalf("bustest: store: %v", err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: st, Providers: Providers(t, extra)})
+	eng, err := ops.NewEngine(ops.Config{Store: st, Providers: Providers(t, extra), Sleep: NoWait})
 	if err != nil {
 		t.Fatalf("bustest: engine: %v", err)
 	}
@@ -89,7 +95,7 @@ func NewEngine(t testing.TB, js jetstream.JetStream, res *provision.Resources, e
 
 // StartWorker starts a worker service on its own connection through
 // [bus.Start]. With a nil handler it runs the real engine (scripted provider
-// plus extra); otherwise h. ctx, when not nil, is the worker's run context:
+// plus extra, with NoWait); otherwise h. ctx, when not nil, is the worker's run context:
 // cancelling it stops the worker hard. The worker is stopped when the test
 // ends.
 func (b *Bus) StartWorker(t testing.TB, ctx context.Context, h worker.Handler, extra map[string]ops.Provider, wcfg worker.Config) *worker.Worker {
@@ -110,6 +116,7 @@ func (b *Bus) StartService(t testing.TB, ctx context.Context, h worker.Handler, 
 		Connect:       client.ConnectConfig{URL: b.Srv.ClientURL(), Name: t.Name()},
 		Provision:     b.Cfg,
 		Providers:     Providers(t, extra),
+		Sleep:         NoWait,
 		Worker:        wcfg,
 		WorkerContext: ctx,
 		Store:         store.Config{Logger: Logger(t)},

@@ -81,6 +81,13 @@ func (s Subjects) Lease(branch string) string { return s.Prefix + ".lease." + br
 // LeasesWildcard matches every lease subject.
 func (s Subjects) LeasesWildcard() string { return s.Prefix + ".lease.>" }
 
+// LeaseWant is the core NATS subject on which a worker waiting for a
+// branch's lease asks its holder to let it go.
+func (s Subjects) LeaseWant(branch string) string { return s.Prefix + ".leasewant." + branch }
+
+// LeaseWantWildcard matches every LeaseWant subject.
+func (s Subjects) LeaseWantWildcard() string { return s.Prefix + ".leasewant.>" }
+
 // Stream, consumer and bucket names. Stream names are upper case; the
 // prefix is included so that two deployments can share one account.
 func (s Subjects) OpsStream() string       { return upper(s.Prefix) + "_OPS" }

@@ -31,6 +31,7 @@ type lane struct {
 
 	lease     uint64        // sequence of the lease held; 0: none
 	handovers int           // requests run in a row on the lease
+	wanted    bool          // another worker asked for the lease
 	stopRenew chan struct{} // closed when the lease is let go
 	linger    *time.Timer   // set while the lane is empty and keeps its lease
 }
@@ -94,15 +95,16 @@ func (l *lanes) leave(t *ticket) {
 	}
 	if len(ln.waiting) == 0 {
 		ln.running = nil
-		if ln.lease != 0 {
+		if ln.lease != 0 && !ln.wanted {
 			l.lingerLocked(t.branch, ln)
 			return
 		}
 		delete(l.m, t.branch)
+		l.dropLeaseLocked(t.branch, ln)
 		return
 	}
 	if ln.lease != 0 {
-		if ln.handovers++; ln.handovers >= maxHandovers {
+		if ln.handovers++; ln.handovers >= maxHandovers || ln.wanted {
 			l.dropLeaseLocked(t.branch, ln)
 		}
 	}

@@ -18,16 +18,17 @@ import (
 const (
 	// leaseLinger is how long a worker keeps a branch's lease after the
 	// branch's last request here ended, so that the next one (a client
-	// sending in sequence) needs no new lease.
-	leaseLinger = 20 * time.Millisecond
+	// sending in sequence) needs no new lease. A worker waiting for the
+	// lease asks for it (see wantLease), which ends the linger at once.
+	leaseLinger = 2 * time.Millisecond
 	// maxHandovers is how many requests in a row a worker runs on one
 	// lease while more of the branch's requests wait here; then it lets
 	// the lease go, so that other workers' requests of the branch get
 	// their turn.
 	maxHandovers = 16
 	// Backoff of a worker waiting for another worker's lease.
-	leasePollFirst = time.Millisecond
-	leasePollMax   = 50 * time.Millisecond
+	leasePollFirst = 500 * time.Microsecond
+	leasePollMax   = 20 * time.Millisecond
 )
 
 // errLeaseLost is logged when a lease could not be renewed.
@@ -47,6 +48,7 @@ var errLeaseLost = errors.New("worker: branch lease lost")
 // guards every append: a worker that lost its lease unawares (paused past
 // the age limit) cannot overwrite anything.
 type leaser struct {
+	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	subj   protocol.Subjects
@@ -59,13 +61,18 @@ type leaser struct {
 // its sequence. It polls with backoff while another worker holds it.
 func (l *leaser) acquire(ctx context.Context, branch string) (uint64, error) {
 	wait := leasePollFirst
-	for {
+	for try := 0; ; try++ {
 		seq, err := l.publish(ctx, branch, 0)
 		if err == nil {
 			return seq, nil
 		}
 		if !jserr.WrongLastSequence(err) {
 			return 0, err
+		}
+		if try%8 == 0 {
+			// Ask the holder to let it go when its requests here are
+			// done, instead of keeping it for more of its own.
+			_ = l.nc.Publish(l.subj.LeaseWant(branch), nil)
 		}
 		d := wait/2 + rand.N(wait/2+1)
 		t := time.NewTimer(d)
@@ -175,7 +182,7 @@ func (l *lanes) dropLeaseLocked(branch string, ln *lane) {
 		return
 	}
 	seq := ln.lease
-	ln.lease, ln.handovers = 0, 0
+	ln.lease, ln.handovers, ln.wanted = 0, 0, false
 	close(ln.stopRenew)
 	go l.leaser.release(branch, seq)
 }
@@ -193,6 +200,27 @@ func (l *lanes) lingerLocked(branch string, ln *lane) {
 		delete(l.m, branch)
 		l.dropLeaseLocked(branch, ln)
 	})
+}
+
+// wanted handles another worker's request for branch's lease: an idle
+// lane lets it go at once; a busy one lets it go when its running request
+// leaves, instead of handing it to the next one here or keeping it.
+func (l *lanes) wanted(branch string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.m[branch]
+	if ln == nil || ln.lease == 0 {
+		return
+	}
+	if ln.running == nil && len(ln.waiting) == 0 {
+		if ln.linger != nil {
+			ln.linger.Stop()
+		}
+		delete(l.m, branch)
+		l.dropLeaseLocked(branch, ln)
+		return
+	}
+	ln.wanted = true
 }
 
 // releaseAll lets every lease go, for a stopping worker.

@@ -172,7 +172,7 @@ func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resource
 		if ttl <= 0 {
 			ttl = provision.DefaultLeaseTTL
 		}
-		l.leaser = &leaser{js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: cfg.Name,
+		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: cfg.Name,
 			log: cfg.Logger.With().Str("worker", cfg.Name).Logger()}
 	}
 	return l
@@ -243,6 +243,7 @@ type Worker struct {
 	hardCtx   context.Context         // parent of every handler context
 	fetchCtx  context.Context         // ends with fetchStop or hardStop
 	cancelSub *nats.Subscription
+	wantSub   *nats.Subscription // other workers asking for a branch's lease
 
 	wg        sync.WaitGroup // the loop and every handler
 	stopped   chan struct{}  // closed when everything returned
@@ -344,6 +345,18 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("worker: worker: subscribe to cancels: %w", err)
 	}
 	w.cancelSub = sub
+	if w.lanes != nil && w.lanes.leaser != nil {
+		wantPrefix := w.subj.LeaseWant("")
+		if w.wantSub, err = w.nc.Subscribe(w.subj.LeaseWantWildcard(), func(m *nats.Msg) {
+			if branch, ok := strings.CutPrefix(m.Subject, wantPrefix); ok && protocol.ValidToken(branch) {
+				w.lanes.wanted(branch)
+			}
+		}); err != nil {
+			_ = w.cancelSub.Unsubscribe()
+			w.closeStopped()
+			return fmt.Errorf("worker: subscribe to lease requests: %w", err)
+		}
+	}
 	w.hardCtx, w.hardStop = context.WithCancelCause(ctx)
 	w.fetchCtx, w.fetchStop = context.WithCancel(w.hardCtx)
 	w.wg.Add(1)
@@ -352,6 +365,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.wg.Wait()
 		w.lanes.releaseAll()
 		_ = w.cancelSub.Unsubscribe()
+		if w.wantSub != nil {
+			_ = w.wantSub.Unsubscribe()
+		}
 		w.hardStop(ErrWorkerStopped)
 		w.closeStopped()
 	}()
@@ -565,11 +581,13 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) error {
 	used := 0
 	for msg := range batch.Messages() {
 		if w.fetchCtx.Err() != nil && !w.lastDelivery(deliveryAttempt(msg)) {
-			// Stopping: hand it straight back for another worker. A
-			// request on its last delivery would never come back, so it
-			// runs here (a graceful stop drains it; a hard stop answers
-			// it unavailable).
-			_ = msg.Nak()
+			// Stopping: hand it back for another worker, delayed past
+			// this worker's open fetch (which the server would otherwise
+			// fill with it again, each time a delivery spent). A request
+			// on its last delivery would never come back, so it runs here
+			// (a graceful stop drains it; a hard stop answers it
+			// unavailable).
+			_ = msg.NakWithDelay(w.cfg.FetchWait)
 			continue
 		}
 		used++

@@ -122,11 +122,11 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		if !w.lastDelivery(attempt) {
-			// The worker is stopping hard: leave the request
-			// unacknowledged (a nak makes the server redeliver it at
-			// once).
+			// The worker is stopping hard: hand the request back, to be
+			// delivered again once this worker's open fetch has ended
+			// (not into it).
 			log.Warn().Err(err).Msg("request abandoned by a stopping worker; it will be redelivered")
-			_ = msg.Nak()
+			_ = msg.NakWithDelay(w.cfg.FetchWait)
 			return
 		}
 		// No delivery is left after this one: a nak would leave the

@@ -35,6 +35,11 @@ type Config struct {
 	// default). The floor worker runs as many requests at once.
 	Concurrency int
 
+	// Workers is how many lionbus workers serve (each on its own
+	// connection, sharing the consumer); default 1. The floor always has
+	// one.
+	Workers int
+
 	// RequestTimeout bounds each request.
 	RequestTimeout time.Duration
 
@@ -61,6 +66,7 @@ func defaultConfig() Config {
 		Samples:        200,
 		HotClients:     64,
 		HotRequests:    4,
+		Workers:        1,
 		RequestTimeout: 30 * time.Second,
 	}
 }
@@ -96,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Samples, "samples", def.Samples, "timed sequential requests at each length")
 	fs.IntVar(&cfg.HotClients, "hot-clients", def.HotClients, "clients sending to the hot branch at once")
 	fs.IntVar(&cfg.HotRequests, "hot-requests", def.HotRequests, "requests per hot-branch client, one after another")
+	fs.IntVar(&cfg.Workers, "workers", def.Workers, "lionbus workers serving at once (each on its own connection)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
 	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
@@ -150,6 +157,9 @@ func (c Config) validate() error {
 	}
 	if c.Samples < 1 || c.HotClients < 1 || c.HotRequests < 1 {
 		errs = append(errs, errors.New("-samples, -hot-clients and -hot-requests must be at least 1"))
+	}
+	if c.Workers < 1 || c.Workers > 16 {
+		errs = append(errs, errors.New("-workers must be between 1 and 16"))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, errors.New("-concurrency must not be negative"))

@@ -50,11 +50,10 @@ func (p *countingProvider) calls(id string) int {
 	return p.byReq[id]
 }
 
-// runRecorder wraps the worker's handler (the engine) to record every run
-// of a request: how often and with which delivery attempt it ran, and the
+// runRecorder records every run of a request, in every worker (see
+// recording): how often and with which delivery attempt it ran, and the
 // order in which requests first started.
 type runRecorder struct {
-	inner       worker.Handler
 	redelivered atomic.Int64 // runs with a delivery attempt above 1
 	started     atomic.Int64
 
@@ -70,12 +69,24 @@ type requestRuns struct {
 	firstStart int64
 }
 
-func newRunRecorder(h worker.Handler) *runRecorder {
-	return &runRecorder{inner: h, runs: map[string]*requestRuns{}}
+func newRunRecorder() *runRecorder {
+	return &runRecorder{runs: map[string]*requestRuns{}}
+}
+
+// recording is one worker's handler (its engine) with its runs recorded.
+type recording struct {
+	inner worker.Handler
+	r     *runRecorder
 }
 
 // Do records the run and runs the request.
-func (r *runRecorder) Do(ctx context.Context, req ops.Request) (*ops.Result, error) {
+func (h recording) Do(ctx context.Context, req ops.Request) (*ops.Result, error) {
+	h.r.record(req)
+	return h.inner.Do(ctx, req)
+}
+
+// record notes a run of req.
+func (r *runRecorder) record(req ops.Request) {
 	rank := r.started.Add(1)
 	if req.Attempt > 1 {
 		r.redelivered.Add(1)
@@ -88,7 +99,6 @@ func (r *runRecorder) Do(ctx context.Context, req ops.Request) (*ops.Result, err
 	}
 	rr.attempts = append(rr.attempts, req.Attempt)
 	r.mu.Unlock()
-	return r.inner.Do(ctx, req)
 }
 
 // of returns a copy of what was recorded for request id (zero if it never

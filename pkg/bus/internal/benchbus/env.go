@@ -42,7 +42,8 @@ type env struct {
 	floor   *floorWorker
 	floorCl *floorClient
 
-	svc    *bus.Service
+	svc    *bus.Service   // the first lionbus worker
+	svcs   []*bus.Service // every lionbus worker (Config.Workers)
 	res    *provision.Resources
 	lionCl *client.Client
 	lionJS jetstream.JetStream // the client connection's
@@ -86,29 +87,33 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 		return nil, err
 	}
 
-	lionNC, err := e.connect("benchbus lionbus worker")
-	if err != nil {
-		return nil, err
-	}
 	e.calls = newCountingProvider()
 	provs := ops.NewProviders(nil)
 	if err := e.calls.register(provs); err != nil {
 		return nil, err
 	}
 	e.logs = newLogTally()
-	e.svc, err = bus.Start(sctx, bus.Config{
-		Conn:      lionNC,
-		Providers: provs,
-		Worker:    worker.Config{MaxInFlight: cfg.Concurrency},
-		Handler: func(eng *ops.Engine) worker.Handler {
-			e.runs = newRunRecorder(eng)
-			return e.runs
-		},
-		Logger: zerolog.New(e.logs).Level(zerolog.InfoLevel),
-	})
-	if err != nil {
-		return nil, err
+	e.runs = newRunRecorder()
+	for i := range max(cfg.Workers, 1) {
+		lionNC, err := e.connect(fmt.Sprintf("benchbus lionbus worker %d", i+1))
+		if err != nil {
+			return nil, err
+		}
+		svc, err := bus.Start(sctx, bus.Config{
+			Conn:      lionNC,
+			Providers: provs,
+			Worker:    worker.Config{MaxInFlight: cfg.Concurrency},
+			Handler: func(eng *ops.Engine) worker.Handler {
+				return recording{inner: eng, r: e.runs}
+			},
+			Logger: zerolog.New(e.logs).Level(zerolog.InfoLevel),
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.svcs = append(e.svcs, svc)
 	}
+	e.svc = e.svcs[0]
 	e.res = e.svc.Resources()
 	lionClNC, err := e.connect("benchbus lionbus client")
 	if err != nil {
@@ -139,13 +144,13 @@ func (e *env) read() counters { return read(e.srv.NATSServer()) }
 // close stops both workers, closes the connections and shuts the server
 // down, removing its store.
 func (e *env) close() {
-	if e.svc != nil {
+	for _, svc := range e.svcs {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := e.svc.Stop(ctx); err != nil {
+		if err := svc.Stop(ctx); err != nil {
 			fmt.Fprintf(e.progress, "stop lionbus worker: %v\n", err)
 		}
 		cancel()
-		e.svc.Close()
+		svc.Close()
 	}
 	if e.floor != nil {
 		e.floor.stop()

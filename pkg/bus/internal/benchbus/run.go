@@ -72,6 +72,7 @@ func (e *env) writeHeader(w io.Writer) {
 	t.add("CPUs / GOMAXPROCS", fmt.Sprintf("%d / %d", runtime.NumCPU(), runtime.GOMAXPROCS(0)))
 	t.add("server", fmt.Sprintf("one embedded nats-server (file store in a temporary directory), max_payload %s", bytesStr(serverMaxPayload)))
 	t.add("connections", "one for each worker, one for each side's clients")
+	t.add("lionbus workers", fmt.Sprintf("%d (-workers), each bus.Start on its own connection, sharing the consumer; the floor has one", len(e.svcs)))
 	t.add("in flight per worker", fmt.Sprintf("%d (worker.DefaultMaxInFlight %d)", e.inFlight, worker.DefaultMaxInFlight))
 	t.add("request data", "`"+string(instruction)+"`")
 	t.write(w)
