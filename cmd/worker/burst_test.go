@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,39 +42,8 @@ func TestKill_burst(t *testing.T) {
 	)
 	b := bustest.New(t, provision.Config{AckWait: ackWait, LeaseTTL: ackWait})
 
-	args, err := json.Marshal([]string{"--nats", b.Srv.ClientURL(), "--concurrency", "64",
-		"--name", "doomed", "--log-format", "json", "--log-level", "warn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), blockingWorkerEnv+"="+string(args))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	child := &childCalls{started: map[string]int{}}
-	go func() {
-		defer close(exited)
-		child.read(stdout)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	waitFor(t, 60*time.Second, "the worker process to serve", func() bool {
-		return child.isServing() || strings.Contains(stderr.String(), "blocking worker:")
-	})
-	if !child.isServing() {
-		t.Fatalf("worker process did not start:\n%s", stderr)
-	}
+	p := startWorkerProcess(t, b, 64)
+	cmd, child := p.cmd, p.child
 	model := &modelCalls{byID: map[string]int{}}
 	b.StartWorker(t, nil, nil, map[string]ops.Provider{"block": model}, worker.Config{})
 	for i := range branches {

@@ -99,6 +99,58 @@ func blockingWorkerMain(raw string) int {
 	return exitFailure
 }
 
+// workerProcess is this test binary running as a worker process (see
+// blockingWorkerMain).
+type workerProcess struct {
+	cmd    *exec.Cmd
+	child  *childCalls   // what it prints on stdout
+	stderr *syncBuffer   // its logs
+	exited chan struct{} // closed when it has exited
+}
+
+// startWorkerProcess starts a worker process named "doomed" with
+// concurrency slots, joining b's server, and waits until it serves. It is
+// killed when the test ends.
+func startWorkerProcess(t *testing.T, b *bustest.Bus, concurrency int) *workerProcess {
+	t.Helper()
+	args, err := json.Marshal([]string{"--nats", b.Srv.ClientURL(), "--concurrency", fmt.Sprint(concurrency),
+		"--name", "doomed", "--log-format", "json", "--log-level", "warn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &workerProcess{
+		cmd:    exec.Command(os.Args[0], "-test.run=^$"),
+		child:  &childCalls{started: map[string]int{}},
+		stderr: &syncBuffer{},
+		exited: make(chan struct{}),
+	}
+	p.cmd.Env = append(os.Environ(), blockingWorkerEnv+"="+string(args))
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.exited)
+		p.child.read(stdout)
+		_ = p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	waitFor(t, 60*time.Second, "the worker process to serve", func() bool {
+		return p.child.isServing() || strings.Contains(p.stderr.String(), "blocking worker:")
+	})
+	if !p.child.isServing() {
+		t.Fatalf("worker process did not start:\n%s", p.stderr)
+	}
+	return p
+}
+
 // modelCalls is a model provider answering like scripted:echo that counts
 // its calls by request id.
 type modelCalls struct {
@@ -183,39 +235,8 @@ func TestKill_worker_process_killed_mid_request(t *testing.T) {
 	clientsBefore := b.Srv.NATSServer().NumClients()
 
 	// The worker process: this test binary, run as blockingWorkerMain.
-	args, err := json.Marshal([]string{"--nats", b.Srv.ClientURL(), "--concurrency", fmt.Sprint(concurrency),
-		"--name", "doomed", "--log-format", "json", "--log-level", "warn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), blockingWorkerEnv+"="+string(args))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	child := &childCalls{started: map[string]int{}}
-	go func() {
-		defer close(exited)
-		child.read(stdout)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	waitFor(t, 60*time.Second, "the worker process to serve", func() bool {
-		return child.isServing() || strings.Contains(stderr.String(), "blocking worker:")
-	})
-	if !child.isServing() {
-		t.Fatalf("worker process did not start:\n%s", stderr)
-	}
+	p := startWorkerProcess(t, b, concurrency)
+	cmd, child, stderr, exited := p.cmd, p.child, p.stderr, p.exited
 
 	for i := range branches {
 		b.CreateBranch(t, fmt.Sprintf("kill-%d", i))
