@@ -54,6 +54,10 @@ type config struct {
 	AckWait  time.Duration
 	LeaseTTL time.Duration
 
+	// MetricsAddr is where /metrics, /healthz and /readyz are served; ""
+	// for nowhere.
+	MetricsAddr string
+
 	// Logs.
 	LogLevel  string
 	LogFormat string
@@ -145,6 +149,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.Concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("requests run at the same time (1..%d)", maxConcurrency))
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", defaultDrainTimeout, "on shutdown, how long in-flight requests may take to finish")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket when they are created (3 in a 3-node cluster; 1..5)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and health on /healthz and /readyz at this address (e.g. :9464; default off)")
 	fs.DurationVar(&c.AckWait, "ack-wait", provision.DefaultAckWait, "how long a request delivered to a worker that stopped reporting progress (it died) waits before it is delivered again; set when the consumer is created")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
 

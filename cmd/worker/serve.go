@@ -75,7 +75,20 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 	if cfg.Demo {
 		bc.Tools = demoTools() // the demo's act step calls them
 	}
+	var obs *observability
+	if cfg.MetricsAddr != "" {
+		if obs, err = newObservability(); err != nil {
+			return nil, err
+		}
+		bc.Handler = obs.handler
+	}
 	svc, err := bus.Start(ctx, bc)
+	if err == nil && obs != nil {
+		if err = obs.serve(cfg.MetricsAddr, svc, log); err != nil {
+			svc.Close()
+			return nil, err
+		}
+	}
 	switch {
 	case err == nil:
 		return svc, nil

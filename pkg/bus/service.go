@@ -364,6 +364,23 @@ func (s *Service) Engine() *ops.Engine { return s.engine }
 // Worker returns the worker.
 func (s *Service) Worker() *worker.Worker { return s.worker }
 
+// Ready reports whether the service can serve: nil when its connection is
+// up, its worker runs and the shared consumer answers, else why not.
+func (s *Service) Ready(ctx context.Context) error {
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("bus: connection %s", st)
+	}
+	select {
+	case <-s.worker.Stopped():
+		return errors.New("bus: worker stopped")
+	default:
+	}
+	if _, err := s.res.Workers.Info(ctx); err != nil {
+		return fmt.Errorf("bus: consumer %s: %w", s.res.Subjects.WorkersConsumer(), err)
+	}
+	return nil
+}
+
 // Stop drains the worker: no new requests; in-flight ones finish, or are
 // cancelled and left for redelivery when ctx ends first (see
 // [worker.Worker.Stop]).

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+)
+
+// TestRun_metrics_and_health: with --metrics-addr the worker serves
+// /healthz, /readyz and /metrics, whose request counters follow what it
+// answered.
+func TestRun_metrics_and_health(t *testing.T) {
+	srv := bustest.NewServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	stdout, stderr, _ := runWorker(t, "--nats", srv.ClientURL(), "--metrics-addr", addr,
+		"--log-format", "json", "--log-level", "info", "--name", "m1")
+	waitFor(t, 30*time.Second, "the worker to start", func() bool {
+		return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
+	})
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d", code)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz %d: %s", code, body)
+	}
+
+	nc, _ := bustest.Connect(t, srv)
+	cl, err := client.New(nc, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": "m", "chat_model": "scripted:echo"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := cl.Do(ctx, "communicate", "m", map[string]any{"instruction": "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.Do(ctx, "communicate", "missing", map[string]any{"instruction": "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get("/metrics")
+	for _, want := range []string{
+		`lionbus_requests_total{code="ok",verb="communicate"} 3`,
+		`lionbus_requests_total{code="branch_not_found",verb="communicate"} 1`,
+		`lionbus_requests_total{code="ok",verb="branch.create"} 1`,
+		`lionbus_request_duration_seconds_count{verb="communicate"} 4`,
+		`lionbus_requests_in_flight 0`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lionbus/lionbus/pkg/bus/metrics"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+func TestHandler_counts_outcomes_by_verb(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler(worker.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		switch req.ID {
+		case "bad":
+			return nil, ops.Errorf(ops.CodeInvalidRequest, "bad")
+		case "odd":
+			return nil, errors.New("not an ops.Error")
+		}
+		return &ops.Result{}, nil
+	}))
+	for _, r := range []ops.Request{
+		{ID: "a", Verb: "communicate", Attempt: 1},
+		{ID: "b", Verb: "communicate", Attempt: 2},
+		{ID: "bad", Verb: "communicate", Attempt: 1},
+		{ID: "odd", Verb: "op.anything", Attempt: 1},
+		{ID: "c", Verb: "op.other", Attempt: 1},
+	} {
+		_, _ = h.Do(context.Background(), r)
+	}
+	tests := []struct {
+		metric string
+		got    float64
+		want   float64
+	}{
+		{"ok communicate", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "communicate", "code": "ok"})), 2},
+		{"invalid communicate", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "communicate", "code": "invalid_request"})), 1},
+		{"named operations share one label", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "ok"})), 1},
+		{"a plain error counts as internal", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "internal"})), 1},
+		{"redeliveries", testutil.ToFloat64(mustCounter(t, reg, "lionbus_redeliveries_total", map[string]string{"verb": "communicate"})), 1},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.metric, tt.got, tt.want)
+		}
+	}
+}
+
+// mustCounter finds the counter of name with labels in reg's output.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, mm := range mf.GetMetric() {
+			for _, lp := range mm.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue metrics
+				}
+			}
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x"}, func() float64 { return mm.GetCounter().GetValue() })
+		}
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return nil
+}
+
+func TestMux_health_and_readiness(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	notReady := errors.New("consumer gone")
+	ready := func(context.Context) error { return notReady }
+	srv := httptest.NewServer(metrics.NewMux(reg, func(ctx context.Context) error { return ready(ctx) }))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d", code)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "consumer gone") {
+		t.Fatalf("/readyz when not ready: %d %q", code, body)
+	}
+	ready = func(context.Context) error { return nil }
+	if code, _ := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz when ready: %d", code)
+	}
+	if code, _ := get("/metrics"); code != http.StatusOK {
+		t.Fatalf("/metrics %d", code)
+	}
+}
