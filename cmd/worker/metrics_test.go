@@ -71,6 +71,8 @@ func TestRun_metrics_and_health(t *testing.T) {
 		`lionbus_requests_total{code="ok",verb="branch.create"} 1`,
 		`lionbus_request_duration_seconds_count{verb="communicate"} 4`,
 		`lionbus_requests_in_flight 0`,
+		`lionbus_store_append_conflicts_total 0`,
+		`lionbus_store_rebuilds_total`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {

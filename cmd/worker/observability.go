@@ -14,6 +14,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -23,6 +24,7 @@ import (
 type observability struct {
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
+	store   store.Observer
 }
 
 func newObservability() (*observability, error) {
@@ -37,7 +39,11 @@ func newObservability() (*observability, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observability{reg: reg, metrics: m}, nil
+	so, err := metrics.Store(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &observability{reg: reg, metrics: m, store: so}, nil
 }
 
 // handler wraps the engine with the request metrics (bus.Config.Handler).

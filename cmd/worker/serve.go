@@ -81,6 +81,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 			return nil, err
 		}
 		bc.Handler = obs.handler
+		bc.Store.Observer = obs.store
 	}
 	svc, err := bus.Start(ctx, bc)
 	if err == nil && obs != nil {

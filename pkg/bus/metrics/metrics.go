@@ -9,7 +9,9 @@
 //   - request_duration_seconds{verb}: how long running a request took;
 //   - requests_in_flight: requests running now;
 //   - redeliveries_total{verb}: runs of a request on a delivery after its
-//     first.
+//     first;
+//   - store_append_conflicts_total, store_snapshots_total,
+//     store_snapshot_bytes, store_rebuilds_total: see [Store].
 //
 // Verbs are the served ones and "op" for every named operation, so the
 // label's values are bounded.
@@ -23,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -99,4 +102,46 @@ func outcome(err error) string {
 		return string(oe.Code)
 	}
 	return string(ops.CodeInternal)
+}
+
+// storeObserver counts a store's events (see store.Observer).
+type storeObserver struct {
+	conflicts prometheus.Counter
+	snapshots prometheus.Counter
+	snapBytes prometheus.Histogram
+	rebuilds  prometheus.Counter
+}
+
+func (o *storeObserver) AppendConflict(string) { o.conflicts.Inc() }
+
+func (o *storeObserver) SnapshotWritten(_ string, bytes int) {
+	o.snapshots.Inc()
+	o.snapBytes.Observe(float64(bytes))
+}
+
+func (o *storeObserver) Rebuilt(string) { o.rebuilds.Inc() }
+
+// Store returns a store.Observer counting, on reg:
+// lionbus_store_append_conflicts_total (appends that found another
+// writer first), lionbus_store_snapshots_total and
+// lionbus_store_snapshot_bytes (snapshots written and their size), and
+// lionbus_store_rebuilds_total (branches loaded by folding their whole
+// history).
+func Store(reg prometheus.Registerer) (store.Observer, error) {
+	o := &storeObserver{
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lionbus", Subsystem: "store", Name: "append_conflicts_total",
+			Help: "Appends that found another writer had appended first."}),
+		snapshots: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lionbus", Subsystem: "store", Name: "snapshots_total",
+			Help: "Branch snapshots written."}),
+		snapBytes: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "lionbus", Subsystem: "store", Name: "snapshot_bytes",
+			Help: "Size of the branch snapshots written (their segments not counted).", Buckets: prometheus.ExponentialBuckets(512, 4, 8)}),
+		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lionbus", Subsystem: "store", Name: "rebuilds_total",
+			Help: "Branches loaded without a usable snapshot, by folding their whole history."}),
+	}
+	for _, c := range []prometheus.Collector{o.conflicts, o.snapshots, o.snapBytes, o.rebuilds} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -381,5 +382,48 @@ func TestStore_twenty_thousand_messages(t *testing.T) {
 	}
 	if again.Seq != br.Seq || len(again.Messages) != 10*perEvent+1 || jsonOf(t, again) != replayed(t, ctx, st, "long") {
 		t.Fatalf("after the append: seq %d (want %d), %d messages", again.Seq, br.Seq, len(again.Messages))
+	}
+}
+
+// countingObserver counts what a Store tells its Observer.
+type countingObserver struct {
+	mu                            sync.Mutex
+	conflicts, snapshots, rebuilt int
+}
+
+func (o *countingObserver) AppendConflict(string) { o.mu.Lock(); o.conflicts++; o.mu.Unlock() }
+func (o *countingObserver) SnapshotWritten(string, int) {
+	o.mu.Lock()
+	o.snapshots++
+	o.mu.Unlock()
+}
+func (o *countingObserver) Rebuilt(string) { o.mu.Lock(); o.rebuilt++; o.mu.Unlock() }
+
+// TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds.
+func TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := bustest.Ctx(t)
+	obs := &countingObserver{}
+	watched := b.newStoreOnOwnConn(t, store.Config{Observer: obs, SnapshotEvents: 3})
+	other := b.newStoreOnOwnConn(t)
+	if _, err := other.Create(ctx, "obs", createdEvent("c0", "sys")); err != nil {
+		t.Fatal(err)
+	}
+	// A load without a snapshot folds the history from its start.
+	if _, err := watched.Load(ctx, "obs"); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer appends; the watched store's next append conflicts.
+	if _, err := other.Append(ctx, "obs", messagesEvent("o1", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watched.Append(ctx, "obs", messagesEvent("w1", "y")); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.rebuilt != 1 || obs.conflicts != 1 || obs.snapshots != 1 {
+		t.Fatalf("observer saw %d rebuilds, %d conflicts, %d snapshots; want 1, 1, 1 (3 events folded)", obs.rebuilt, obs.conflicts, obs.snapshots)
 	}
 }

@@ -106,6 +106,7 @@ func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(op
 	budget := directReadBudget
 	if e.b == nil {
 		budget = 0
+		s.obs.Rebuilt(branchID)
 	}
 	rebuilt := false
 	err := s.readEvents(ctx, branchID, from, last, 0, budget, func(ev ops.Event, size int) error {

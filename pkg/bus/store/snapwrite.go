@@ -108,6 +108,7 @@ func (s *Store) writeSnapshot(ctx context.Context, e *entry) {
 	if fresh {
 		s.purgeSegments(ctx, e.snap.segs)
 	}
+	s.obs.SnapshotWritten(e.id, len(data))
 	e.snap = snapState{rev: rev, seq: b.Seq, segs: segs, covered: covered}
 }
 

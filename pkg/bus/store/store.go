@@ -117,7 +117,32 @@ type Config struct {
 	// Logger receives corrupt-snapshot and snapshot-write warnings. The zero
 	// value discards them.
 	Logger zerolog.Logger
+
+	// Observer, when not nil, is told of the store's notable events (for
+	// metrics).
+	Observer Observer
 }
+
+// Observer is told of a [Store]'s notable events. Its methods are called
+// synchronously, from any goroutine, and must be quick.
+type Observer interface {
+	// AppendConflict: an append found that another writer appended first,
+	// and caught up before appending again.
+	AppendConflict(branch string)
+	// SnapshotWritten: a snapshot of size bytes (segments not counted)
+	// was stored.
+	SnapshotWritten(branch string, bytes int)
+	// Rebuilt: a branch was loaded without a usable snapshot, folding its
+	// history from the start.
+	Rebuilt(branch string)
+}
+
+// nopObserver is the Observer of a Store configured without one.
+type nopObserver struct{}
+
+func (nopObserver) AppendConflict(string)       {}
+func (nopObserver) SnapshotWritten(string, int) {}
+func (nopObserver) Rebuilt(string)              {}
 
 // Store is the NATS implementation of [ops.Store].
 //
@@ -166,6 +191,7 @@ type Store struct {
 	kv      jetstream.KeyValue
 	retries int
 	log     zerolog.Logger
+	obs     Observer
 	cache   *cache
 
 	snapEvents, snapBytes, segBytes int
@@ -185,6 +211,9 @@ func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, 
 	}
 	if cfg.AppendRetries <= 0 {
 		cfg.AppendRetries = DefaultAppendRetries
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	if cfg.SnapshotEvents <= 0 {
 		cfg.SnapshotEvents = DefaultSnapshotEvents
@@ -209,6 +238,7 @@ func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, 
 		kv:         res.Branches,
 		retries:    cfg.AppendRetries,
 		log:        cfg.Logger,
+		obs:        cfg.Observer,
 		cache:      newCache(cfg.CacheBranches),
 		snapEvents: cfg.SnapshotEvents,
 		snapBytes:  cfg.SnapshotBytes,
@@ -356,6 +386,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 		if jserr.WrongLastSequence(err) {
 			// Another operation committed first: fold what it wrote and
 			// append after it.
+			s.obs.AppendConflict(branchID)
 			last, lerr := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
 			if errors.Is(lerr, jetstream.ErrMsgNotFound) {
 				return nil, ops.ErrBranchNotFound
