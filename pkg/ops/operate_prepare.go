@@ -93,7 +93,7 @@ var removedNames = []struct{ name, instead string }{
 }
 
 // plan checks d and returns its plan. b is the branch, for the default
-// chat model.
+// chat model and the tools.
 func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 	for i, raw := range []json.RawMessage{d.RequestModel, d.OperativeModel, d.IModel, d.Operative} {
 		if raw != nil {
@@ -146,23 +146,20 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 	}
 	p.format, p.validator = chat.schema, chat.validator
 	// The chat model defaults to the branch's, the parse model to the
-	// chosen chat model, not the branch's parse model (0022-D1-01).
-	var cm, pm ModelRef
-	switch {
-	case d.ChatModel != nil:
-		cm = *d.ChatModel
-	case b.Settings.ChatModel != nil:
-		cm = *b.Settings.ChatModel
-	default:
-		return nil, Errorf(CodeInvalidRequest, "branch %q has no chat_model and the request names none", b.ID)
+	// chosen chat model, not the branch's parse model (0022-D1-01). With
+	// no chat model at all the middle decides (communicate refuses).
+	cm, pm := d.ChatModel, d.ParseModel
+	if cm == nil && b.Settings.ChatModel != nil {
+		c := *b.Settings.ChatModel
+		cm = &c
 	}
-	pm = cm
-	if d.ParseModel != nil {
-		pm = *d.ParseModel
+	if pm == nil && cm != nil {
+		c := *cm
+		pm = &c
 	}
 	p.chat = MiddleInput{
 		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
-		Sender: d.Sender, Recipient: d.Recipient, ChatModel: &cm, ParseModel: &pm,
+		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
 		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
 	}
 	// The action stage exists with invoke_actions and actions enabled; its
