@@ -78,13 +78,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 	// Exactly one call, never retried here (0022-D3-03); the middle owns
 	// clear_messages and persistence (0022-D3-04).
 	mres, err := mid.Exchange(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	if mres == nil {
-		return nil, Errorf(CodeInternal, "middle %s returned no result", p.middle)
-	}
-	out := &Result{BranchID: b.ID, Usage: mres.Usage, Replayed: mres.Replayed, Value: mres.Value}
+	out := &Result{BranchID: b.ID}
 	finish := func() (*Result, error) {
 		if out.Value == nil {
 			out.Value = json.RawMessage("null")
@@ -94,6 +88,16 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 		}
 		return out, nil
 	}
+	if err != nil {
+		if v, ok := e.parseFailureValue(ctx, p, in, err); ok {
+			return e.operateValue(out, v, finish)
+		}
+		return nil, err
+	}
+	if mres == nil {
+		return nil, Errorf(CodeInternal, "middle %s returned no result", p.middle)
+	}
+	out.Usage, out.Replayed, out.Value = mres.Usage, mres.Replayed, mres.Value
 	// skip_validation returns the raw result at once (0022-D3-05).
 	if p.skip {
 		return finish()

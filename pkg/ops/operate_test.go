@@ -280,3 +280,47 @@ func TestOperate_communicate_with_actions(t *testing.T) {
 		t.Fatalf("redelivery: %s replayed %v, %d model calls", res2.Value, res2.Replayed, o.prov.count())
 	}
 }
+
+// 0022-D3-06, 0022-D3-07 with the communicate middle: an answer that does
+// not parse into the generated schema is recorded; the policy then gives
+// the text, null or the failure, and no tool runs.
+func TestOperate_0022_D3_06_communicate_parse_failure(t *testing.T) {
+	const text = `call add with {"x": 1} now`
+	tests := []struct {
+		handle string
+		want   string
+		code   ops.Code
+	}{
+		{handle: "return_value", want: `"call add with {\"x\": 1} now"`},
+		{handle: "return_none", want: `null`},
+		{handle: "raise", code: ops.CodeParse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.handle, func(t *testing.T) {
+			o := newOperateBundle(t)
+			model, _ := json.Marshal(map[string]any{"provider": "scripted", "replies": []string{text}})
+			o.mustDo(t, "branch.create", "", `{"branch_id":"b","tools":["add"],"chat_model":`+string(model)+`}`)
+			data := `{"instruction":"i","actions":true,"num_parse_retries":0,"handle_validation":"` + tt.handle + `",
+				"response_format":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}`
+			for _, id := range []string{"op1", "op1"} { // the second is a redelivery
+				res, err := o.operate(t, id, "b", data)
+				if tt.code != "" {
+					if code(err) != tt.code {
+						t.Fatalf("err = %v, want %s", err, tt.code)
+					}
+				} else if err != nil || string(res.Value) != tt.want {
+					t.Fatalf("value %v err %v, want %s", res, err, tt.want)
+				}
+			}
+			if n := o.tools.Calls(ops.ToolCallKey("op1/act", 0)); n != 0 {
+				t.Fatalf("a tool ran %d times", n)
+			}
+			if got := kinds(o.branch(t, "b").Messages); got != "instruction assistant_response" {
+				t.Fatalf("messages %s", got)
+			}
+			if n := o.prov.count(); n != 1 {
+				t.Fatalf("%d model calls, want 1", n)
+			}
+		})
+	}
+}
