@@ -109,7 +109,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 		}
 	}
 	obj, _ := value.(map[string]any)
-	if obj != nil && sch != nil {
+	if obj != nil && p.actions {
 		// Only the runtime fills action_responses (0022-D2-04).
 		delete(obj, FieldActionResponses)
 	}
