@@ -87,7 +87,8 @@ func TestOperate_0022_D3_D4_fixed_middle(t *testing.T) {
 		{name: "0022-D3-05 skip_validation returns the raw result", reply: `{"n":"x",` + twoCalls + `}`,
 			data: `{"instruction":"i","middle":"fixed","actions":true,"response_format":` + format + `,"skip_validation":true,"handle_validation":"raise"}`,
 			want: `{"action_requests":[{"arguments":{"x":1,"y":2},"function":"add"},{"arguments":{"s":"a"},"function":"upper"}],"n":"x"}`},
-		// 0022-D3-06: the three policies on a mismatch.
+		// 0022-D3-06: the three policies on a mismatch; what mismatches is
+		// decided by the caller's response_format (0022-D2-01).
 		{name: "0022-D3-06 raise quotes at most 200 characters", reply: `{"n":"` + strings.Repeat("z", 400) + `"}`,
 			data: `{"instruction":"i","middle":"fixed","response_format":` + format + `,"handle_validation":"raise"}`,
 			code: ops.CodeSchemaRejected, msg: `result: {"n":"zzz`},
@@ -172,7 +173,7 @@ func TestOperate_0022_D3_D4_fixed_middle(t *testing.T) {
 			if calls != tt.actions {
 				t.Fatalf("%d tool calls, want %d", calls, tt.actions)
 			}
-			// 0022-D3-03: exactly one middle call.
+			// 0022-D3-03, 0022-D2-08: exactly one middle call, never retried.
 			if n := len(o.fixed.ins); n != 1 {
 				t.Fatalf("%d middle calls, want 1", n)
 			}
@@ -322,5 +323,25 @@ func TestOperate_0022_D3_06_communicate_parse_failure(t *testing.T) {
 				t.Fatalf("%d model calls, want 1", n)
 			}
 		})
+	}
+}
+
+// 0022-D4-03 through operate: the strategy reaches the act stage; with
+// "sequential" (here the instruction's own, 0022-D1-08) each call ends
+// before the next starts.
+func TestOperate_0022_D4_03_sequential_strategy(t *testing.T) {
+	o := newOperateBundle(t)
+	o.branchWith(t, "b", "add", "upper")
+	o.fixed.value = `{"action_requests":[{"function":"add","arguments":{"x":1,"y":1}},{"function":"upper","arguments":{"s":"a"}},{"function":"add","arguments":{"x":2,"y":2}}]}`
+	data := `{"instruct":{"instruction":"i","actions":true,"action_strategy":"sequential"},"middle":"fixed"}`
+	if _, err := o.operate(t, "op1", "b", data); err != nil {
+		t.Fatal(err)
+	}
+	var hooks []string
+	for _, s := range o.hooks("op1/act") {
+		hooks = append(hooks, string(s.Type)+" "+s.Tool.Function)
+	}
+	if got := strings.Join(hooks, ", "); got != "tool.pre add, tool.post add, tool.pre upper, tool.post upper, tool.pre add, tool.post add" {
+		t.Fatalf("hooks %s", got)
 	}
 }
