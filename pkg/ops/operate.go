@@ -126,7 +126,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 				out.Value = json.RawMessage("null")
 				return finish()
 			default:
-				return finish() // return_value, unchanged (0022-D3-07)
+				return e.operateValue(out, value, finish) // return_value, as it is (0022-D3-07)
 			}
 		}
 	}
