@@ -117,6 +117,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"communicate":     (*Engine).communicate,
 		"parse":           (*Engine).parseVerb,
 		"act":             (*Engine).actVerb,
+		"operate":         (*Engine).operate,
 	}
 	return e, nil
 }

@@ -41,8 +41,8 @@
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
 // branch.delete, branch.history, chat, chat_and_record, communicate, parse,
-// act and the registered named operations (op.NAME). The request data of
-// each verb is described by schemas/lionbus.<verb>.request.json and its
+// act, operate and the registered named operations (op.NAME). The request
+// data of each verb is described by schemas/lionbus.<verb>.request.json and its
 // result by schemas/lionbus.<verb>.result.json; field names are the ADR
 // parameter names (instruction, guidance, context, response_format,
 // chat_model, parse_model, skip_validation, clear_messages, request_fields,
@@ -87,6 +87,19 @@
 // too, unless suppress_errors is false. The requests and responses are
 // recorded as action_request and action_response messages with the result;
 // a call that answers null gets no response.
+//
+// # Operate
+//
+// operate (ADR-0022) composes the stages: it prepares its data (an
+// instruct object or loose instruction fields, models, flags), generates a
+// request schema (the caller's response_format plus reason, action_required,
+// action_requests and the named field_models) and a response schema (the
+// same plus action_responses), makes exactly one call to the selected
+// [Middle] with the request schema, applies handle_validation against the
+// caller's response_format, then runs the result's action_requests through
+// the act stage and adds their action_responses to the result. The middle
+// records its exchange under the id "<id>/middle", the act stage its calls
+// under "<id>/act"; operate emits run.start and one terminal run signal.
 //
 // # Model-call position
 //

@@ -66,7 +66,8 @@ type MiddleInput struct {
 	// Sender and Recipient address the instruction.
 	Sender, Recipient string
 	// ResponseFormat is the JSON Schema the answer is parsed into (for
-	// operate, the generated response schema); nil for none.
+	// operate, the generated request schema: what the model is asked for,
+	// without action_responses); nil for none.
 	ResponseFormat json.RawMessage
 	// ToolSchemas describe the tools the model may request; they are
 	// rendered into the instruction.

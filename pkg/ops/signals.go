@@ -12,11 +12,11 @@ type SignalType string
 // hook signals are act's (ADR-0022 D4): they are named after the original's
 // hook points, tool.pre, tool.post and tool.error.
 const (
-	// SignalRunStart is emitted when communicate starts.
+	// SignalRunStart is emitted when communicate or operate starts.
 	SignalRunStart SignalType = "run.start"
-	// SignalRunEnd is emitted when communicate ends with a result.
+	// SignalRunEnd is emitted when communicate or operate ends with a result.
 	SignalRunEnd SignalType = "run.end"
-	// SignalRunFailed is emitted when communicate fails.
+	// SignalRunFailed is emitted when communicate or operate fails.
 	SignalRunFailed SignalType = "run.failed"
 	// SignalMessageAdded is emitted once per message recorded on a branch,
 	// after the event holding it is committed, before the run's terminal

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"flag"
+)
+
+// operateCommand is "publisher operate": the operate verb, one instruction
+// answered in a JSON Schema, optionally with tool calls run and their
+// outcomes added. Flags left out are left out of the request, so the
+// worker's defaults (and --data) apply.
+func operateCommand() command {
+	return command{
+		name: "operate", args: "[BRANCH]", summary: "send an instruction, parse the answer, run the tool calls it asks for, print the result",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			instruction := fs.String("instruction", "", "the task (required unless --data has it)")
+			guidance := fs.String("guidance", "", "how to go about the task")
+			contextText := fs.String("context", "", "extra material: text, or JSON")
+			format := fs.String("response-format", "", "JSON Schema the answer must satisfy: a file, or inline JSON")
+			chat := fs.String("chat-model", "", `chat model override: "provider:model" or a JSON object`)
+			parse := fs.String("parse-model", "", "parse model override (default: the chat model)")
+			reason := fs.Bool("reason", false, "ask the model for a reason field")
+			actions := fs.Bool("actions", false, "ask the model for tool calls and run them with the branch's tools")
+			strategy := fs.String("action-strategy", "", `"concurrent" (the default) or "sequential"`)
+			var tools stringList
+			fs.Var(&tools, "tool", "a branch tool offered to the model (repeatable; default all the branch's)")
+			handle := fs.String("handle-validation", "", "when the answer does not match --response-format: return_value (default), return_none or raise")
+			skip := fs.Bool("skip-validation", false, "return the answer's text: no parse, no validation, no tool calls")
+			noInvoke := fs.Bool("no-invoke-actions", false, "do not run the tool calls the model asks for")
+			clear := fs.Bool("clear-messages", false, "clear the branch's messages, atomically with this exchange")
+			middle := fs.String("middle", "", `the middle making the exchange (default "communicate")`)
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "operate"
+				setString(req.data, "instruction", *instruction)
+				setString(req.data, "guidance", *guidance)
+				if *contextText != "" {
+					req.data["context"] = jsonOrText(*contextText)
+				}
+				if *format != "" {
+					v, err := readJSONArg("--response-format", *format)
+					if err != nil {
+						return err
+					}
+					req.data["response_format"] = v
+				}
+				if err := setModel(req.data, "chat_model", *chat); err != nil {
+					return err
+				}
+				if err := setModel(req.data, "parse_model", *parse); err != nil {
+					return err
+				}
+				for key, on := range map[string]bool{
+					"reason": *reason, "actions": *actions, "skip_validation": *skip, "clear_messages": *clear,
+				} {
+					if on {
+						req.data[key] = true
+					}
+				}
+				if *noInvoke {
+					req.data["invoke_actions"] = false
+				}
+				if len(tools) > 0 {
+					req.data["tools"] = []string(tools)
+				}
+				setString(req.data, "action_strategy", *strategy)
+				setString(req.data, "handle_validation", *handle)
+				setString(req.data, "middle", *middle)
+				_, hasInstruction := req.data["instruction"]
+				_, hasInstruct := req.data["instruct"]
+				_, hasPlain := req.data["plain_content"]
+				if !hasInstruction && !hasInstruct && !hasPlain {
+					return errors.New("operate needs --instruction (or an instruction or instruct in --data)")
+				}
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,229 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// MaxMismatchQuote is how much of a result a handle_validation "raise"
+// error quotes, in bytes of compact JSON (0022-D3-06).
+const MaxMismatchQuote = 200
+
+// operate is the composed operation of ADR-0022: prepare the request
+// (D1), generate the request and response schemas (D2), make ONE call to
+// the selected middle (D3), apply the outer validation policy, then run the
+// result's action requests through the act stage and enrich the result
+// with their action_responses (D4).
+//
+// The middle records its exchange under the stage id "<id>/middle" and the
+// act stage its calls under "<id>/act", each as one EventMessages; operate
+// records nothing itself. A redelivery therefore finds both stages
+// committed and answers from history without calling a model or a tool.
+// operate emits run.start, then exactly one of run.end and run.failed; the
+// stages' message.added and tool hook signals, in between, carry the stage
+// ids.
+func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	var d operateData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	b, err := e.load(ctx, req.BranchID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := d.plan(b)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := buildSchemas(p)
+	if err != nil {
+		return nil, err
+	}
+	mid, err := e.Middle(p.middle)
+	if err != nil {
+		return nil, err
+	}
+	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID})
+	res, err := e.operateRun(ctx, req, b, p, sch, mid)
+	if err != nil {
+		oe := asError(ctx, err)
+		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID, Err: oe})
+		return nil, oe
+	}
+	e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID, Result: res})
+	return res, nil
+}
+
+// operateRun runs the stages after preparation.
+func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *operatePlan, sch *operateSchemas, mid Middle) (*Result, error) {
+	t0 := e.clock()
+	in := p.chat
+	in.RequestID, in.BranchID, in.Verb, in.Attempt = stageID(req.ID, "middle"), b.ID, req.Verb, req.Attempt
+	if sch != nil {
+		raw, err := marshalValue(sch.request)
+		if err != nil {
+			return nil, err
+		}
+		in.ResponseFormat = raw
+	}
+	if p.action != nil {
+		// The selected (or all) branch tools replace the tool schemas of
+		// the instruction (0022-D2-07).
+		in.ToolSchemas = toolSchemas(p.tools, b.Settings.Tools)
+	}
+	// Exactly one call, never retried here (0022-D3-03); the middle owns
+	// clear_messages and persistence (0022-D3-04).
+	mres, err := mid.Exchange(ctx, in)
+	out := &Result{BranchID: b.ID}
+	finish := func() (*Result, error) {
+		if out.Value == nil {
+			out.Value = json.RawMessage("null")
+		}
+		if !out.Replayed {
+			out.DurationMS = e.clock().Sub(t0).Milliseconds()
+		}
+		return out, nil
+	}
+	if err != nil {
+		if v, ok := e.parseFailureValue(ctx, p, in, err); ok {
+			return e.operateValue(out, v, finish)
+		}
+		return nil, err
+	}
+	if mres == nil {
+		return nil, Errorf(CodeInternal, "middle %s returned no result", p.middle)
+	}
+	out.Usage, out.Replayed, out.Value = mres.Usage, mres.Replayed, mres.Value
+	// skip_validation returns the raw result at once (0022-D3-05).
+	if p.skip {
+		return finish()
+	}
+	var value any
+	if len(mres.Value) > 0 {
+		if err := json.Unmarshal(mres.Value, &value); err != nil {
+			return nil, Errorf(CodeInternal, "middle %s returned a value that is not JSON: %v", p.middle, err)
+		}
+	}
+	obj, _ := value.(map[string]any)
+	if obj != nil && p.actions {
+		// Only the runtime fills action_responses (0022-D2-04).
+		delete(obj, FieldActionResponses)
+	}
+	// The outer policy, against the caller's response_format only
+	// (0022-D2-01, 0022-D3-06..08).
+	if p.validator != nil {
+		if verr := p.validator.validate(callerView(value, sch, p)); verr != nil {
+			switch p.handle {
+			case handleRaise:
+				return nil, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
+					"the result does not match response_format: %s; result: %s", shortError(verr, 300),
+					Truncate(compactJSON(value), MaxMismatchQuote))}
+			case handleReturnNone:
+				out.Value = json.RawMessage("null")
+				return finish()
+			default:
+				return e.operateValue(out, value, finish) // return_value, as it is (0022-D3-07)
+			}
+		}
+	}
+	// invoke_actions off, or no actions: no look at the requests
+	// (0022-D3-09, 0022-D1-07).
+	if p.action == nil || obj == nil {
+		return e.operateValue(out, value, finish)
+	}
+	// Requests come only from the structured result (0022-D4-01).
+	rawReqs, ok := obj[FieldActionRequests]
+	if !ok || rawReqs == nil {
+		return e.operateValue(out, value, finish)
+	}
+	ap := *p.action
+	if err := roundTrip(rawReqs, &ap.requests); err != nil {
+		return nil, Errorf(CodeAction, "the result's action_requests are not a list of {function, arguments}: %v", err)
+	}
+	if len(ap.requests) > MaxActionRequests {
+		return nil, Errorf(CodeAction, "the result has %d action_requests, at most %d are run", len(ap.requests), MaxActionRequests)
+	}
+	for i, r := range ap.requests {
+		if r.Function == "" {
+			return nil, Errorf(CodeAction, "the result's action_requests[%d] has no function", i)
+		}
+	}
+	if len(ap.requests) == 0 {
+		// An empty list dispatches and enriches nothing (0022-D4-02).
+		return e.operateValue(out, value, finish)
+	}
+	// The act stage, with the branch as the middle left it (its tools,
+	// narrowed to the selection).
+	ab, err := e.load(ctx, b.ID)
+	if err != nil {
+		return nil, err
+	}
+	if p.tools != nil {
+		nb := *ab
+		nb.Settings.Tools = p.tools
+		ab = &nb
+	}
+	areq := Request{ID: stageID(req.ID, "act"), Verb: req.Verb, BranchID: b.ID, Attempt: req.Attempt}
+	ares, err := e.act(ctx, areq, ab, ap)
+	if err != nil {
+		return nil, err
+	}
+	var responses []any
+	if err := json.Unmarshal(ares.Value, &responses); err != nil {
+		return nil, Errorf(CodeInternal, "act stage value: %v", err)
+	}
+	out.Replayed = out.Replayed && ares.Replayed
+	if len(responses) > 0 {
+		// Enriched in place, never replaced by the list (0022-D4-09,
+		// 0022-D4-11).
+		obj[FieldActionResponses] = responses
+	}
+	return e.operateValue(out, value, finish)
+}
+
+// operateValue sets out's value to v and finishes it.
+func (e *Engine) operateValue(out *Result, v any, finish func() (*Result, error)) (*Result, error) {
+	raw, err := marshalValue(v)
+	if err != nil {
+		return nil, err
+	}
+	out.Value = raw
+	return finish()
+}
+
+// callerView is what the outer policy validates: the value without the
+// fields operate generated, which the caller's schema does not know.
+func callerView(v any, sch *operateSchemas, p *operatePlan) any {
+	obj, ok := v.(map[string]any)
+	if !ok || sch == nil {
+		return v
+	}
+	view := make(map[string]any, len(obj))
+	for k, x := range obj {
+		if _, field := p.fields[k]; field {
+			continue
+		}
+		if (k == FieldReason && p.reason) || (p.actions && (k == FieldActionRequired || k == FieldActionRequests)) {
+			continue
+		}
+		view[k] = x
+	}
+	return view
+}
+
+// toolSchemas describes the selected tools, or all of the branch's.
+func toolSchemas(selected, all []string) []any {
+	names := selected
+	if names == nil {
+		names = all
+	}
+	out := make([]any, 0, len(names))
+	for _, n := range names {
+		out = append(out, map[string]any{"name": n})
+	}
+	return out
+}

@@ -1,0 +1,220 @@
+package ops
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// operateData is the request data of operate (ADR-0022 D1). The field
+// names are the ADR's parameter names of Branch.operate.
+type operateData struct {
+	// Instruct is the instruction as one object; when absent it is built
+	// from Instruction, Guidance and Context (0022-D1-02).
+	Instruct     *instructData `json:"instruct"`
+	Instruction  any           `json:"instruction"`
+	Guidance     any           `json:"guidance"`
+	Context      any           `json:"context"`
+	PlainContent string        `json:"plain_content"`
+	Sender       string        `json:"sender"`
+	Recipient    string        `json:"recipient"`
+
+	ChatModel       *ModelRef       `json:"chat_model"`
+	ParseModel      *ModelRef       `json:"parse_model"`
+	NumParseRetries *int            `json:"num_parse_retries"`
+	ResponseFormat  json.RawMessage `json:"response_format"`
+
+	Reason         *bool                      `json:"reason"`
+	Actions        *bool                      `json:"actions"`
+	ActionStrategy *string                    `json:"action_strategy"`
+	Tools          []string                   `json:"tools"`
+	FieldModels    map[string]json.RawMessage `json:"field_models"`
+
+	HandleValidation string `json:"handle_validation"`
+	SkipValidation   bool   `json:"skip_validation"`
+	ClearMessages    bool   `json:"clear_messages"`
+	Middle           string `json:"middle"`
+	InvokeActions    *bool  `json:"invoke_actions"`
+
+	// Removed or refused names (0022-D1-10, 0022-D1-11): present at all,
+	// even null, they make the request invalid.
+	RequestModel   json.RawMessage `json:"request_model"`
+	OperativeModel json.RawMessage `json:"operative_model"`
+	IModel         json.RawMessage `json:"imodel"`
+	Operative      json.RawMessage `json:"operative"`
+}
+
+// instructData is the instruct object: the instruction with its own
+// reason, actions and action_strategy.
+type instructData struct {
+	Instruction    any     `json:"instruction"`
+	Guidance       any     `json:"guidance"`
+	Context        any     `json:"context"`
+	Reason         *bool   `json:"reason"`
+	Actions        *bool   `json:"actions"`
+	ActionStrategy *string `json:"action_strategy"`
+}
+
+// operatePlan is what the preparer makes of operateData: the typed
+// parameters of the stages (ADR-0022 D1's chat, parse and action
+// parameters and coordinator flags).
+type operatePlan struct {
+	// chat is the middle's input, without the request fields (RequestID,
+	// BranchID, Verb, Attempt) and without ResponseFormat and ToolSchemas,
+	// which the generated schemas and the selected tools fill.
+	chat MiddleInput
+	// middle is the name of the middle to call.
+	middle string
+	// format is the caller's response_format and its compiled form (the
+	// outer validation target, 0022-D2-01); nil for none.
+	format    map[string]any
+	validator *responseSchema
+	// reason and actions ask for the generated fields; actions is the
+	// instruction's flag, action whether the action stage exists
+	// (0022-D1-07).
+	reason, actions bool
+	action          *actParams
+	// tools are the selected tool names; nil selects all the branch's.
+	tools []string
+	// fields are the named field_models, by name.
+	fields map[string]map[string]any
+
+	handle        string
+	skip          bool
+	invokeActions bool
+}
+
+// removedNames are the removed names of operate and what to use instead
+// (0022-D1-10, 0022-D1-11).
+var removedNames = []struct{ name, instead string }{
+	{"request_model", "response_format (a JSON Schema)"},
+	{"operative_model", "response_format (a JSON Schema)"},
+	{"imodel", "chat_model"},
+	{"operative", "response_format, reason, actions and field_models (operate builds its schemas itself)"},
+}
+
+// plan checks d and returns its plan. b is the branch, for the default
+// chat model and the tools.
+func (d *operateData) plan(b *Branch) (*operatePlan, error) {
+	for i, raw := range []json.RawMessage{d.RequestModel, d.OperativeModel, d.IModel, d.Operative} {
+		if raw != nil {
+			r := removedNames[i]
+			return nil, Errorf(CodeInvalidRequest, "data.%s is not accepted by operate; use %s", r.name, r.instead)
+		}
+	}
+	ins := instructData{Instruction: d.Instruction, Guidance: d.Guidance, Context: d.Context}
+	if d.Instruct != nil {
+		if !isEmpty(d.Instruction) || !isEmpty(d.Guidance) || !isEmpty(d.Context) {
+			return nil, Errorf(CodeInvalidRequest, "data.instruct and data.instruction, guidance or context exclude each other")
+		}
+		ins = *d.Instruct
+	}
+	// Explicit flags are written into the instruction (0022-D1-03).
+	if d.Reason != nil && *d.Reason {
+		ins.Reason = d.Reason
+	}
+	if d.Actions != nil && *d.Actions {
+		ins.Actions = d.Actions
+		if d.ActionStrategy != nil && *d.ActionStrategy != "" {
+			ins.ActionStrategy = d.ActionStrategy
+		}
+	}
+	p := &operatePlan{
+		middle: d.Middle, handle: d.HandleValidation, skip: d.SkipValidation, invokeActions: true,
+		reason: ins.Reason != nil && *ins.Reason, actions: ins.Actions != nil && *ins.Actions,
+	}
+	if p.middle == "" {
+		p.middle = MiddleCommunicate
+	}
+	if d.InvokeActions != nil {
+		p.invokeActions = *d.InvokeActions
+	}
+	switch p.handle {
+	case "":
+		p.handle = handleReturnValue
+	case handleRaise, handleReturnValue, handleReturnNone:
+	default:
+		return nil, Errorf(CodeInvalidRequest, "data.handle_validation must be %q, %q or %q, got %q",
+			handleRaise, handleReturnValue, handleReturnNone, Truncate(p.handle, 64))
+	}
+	// The instruction's checks are communicate's.
+	chat := chatData{
+		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
+		Sender: d.Sender, Recipient: d.Recipient, ResponseFormat: d.ResponseFormat, NumParseRetries: d.NumParseRetries,
+	}
+	if err := chat.check(); err != nil {
+		return nil, err
+	}
+	p.format, p.validator = chat.schema, chat.validator
+	// The chat model defaults to the branch's, the parse model to the
+	// chosen chat model, not the branch's parse model (0022-D1-01). With
+	// no chat model at all the middle decides (communicate refuses).
+	cm, pm := d.ChatModel, d.ParseModel
+	if cm == nil && b.Settings.ChatModel != nil {
+		c := *b.Settings.ChatModel
+		cm = &c
+	}
+	if pm == nil && cm != nil {
+		c := *cm
+		pm = &c
+	}
+	p.chat = MiddleInput{
+		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
+		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
+		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
+	}
+	// The action stage exists with invoke_actions and actions enabled; its
+	// strategy is the request's, else the instruction's, else concurrent
+	// (0022-D1-07, 0022-D1-08 as intended); errors are always suppressed.
+	if p.invokeActions && p.actions {
+		ap := actParams{suppress: true}
+		if s := ins.ActionStrategy; s != nil && *s != "" {
+			switch *s {
+			case StrategyConcurrent:
+			case StrategySequential:
+				ap.sequential = true
+			default:
+				return nil, Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
+					StrategyConcurrent, StrategySequential, Truncate(*s, 64))
+			}
+		}
+		p.action = &ap
+	}
+	if d.Tools != nil {
+		for i, t := range d.Tools {
+			if !slices.Contains(b.Settings.Tools, t) {
+				return nil, Errorf(CodeInvalidRequest, "data.tools[%d] %q is not one of the branch's tools %v", i, Truncate(t, MaxIDLength), b.Settings.Tools)
+			}
+		}
+		p.tools = slices.Clone(d.Tools)
+	}
+	fields, err := fieldModels(d.FieldModels)
+	if err != nil {
+		return nil, err
+	}
+	p.fields = fields
+	return p, nil
+}
+
+// fieldModels decodes the named field_models: each a JSON Schema object;
+// an entry without a name is left out (0022-D1-12).
+func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, error) {
+	out := map[string]map[string]any{}
+	for name, r := range raw {
+		if name == "" {
+			continue
+		}
+		if slices.Contains(generatedFields, name) {
+			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s: %q is a field operate generates", name, name)
+		}
+		var s map[string]any
+		if err := json.Unmarshal(r, &s); err != nil || s == nil {
+			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s must be a JSON Schema object", Truncate(name, 64))
+		}
+		out[name] = s
+	}
+	return out, nil
+}
+
+// stageID derives the request id of one of operate's stages from the
+// request id, the same on every delivery.
+func stageID(requestID, stage string) string { return requestID + "/" + stage }
