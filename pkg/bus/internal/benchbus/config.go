@@ -35,6 +35,9 @@ type Config struct {
 	// default). The floor worker runs as many requests at once.
 	Concurrency int
 
+	// Operate adds an operate side to the throughput phase.
+	Operate bool
+
 	// Workers is how many lionbus workers serve (each on its own
 	// connection, sharing the consumer); default 1. The floor always has
 	// one.
@@ -67,6 +70,7 @@ func defaultConfig() Config {
 		HotClients:     64,
 		HotRequests:    4,
 		Workers:        1,
+		Operate:        true,
 		RequestTimeout: 30 * time.Second,
 	}
 }
@@ -102,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Samples, "samples", def.Samples, "timed sequential requests at each length")
 	fs.IntVar(&cfg.HotClients, "hot-clients", def.HotClients, "clients sending to the hot branch at once")
 	fs.IntVar(&cfg.HotRequests, "hot-requests", def.HotRequests, "requests per hot-branch client, one after another")
+	fs.BoolVar(&cfg.Operate, "operate", def.Operate, "also measure operate (a validated structured reply) next to communicate in the throughput phase")
 	fs.IntVar(&cfg.Workers, "workers", def.Workers, "lionbus workers serving at once (each on its own connection)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")

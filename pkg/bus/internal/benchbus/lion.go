@@ -13,6 +13,11 @@ import (
 // floor's requests carry the same bytes.
 var instruction = []byte(`{"instruction":"Say hello in one short sentence."}`)
 
+// operateData is the data of every operate the harness sends: the scripted
+// echo model answers with the instruction, a JSON object that satisfies
+// the response_format.
+var operateData = []byte(`{"instruction":"{\"answer\": \"hello\"}","response_format":{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}}`)
+
 // lionDo sends one lionbus request through the Go client and waits for a
 // successful answer.
 func (e *env) lionDo(ctx context.Context, verb, branch string, data any) (*ops.Result, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -32,8 +33,9 @@ func (r sideRun) rps() float64 {
 	return float64(r.load.ok()) / r.load.elapsed.Seconds()
 }
 
-// throughputRow is both sides at one client count.
-type throughputRow struct{ floor, lion sideRun }
+// throughputRow is both sides at one client count; op is lionbus's
+// operate (with -operate), zero otherwise.
+type throughputRow struct{ floor, lion, op sideRun }
 
 // phaseThroughput runs the closed-loop load on both sides for each client
 // count.
@@ -58,7 +60,25 @@ func (e *env) phaseThroughput(ctx context.Context) ([]throughputRow, error) {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		rows = append(rows, throughputRow{floor: floor, lion: lion})
+		row := throughputRow{floor: floor, lion: lion}
+		if e.cfg.Operate {
+			opBranches := make([]string, c)
+			for i := range opBranches {
+				opBranches[i] = fmt.Sprintf("op%d-c%d-%d", run+1, c, i)
+			}
+			if err := e.createBranches(ctx, opBranches); err != nil {
+				return rows, err
+			}
+			e.logf("throughput: lionbus operate, %d clients (%s + %s warm-up)", c, e.cfg.Duration, e.cfg.Warmup)
+			row.op = e.measureSide(ctx, "lionbus operate", c, func(ctx context.Context, i int) error {
+				_, err := e.lionDo(ctx, "operate", opBranches[i], json.RawMessage(operateData))
+				return err
+			})
+			if err := ctx.Err(); err != nil {
+				return rows, err
+			}
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -108,7 +128,10 @@ func (e *env) writeThroughput(w io.Writer, rows []throughputRow) {
 	}
 	t := newTable("side", "clients", "answered", "errors", "req/s", "p50", "p99", "max", "CPU/req", "NATS msgs/req", "NATS bytes/req")
 	for _, row := range rows {
-		for _, r := range []sideRun{row.floor, row.lion} {
+		for _, r := range []sideRun{row.floor, row.lion, row.op} {
+			if r.side == "" {
+				continue
+			}
 			p := r.use.per(r.load.ok())
 			t.add(r.side, fmt.Sprint(r.clients), fmt.Sprint(r.load.ok()), errCell(r.load.errs, r.load.firstErr),
 				fmt.Sprintf("%.0f", r.rps()), ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max),
@@ -130,6 +153,20 @@ func (e *env) writeThroughput(w io.Writer, rows []throughputRow) {
 			ratio(float64(lp.cpu), float64(fp.cpu)), ratio(lp.msgs, fp.msgs), ratio(lp.bytes, fp.bytes))
 	}
 	t.write(w)
+
+	if e.cfg.Operate {
+		fmt.Fprintf(w, "`operate` against `communicate`, both through the worker (operate: `%s`; "+
+			"its one model call answers with the instruction's text, which validates, and no action is requested), so the cost operate adds "+
+			"(its generated schemas, the parse stage, the outer validation) is visible:\n\n", operateData)
+		t = newTable("clients", "operate req/s", "communicate req/s", "ratio", "operate p50", "communicate p50", "CPU/req ratio")
+		for _, row := range rows {
+			o, c := row.op, row.lion
+			op, cp := o.use.per(o.load.ok()), c.use.per(c.load.ok())
+			t.add(fmt.Sprint(o.clients), fmt.Sprintf("%.0f", o.rps()), fmt.Sprintf("%.0f", c.rps()), ratio(o.rps(), c.rps()),
+				ms(o.lat.p50), ms(c.lat.p50), ratio(float64(op.cpu), float64(cp.cpu)))
+		}
+		t.write(w)
+	}
 
 	fmt.Fprintf(w, "lionbus's model calls and redeliveries in the measured runs (each communicate makes one model call), "+
 		"and how long the branches had grown by the end (warm-up included; see phase b for what length costs):\n\n")
