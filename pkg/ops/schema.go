@@ -2,17 +2,76 @@ package ops
 
 import (
 	"bytes"
+	"container/list"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// MaxSchemaBytes bounds the size of a response_format schema.
-const MaxSchemaBytes = 256 << 10
+// Bounds of a schema a request brings (response_format, the schemas
+// operate generates from it, tool parameters), checked before it is
+// compiled: compiling deeply nested schemas takes time and memory that
+// grow far faster than their size.
+const (
+	// MaxSchemaBytes bounds the size of a response_format schema.
+	MaxSchemaBytes = 256 << 10
+	// MaxSchemaDepth bounds the nesting of objects and arrays in a
+	// schema's JSON.
+	MaxSchemaDepth = 64
+	// MaxSchemaNodes bounds the JSON values (objects, arrays, strings,
+	// numbers, ...) in a schema.
+	MaxSchemaNodes = 20000
+	// schemaCacheSize is how many compiled response schemas an engine
+	// process keeps, by content.
+	schemaCacheSize = 256
+)
+
+// ErrSchemaTooComplex is returned (wrapped) for a schema deeper than
+// MaxSchemaDepth or with more than MaxSchemaNodes values.
+var ErrSchemaTooComplex = errors.New("schema too complex")
+
+// CheckSchemaShape checks that doc, a decoded JSON value, nests at most
+// MaxSchemaDepth objects and arrays deep and holds at most MaxSchemaNodes
+// values. It walks doc without recursion, in time linear in its size.
+func CheckSchemaShape(doc any) error {
+	type item struct {
+		v     any
+		depth int
+	}
+	stack := []item{{doc, 0}}
+	nodes := 0
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		nodes++
+		if nodes > MaxSchemaNodes {
+			return fmt.Errorf("%w: more than %d values", ErrSchemaTooComplex, MaxSchemaNodes)
+		}
+		switch v := it.v.(type) {
+		case map[string]any:
+			if it.depth >= MaxSchemaDepth {
+				return fmt.Errorf("%w: nested deeper than %d", ErrSchemaTooComplex, MaxSchemaDepth)
+			}
+			for _, c := range v {
+				stack = append(stack, item{c, it.depth + 1})
+			}
+		case []any:
+			if it.depth >= MaxSchemaDepth {
+				return fmt.Errorf("%w: nested deeper than %d", ErrSchemaTooComplex, MaxSchemaDepth)
+			}
+			for _, c := range v {
+				stack = append(stack, item{c, it.depth + 1})
+			}
+		}
+	}
+	return nil
+}
 
 // errNoRemoteRefs refuses every $ref that is not inside the schema itself.
 var errNoRemoteRefs = errors.New("only references inside the schema are allowed")
@@ -29,12 +88,24 @@ type responseSchema struct {
 // compileResponseSchema compiles a JSON Schema (2020-12 unless it says
 // otherwise). References outside the document are refused: a request must
 // never make the worker read files or the network.
+//
+// Schemas are checked against MaxSchemaBytes, MaxSchemaDepth and
+// MaxSchemaNodes before they are compiled, and compiled ones are kept by
+// content (the last schemaCacheSize), so a schema sent with every request
+// is compiled once.
 func compileResponseSchema(raw []byte) (*responseSchema, error) {
 	if len(raw) > MaxSchemaBytes {
 		return nil, fmt.Errorf("schema is %d bytes; at most %d are allowed", len(raw), MaxSchemaBytes)
 	}
+	key := sha256.Sum256(raw)
+	if s, ok := schemaCache.get(key); ok {
+		return s, nil
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckSchemaShape(doc); err != nil {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
@@ -48,7 +119,54 @@ func compileResponseSchema(raw []byte) (*responseSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &responseSchema{schema: s}, nil
+	rs := &responseSchema{schema: s}
+	schemaCache.put(key, rs)
+	return rs, nil
+}
+
+// schemaCache holds compiled response schemas by the SHA-256 of their
+// text. A compiled schema is immutable and safe for concurrent use.
+var schemaCache = newCompiledSchemas(schemaCacheSize)
+
+type compiledSchemas struct {
+	mu    sync.Mutex
+	max   int
+	m     map[[32]byte]*list.Element
+	order *list.List // of schemaEntry, front: most recently used
+}
+
+type schemaEntry struct {
+	key [32]byte
+	s   *responseSchema
+}
+
+func newCompiledSchemas(max int) *compiledSchemas {
+	return &compiledSchemas{max: max, m: map[[32]byte]*list.Element{}, order: list.New()}
+}
+
+func (c *compiledSchemas) get(key [32]byte) (*responseSchema, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(schemaEntry).s, true
+}
+
+func (c *compiledSchemas) put(key [32]byte, s *responseSchema) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		c.order.MoveToFront(e)
+		return
+	}
+	c.m[key] = c.order.PushFront(schemaEntry{key, s})
+	for c.order.Len() > c.max {
+		old := c.order.Remove(c.order.Back()).(schemaEntry)
+		delete(c.m, old.key)
+	}
 }
 
 // decodeResponseFormat decodes and compiles the response_format of a

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -102,6 +103,9 @@ func checkParameters(raw json.RawMessage) error {
 	}
 	if t, ok := obj["type"]; !ok || t != "object" {
 		return errors.New(`must have "type": "object" (the arguments are an object)`)
+	}
+	if err := ops.CheckSchemaShape(doc); err != nil {
+		return err
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
