@@ -8,6 +8,7 @@ package bus_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -287,5 +288,83 @@ func TestAcceptance_operate_with_actions_against_an_openai_compatible_server(t *
 	if count[protocol.EventTypeToolPre] != 2 || count[protocol.EventTypeToolPost] != 2 || count[protocol.EventTypeMessageAdded] != 6 ||
 		count[protocol.EventTypeRunEnd] != 1 || count[protocol.EventTypeRunFailed] != 0 || count[protocol.EventTypeToolError] != 0 {
 		t.Fatalf("events %v", types)
+	}
+}
+
+// A 429 with Retry-After: 1, then a 200: the provider waits as asked and
+// retries, and the request is answered once, with the model's answer.
+func TestAcceptance_openai_rate_limit_is_waited_out_over_the_bus(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(t,
+		apiAnswer{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"},
+			body: `{"error":{"message":"Rate limit reached for gpt-e2e. Please try again in 1s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`},
+		completion(`{"answer": "after the wait"}`))
+	b := bustest.New(t, provision.Config{})
+	startOpenAIWorker(t, b, api, nil)
+	createOpenAIBranch(t, b, "limited")
+	answers := b.WatchAnswers(t)
+
+	start := time.Now()
+	r := b.Do(t, "operate", "limited", map[string]any{"instruction": "Say something.", "response_format": e2eFormat, "handle_validation": "raise"})
+	took := time.Since(start)
+	bustest.CheckSchema(t, r)
+	var got map[string]any
+	bustest.MustResult(t, r, &got)
+	if got["answer"] != "after the wait" {
+		t.Fatalf("value %v", got)
+	}
+	reqID, _ := r.Event.Extensions()[protocol.ExtRequestID].(string)
+
+	times, _ := api.requests(t)
+	if len(times) != 2 {
+		t.Fatalf("%d API requests, want the 429 and the retry", len(times))
+	}
+	// Retry-After: 1 is a wait of a second; allow for the clocks' grain.
+	const atLeast = time.Second - 20*time.Millisecond
+	if wait := times[1].Sub(times[0]); wait < atLeast {
+		t.Errorf("the retry came %s after the 429, want at least 1s", wait)
+	}
+	if took < atLeast {
+		t.Errorf("answered after %s, want at least 1s", took)
+	}
+	// Nothing else is published for the request.
+	time.Sleep(300 * time.Millisecond)
+	if n := answers.Count(reqID); n != 1 {
+		t.Errorf("%d answers for %s, want 1", n, reqID)
+	}
+}
+
+// A 401 is final: the request is answered provider_error at once, quoting
+// the provider's message without the API key, even when the provider's
+// message repeats it.
+func TestAcceptance_openai_refused_key_answers_provider_error_over_the_bus(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(t, apiAnswer{status: http.StatusUnauthorized,
+		body: `{"error":{"message":"Incorrect API key provided: $KEY. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`})
+	b := bustest.New(t, provision.Config{})
+	startOpenAIWorker(t, b, api, nil)
+	createOpenAIBranch(t, b, "refused")
+
+	r := b.Do(t, "operate", "refused", map[string]any{"instruction": "Say something.", "response_format": e2eFormat, "actions": true})
+	bustest.CheckSchema(t, r)
+	if code := bustest.RemoteCode(t, r); code != ops.CodeProvider {
+		t.Fatalf("code %s, want %s", code, ops.CodeProvider)
+	}
+	var re *client.RemoteError
+	if !errors.As(r.Err(), &re) {
+		t.Fatalf("answer %s", r.Data)
+	}
+	if !strings.Contains(re.Message, "Incorrect API key provided") || !strings.Contains(re.Message, "401") {
+		t.Errorf("message %q does not quote the provider's answer", re.Message)
+	}
+	if strings.Contains(string(r.Data), e2eAPIKey) || strings.Contains(re.Message, e2eAPIKey) {
+		t.Errorf("the answer holds the API key: %s", r.Data)
+	}
+	if times, _ := api.requests(t); len(times) != 1 {
+		t.Errorf("%d API requests, want 1 (a 401 is not retried)", len(times))
+	}
+	// Nothing was recorded on the branch.
+	if evs := b.History(t, "refused"); len(evs) != 1 {
+		t.Errorf("%d history events, want only the branch's creation", len(evs))
 	}
 }
