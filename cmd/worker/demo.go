@@ -32,10 +32,14 @@ const demoSystem = "You are a concise assistant in the lionbus demo."
 
 // demoReplies is the script of the demo's chat model, one reply per model
 // call on the branch. The second is JSON, so that a communicate with a
-// response_format returns validated structured output.
+// response_format returns validated structured output; the third is the
+// operate step's structured answer, asking for two tool calls.
 var demoReplies = []string{
 	"Hello! I am a scripted model, answering over NATS JetStream.",
 	"Here you go:\n```json\n{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}\n```",
+	"```json\n{\"summary\": \"Asking the tools for the conversion and the word count.\", \"action_required\": true, " +
+		"\"action_requests\": [{\"function\": \"to_celsius\", \"arguments\": {\"fahrenheit\": 212}}, " +
+		"{\"function\": \"word_count\", \"arguments\": {\"text\": \"LLM operations over NATS JetStream\"}}]}\n```",
 	"You're welcome. Goodbye!",
 }
 
@@ -57,15 +61,32 @@ type demoStep struct {
 	responseFormat map[string]any
 }
 
+// demoSteps are the communicate requests sent before the act and operate
+// steps; demoLastStep is sent after them.
 var demoSteps = []demoStep{
 	{instruction: "Introduce yourself in one sentence."},
 	{instruction: "Which city is the capital of France, and how many people live there?", responseFormat: demoCityFormat},
-	{instruction: "Thanks, that is all."},
+}
+
+var demoLastStep = demoStep{instruction: "Thanks, that is all."}
+
+// demoOperateInstruction is the instruction of the demo's operate step.
+const demoOperateInstruction = `Convert 212 °F to Celsius, and count the words of "LLM operations over NATS JetStream".`
+
+// demoReportFormat is the response_format of the demo's operate step. With
+// actions, operate adds action_required and action_requests to what the
+// model is asked for, and action_responses to the result.
+var demoReportFormat = map[string]any{
+	"title":      "Report",
+	"type":       "object",
+	"properties": map[string]any{"summary": map[string]any{"type": "string"}},
+	"required":   []string{"summary"},
 }
 
 // runDemo runs the scripted demo conversation through the Go client, as any
-// other client would: it creates the demo branch, sends the communicate
-// requests, prints each result and then the branch history. With reuse
+// other client would: it creates the demo branch, sends the communicate,
+// act and operate requests, prints each result and then the branch
+// history and the count of the events the run added. With reuse
 // (a persistent store), a demo branch left by an earlier run is deleted
 // first.
 func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse bool, out io.Writer) error {
@@ -117,7 +138,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 	fmt.Fprintf(out, "branch.create   branch %q, system message, scripted chat model (%d replies), tools %s\n",
 		res.BranchID, len(demoReplies), strings.Join(demoToolNames, ", "))
 
-	for _, step := range demoSteps {
+	communicate := func(step demoStep) error {
 		data := map[string]any{"instruction": step.instruction}
 		fmt.Fprintf(out, "\ncommunicate     %s\n", step.instruction)
 		if step.responseFormat != nil {
@@ -132,6 +153,12 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 		if step.responseFormat != nil {
 			fmt.Fprintf(out, "    (structured output: JSON extracted from the reply and valid against response_format)\n")
 		}
+		return nil
+	}
+	for _, step := range demoSteps {
+		if err := communicate(step); err != nil {
+			return err
+		}
 	}
 
 	fmt.Fprintf(out, "\nact             %d tool calls, authorized against the branch's tools\n", len(demoActions))
@@ -142,13 +169,37 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 	if err := json.Unmarshal(res.Value, &responses); err != nil {
 		return fmt.Errorf("act: decode: %w", err)
 	}
-	for _, r := range responses {
-		args, _ := json.Marshal(r.Arguments)
-		if r.Error != nil {
-			fmt.Fprintf(out, "  %s %s → %s: %s\n", r.Function, args, r.Error.Code, r.Error.Message)
-			continue
+	printActionResponses(out, "  ", responses)
+
+	fmt.Fprintf(out, "\noperate         %s\n", demoOperateInstruction)
+	fmt.Fprintf(out, "                response_format: %s, actions: true\n", schemaSummary(demoReportFormat))
+	res, err = do("operate", demoBranch, map[string]any{
+		"instruction":       demoOperateInstruction,
+		"response_format":   demoReportFormat,
+		"actions":           true,
+		"handle_validation": "raise",
+	})
+	if err != nil {
+		return err
+	}
+	var report map[string]json.RawMessage
+	if err := json.Unmarshal(res.Value, &report); err != nil {
+		return fmt.Errorf("operate: decode: %w", err)
+	}
+	responses = nil
+	if raw, ok := report["action_responses"]; ok {
+		if err := json.Unmarshal(raw, &responses); err != nil {
+			return fmt.Errorf("operate: decode action_responses: %w", err)
 		}
-		fmt.Fprintf(out, "  %s %s → %s\n", r.Function, args, render.CompactValue(mustJSON(r.Output)))
+		delete(report, "action_responses")
+	}
+	fmt.Fprintf(out, "  → %s\n", mustJSON(report))
+	fmt.Fprintf(out, "    (structured output valid against response_format; the model's action_requests ran through the act stage)\n")
+	fmt.Fprintf(out, "    action_responses:\n")
+	printActionResponses(out, "      ", responses)
+
+	if err := communicate(demoLastStep); err != nil {
+		return err
 	}
 
 	res, err = do("branch.history", demoBranch, map[string]any{"limit": 100})
@@ -254,6 +305,19 @@ or with the publisher:
 
 Ctrl-C to stop.
 `, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch, subj.Events(demoBranch, ">"))
+}
+
+// printActionResponses prints one line per action response, each after
+// indent: the call, then its output or its error.
+func printActionResponses(out io.Writer, indent string, responses []ops.ActionResponse) {
+	for _, r := range responses {
+		args, _ := json.Marshal(r.Arguments)
+		if r.Error != nil {
+			fmt.Fprintf(out, "%s%s %s → %s: %s\n", indent, r.Function, args, r.Error.Code, r.Error.Message)
+			continue
+		}
+		fmt.Fprintf(out, "%s%s %s → %s\n", indent, r.Function, args, render.CompactValue(mustJSON(r.Output)))
+	}
 }
 
 // mustJSON encodes a decoded JSON value again.

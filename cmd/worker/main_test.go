@@ -95,16 +95,26 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 		`to_celsius {"fahrenheit":68} → {"celsius":20}`,
 		`word_count {"text":"lionbus runs tools over NATS"} → 5`,
 		`delete_branch {"branch_id":"demo"} → denied: tool "delete_branch" is not allowed on this branch`,
-		"branch.history  5 events on lion.history.demo",
+		"operate         Convert 212 °F to Celsius",
+		"response_format: {summary: string}, actions: true",
+		`→ {"action_requests":[{"arguments":{"fahrenheit":212},"function":"to_celsius"},{"arguments":{"text":"LLM operations over NATS JetStream"},"function":"word_count"}],"action_required":true,"summary":"Asking the tools for the conversion and the word count."}`,
+		"    action_responses:\n" +
+			`      to_celsius {"fahrenheit":212} → {"celsius":100}` + "\n" +
+			`      word_count {"text":"LLM operations over NATS JetStream"} → 5`,
+		"branch.history  7 events on lion.history.demo",
 		"system     You are a concise assistant in the lionbus demo.",
 		"user       Which city is the capital of France, and how many people live there?",
 		"assistant  You're welcome. Goodbye!",
 		"action     to_celsius → {\"celsius\":20}",
+		"action     to_celsius → {\"celsius\":100}",
 		// Each communicate emits run_start, one message_added per recorded
 		// message (the instruction and the reply) and run_end; the act
 		// tool_pre and tool_post per authorized call, and message_added
-		// per recorded action request and response.
-		"events          22 events (3 run_start, 12 message_added, 3 run_end, 2 tool_pre, 2 tool_post) on lion.events.demo.>",
+		// per recorded action request and response; the operate all of
+		// these: run_start, its middle's two message_added, its act
+		// stage's two tool_pre, two tool_post and four message_added,
+		// and run_end.
+		"events          34 events (4 run_start, 18 message_added, 4 run_end, 4 tool_pre, 4 tool_post) on lion.events.demo.>",
 		"pub lion.ops.communicate",
 		"sub 'lion.events.demo.>'",
 	}
@@ -113,9 +123,10 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 			t.Errorf("demo output lacks %q\nstdout:\n%s\nstderr:\n%s", w, out, stderr.String())
 		}
 	}
-	// The history lists the events in order: created, three exchanges,
-	// then the act.
-	if i, j := strings.Index(out, "#1   branch.created"), strings.Index(out, "#5   branch.messages"); i < 0 || j < i {
+	// The history lists the events in order: created, two exchanges, the
+	// act, the operate's exchange and its act stage, then the last
+	// exchange.
+	if i, j := strings.Index(out, "#1   branch.created"), strings.Index(out, "#7   branch.messages"); i < 0 || j < i {
 		t.Errorf("history events missing or out of order:\n%s", out)
 	}
 }
@@ -130,12 +141,12 @@ func TestRun_demo_twice_on_one_store_starts_a_fresh_branch(t *testing.T) {
 		if code := stop(); code != exitOK {
 			t.Fatalf("run %d: exit code = %d\nstdout:\n%s\nstderr:\n%s", i+1, code, stdout, stderr)
 		}
-		if !strings.Contains(stdout.String(), "branch.history  5 events") {
-			t.Fatalf("run %d: want a fresh 5-event history:\n%s", i+1, stdout)
+		if !strings.Contains(stdout.String(), "branch.history  7 events") {
+			t.Fatalf("run %d: want a fresh 7-event history:\n%s", i+1, stdout)
 		}
 		// The events of the first run are still stored; only this run's count.
-		if !strings.Contains(stdout.String(), "events          22 events (") {
-			t.Errorf("run %d: want the 22 events of this run:\n%s", i+1, stdout)
+		if !strings.Contains(stdout.String(), "events          34 events (") {
+			t.Errorf("run %d: want the 34 events of this run:\n%s", i+1, stdout)
 		}
 	}
 }
