@@ -66,6 +66,11 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 	default:
 		value = x.comp.Text
 	}
+	if operr == nil && len(x.data.tools) > 0 && len(x.comp.ToolCalls) > 0 {
+		// Tools were offered (operate with actions): the provider's
+		// native tool calls become action requests too.
+		value = withNativeToolCalls(value, x.comp.ToolCalls)
+	}
 	res := &Result{BranchID: x.branch.ID, Usage: x.usage}
 	if operr == nil {
 		v, err := marshalValue(value)
@@ -109,4 +114,37 @@ func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) 
 		x.res.Metadata["parsed_text"] = comp.Text
 	}
 	return v, nil
+}
+
+// withNativeToolCalls adds calls to the action_requests of value, a
+// structured result, as {function, arguments}, leaving out any already
+// there with the same function and arguments, and sets action_required.
+// A value that is not an object (no structured result) is returned as is:
+// action requests come only from a structured result (0022-D4-01).
+func withNativeToolCalls(value any, calls []ToolCall) any {
+	obj, ok := value.(map[string]any)
+	if !ok {
+		return value
+	}
+	list, _ := obj[FieldActionRequests].([]any)
+	seen := make(map[string]bool, len(list)+len(calls))
+	for _, r := range list {
+		seen[compactJSON(r)] = true
+	}
+	for _, c := range calls {
+		args := c.Arguments
+		if args == nil {
+			args = map[string]any{}
+		}
+		r := map[string]any{"function": c.Name, "arguments": copyMap(args)}
+		if k := compactJSON(r); !seen[k] {
+			seen[k] = true
+			list = append(list, r)
+		}
+	}
+	obj[FieldActionRequests] = list
+	if len(list) > 0 {
+		obj["action_required"] = true
+	}
+	return obj
 }

@@ -345,3 +345,29 @@ func TestOperate_0022_D4_03_sequential_strategy(t *testing.T) {
 		t.Fatalf("hooks %s", got)
 	}
 }
+
+// Native tool calls of a provider are mapped into the structured result's
+// action requests (next to any it wrote itself, without doubles) and run.
+func TestOperate_native_tool_calls_become_action_requests(t *testing.T) {
+	o := newOperateBundle(t)
+	reply := map[string]any{
+		"text": "```json\n" + `{"answer":"done","action_requests":[{"function":"add","arguments":{"x":1,"y":2}}]}` + "\n```",
+		"tool_calls": []map[string]any{
+			{"id": "c1", "name": "add", "arguments": map[string]any{"x": 1, "y": 2}}, // the same as written: not doubled
+			{"id": "c2", "name": "upper", "arguments": map[string]any{"s": "hi"}},
+		},
+	}
+	model, _ := json.Marshal(map[string]any{"provider": "scripted", "replies": []any{reply}})
+	o.mustDo(t, "branch.create", "", `{"branch_id":"b","tools":["add","upper"],"chat_model":`+string(model)+`}`)
+	data := `{"instruction":"work","actions":true,
+		"response_format":{"title":"Work","type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}}`
+	res, err := o.operate(t, "op1", "b", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := value(t, res).(map[string]any)
+	want := `[{"arguments":{"x":1,"y":2},"function":"add","output":{"sum":3}},{"arguments":{"s":"hi"},"function":"upper","output":"HI"}]`
+	if got := compact(t, v["action_responses"]); got != want || v["action_required"] != true {
+		t.Fatalf("value %s", res.Value)
+	}
+}
