@@ -115,6 +115,10 @@ type Config struct {
 	// at once; 0 means ops.DefaultMaxConcurrentTools.
 	MaxConcurrentTools int
 
+	// ContextProviders are offered the action responses of every operate
+	// (see [ops.ContextProvider]).
+	ContextProviders []ops.ContextProvider
+
 	// Clock is the engine's clock; nil means time.Now.
 	Clock func() time.Time
 
@@ -292,6 +296,7 @@ func (s *Service) build(cfg Config) error {
 		Sleep:      cfg.Sleep,
 
 		MaxConcurrentTools: cfg.MaxConcurrentTools,
+		ContextProviders:   cfg.ContextProviders,
 	})
 	if err != nil {
 		return err

@@ -45,6 +45,9 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Store holds branches. Required.
 	Store Store
+	// ContextProviders are offered the action responses of every operate
+	// (see [ContextProvider]).
+	ContextProviders []ContextProvider
 	// Tools runs act's tool calls; nil means no tools (every call is
 	// answered as an unknown tool).
 	Tools Invoker
@@ -65,6 +68,8 @@ type Engine struct {
 	middles    *Middles
 	prompts    *promptMemo
 	tools      toolConfig
+
+	contextProviders []ContextProvider
 }
 
 type verbFunc func(e *Engine, ctx context.Context, req Request) (*Result, error)
@@ -88,7 +93,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
 		prompts:    newPromptMemo(0),
-		tools:      tools,
+
+		contextProviders: cfg.ContextProviders,
+		tools:            tools,
 	}
 	if e.operations == nil {
 		e.operations = NewOperations()

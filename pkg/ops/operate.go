@@ -178,6 +178,13 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 	}
 	out.Replayed = out.Replayed && ares.Replayed
 	if len(responses) > 0 {
+		// Every non-null response, denials and suppressed errors
+		// included, is offered to the context providers before the
+		// result is enriched (0022-D4-10) — at least once: a redelivery
+		// offers them again, under the same request id.
+		e.writeback(ctx, req, b.ID, ares.Value)
+	}
+	if len(responses) > 0 {
 		// Enriched in place, never replaced by the list (0022-D4-09,
 		// 0022-D4-11).
 		obj[FieldActionResponses] = responses

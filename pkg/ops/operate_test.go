@@ -7,6 +7,7 @@ package ops_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,13 @@ type operateBundle struct {
 
 func newOperateBundle(t *testing.T) *operateBundle {
 	t.Helper()
+	return newOperateBundleWith(t, nil)
+}
+
+// newOperateBundleWith is newOperateBundle with edit applied to the
+// engine's configuration.
+func newOperateBundleWith(t *testing.T, edit func(*ops.Config)) *operateBundle {
+	t.Helper()
 	prov := &countingProvider{}
 	waits := &waitRecorder{}
 	mids := ops.NewMiddles()
@@ -44,10 +52,14 @@ func newOperateBundle(t *testing.T) *operateBundle {
 	if err := mids.Register("fixed", fixed); err != nil {
 		t.Fatal(err)
 	}
-	a := newActBundle(t, ops.Config{
+	cfg := ops.Config{
 		Providers: ops.NewProviders(map[string]ops.Provider{"scripted": prov}),
 		Middles:   mids, Sleep: waits.sleep,
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	a := newActBundle(t, cfg)
 	a.prov, a.waits = prov, waits
 	return &operateBundle{actBundle: a, fixed: fixed}
 }
@@ -368,6 +380,51 @@ func TestOperate_native_tool_calls_become_action_requests(t *testing.T) {
 	v := value(t, res).(map[string]any)
 	want := `[{"arguments":{"x":1,"y":2},"function":"add","output":{"sum":3}},{"arguments":{"s":"hi"},"function":"upper","output":"HI"}]`
 	if got := compact(t, v["action_responses"]); got != want || v["action_required"] != true {
+		t.Fatalf("value %s", res.Value)
+	}
+}
+
+// recordingProvider is a ContextProvider that keeps what it is offered.
+type recordingProvider struct {
+	mu   sync.Mutex
+	seen map[string][]ops.ActionResponse
+	err  error
+}
+
+func (p *recordingProvider) Writeback(_ context.Context, branchID, requestID string, rs []ops.ActionResponse) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[branchID+"/"+requestID] = append(p.seen[branchID+"/"+requestID], rs...)
+	return p.err
+}
+
+// 0022-D4-10: every non-null action response — a denial and a suppressed
+// tool error included — is offered to the context providers; a provider
+// that fails changes nothing.
+func TestOperate_0022_D4_10_context_provider_writeback(t *testing.T) {
+	ok := &recordingProvider{seen: map[string][]ops.ActionResponse{}}
+	failing := &recordingProvider{seen: map[string][]ops.ActionResponse{}, err: errors.New("memory full")}
+	o := newOperateBundleWith(t, func(c *ops.Config) { c.ContextProviders = []ops.ContextProvider{failing, ok} })
+	reply := `{"answer":"done","action_requests":[{"function":"add","arguments":{"x":1,"y":2}},{"function":"secret","arguments":{}},{"function":"fail","arguments":{}}]}`
+	model, _ := json.Marshal(map[string]any{"provider": "scripted", "replies": []string{reply}})
+	o.mustDo(t, "branch.create", "", `{"branch_id":"b","tools":["add","fail"],"chat_model":`+string(model)+`}`)
+	data := `{"instruction":"work","actions":true,
+		"response_format":{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}}`
+	res, err := o.operate(t, "op1", "b", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ok.seen["b/op1"]
+	if len(got) != 3 {
+		t.Fatalf("offered %d responses, want 3 (a result, a denial, an error): %+v", len(got), got)
+	}
+	if got[0].Function != "add" || got[0].Error != nil || got[1].Function != "secret" || got[1].Error == nil || got[2].Error == nil {
+		t.Fatalf("offered %+v", got)
+	}
+	if len(failing.seen["b/op1"]) != 3 {
+		t.Fatal("the failing provider was not offered them")
+	}
+	if v := value(t, res).(map[string]any); len(v["action_responses"].([]any)) != 3 {
 		t.Fatalf("value %s", res.Value)
 	}
 }
