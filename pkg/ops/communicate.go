@@ -34,6 +34,10 @@ func (e *Engine) communicate(ctx context.Context, req Request) (*Result, error) 
 	res, err := e.communicateRun(ctx, req, x)
 	if err != nil {
 		oe := asError(ctx, err)
+		if retried(oe, req) {
+			// The retry ends the run, with its own terminal signal.
+			return nil, oe
+		}
 		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Err: oe})
 		return nil, oe
 	}

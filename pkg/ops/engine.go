@@ -20,6 +20,11 @@ type Request struct {
 	// delivery (0 is read as 1). Only deterministic test providers look at
 	// it (a scripted temporary error fails the first N attempts).
 	Attempt int
+	// LastAttempt is set on the last delivery the transport will make:
+	// a temporary failure is then answered instead of retried. The
+	// lifecycle signals use it to emit exactly one terminal event per
+	// request (see Signal).
+	LastAttempt bool
 }
 
 // Usage counts the tokens a request used, summed over its model calls.

@@ -611,8 +611,22 @@ func TestEngine_temporary_provider_error(t *testing.T) {
 	if err != nil || string(res.Value) != `"recovered"` {
 		t.Fatalf("second attempt = %v, %v; want \"recovered\"", res, err)
 	}
-	if got := b.signals.types("t1"); fmt.Sprint(got) != "[run.start run.failed run.start message.added message.added run.end]" {
+	// A temporary failure that will be retried emits no terminal signal:
+	// the run ends once, with the retry (the second run.start has the
+	// same event id on the bus, which stores it once).
+	if got := b.signals.types("t1"); fmt.Sprint(got) != "[run.start run.start message.added message.added run.end]" {
 		t.Fatalf("signals = %v", got)
+	}
+
+	// On the last delivery a temporary failure is final: run.failed.
+	b.mustDo(t, "branch.create", "", `{"branch_id":"last","chat_model":{"provider":"scripted","replies":[
+		{"text":"never","error":{"message":"overloaded","temporary":true,"attempts":10}}]}}`)
+	last := ops.Request{ID: "t2", Verb: "communicate", BranchID: "last", Data: json.RawMessage(`{"instruction":"q"}`), Attempt: 3, LastAttempt: true}
+	if _, err := b.eng.Do(context.Background(), last); err == nil {
+		t.Fatal("no error on the last attempt")
+	}
+	if got := b.signals.types("t2"); fmt.Sprint(got) != "[run.start run.failed]" {
+		t.Fatalf("signals on the last attempt = %v", got)
 	}
 }
 

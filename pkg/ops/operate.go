@@ -51,6 +51,10 @@ func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
 	res, err := e.operateRun(ctx, req, b, p, sch, mid)
 	if err != nil {
 		oe := asError(ctx, err)
+		if retried(oe, req) {
+			// The retry ends the run, with its own terminal signal.
+			return nil, oe
+		}
 		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID, Err: oe})
 		return nil, oe
 	}

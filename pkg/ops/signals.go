@@ -16,7 +16,10 @@ const (
 	SignalRunStart SignalType = "run.start"
 	// SignalRunEnd is emitted when communicate or operate ends with a result.
 	SignalRunEnd SignalType = "run.end"
-	// SignalRunFailed is emitted when communicate or operate fails.
+	// SignalRunFailed is emitted when communicate or operate fails for
+	// good: a temporary failure that the transport will retry emits none
+	// (the retry ends the run), so a request has exactly one terminal
+	// signal, run.end or run.failed.
 	SignalRunFailed SignalType = "run.failed"
 	// SignalMessageAdded is emitted once per message recorded on a branch,
 	// after the event holding it is committed, before the run's terminal
@@ -97,4 +100,10 @@ func (e *Engine) emit(ctx context.Context, s Signal) {
 	if err := e.signals.Emit(ctx, s); err != nil {
 		e.log.Warn().Err(err).Str("signal", string(s.Type)).Str("request_id", s.RequestID).Msg("signal observer failed")
 	}
+}
+
+// retried reports whether the transport will run req again after the
+// failure oe: a temporary failure before the last delivery.
+func retried(oe *Error, req Request) bool {
+	return oe.Temporary && !req.LastAttempt
 }

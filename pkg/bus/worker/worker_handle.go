@@ -112,6 +112,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	if err == nil {
 		op := req.Op()
 		op.Attempt = attempt
+		op.LastAttempt = w.lastDelivery(attempt)
 		acks = &pending.Acks{}
 		rctx := pending.NewContext(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), acks)
 		res, err = w.run(rctx, op)
