@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,7 +68,9 @@ type ConnectConfig struct {
 }
 
 // Connect connects to NATS. The initial connection must succeed within the
-// timeout (or before ctx ends); after that, the connection reconnects
+// timeout (or before ctx ends): while no server answers (none is up yet),
+// it tries again, every connectRetryWait; any other failure (refused
+// credentials, say) ends it at once. After that, the connection reconnects
 // forever, every DefaultReconnectWait plus jitter, buffering up to
 // DefaultReconnectBufSize of publishes meanwhile. It returns
 // ErrInvalidConfig (wrapped) for contradictory settings, and the nats.go
@@ -86,9 +89,23 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*nats.Conn, error) {
 		err error
 	}
 	ch := make(chan result, 1)
+	deadline := time.Now().Add(cfg.timeout(ctx))
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
-		nc, err := nats.Connect(url, opts...)
-		ch <- result{nc, err}
+		for {
+			nc, err := nats.Connect(url, opts...)
+			if err == nil || !errors.Is(err, nats.ErrNoServers) || time.Until(deadline) < connectRetryWait {
+				ch <- result{nc, err}
+				return
+			}
+			select {
+			case <-time.After(connectRetryWait):
+			case <-stop:
+				ch <- result{nil, err}
+				return
+			}
+		}
 	}()
 	select {
 	case r := <-ch:
@@ -105,6 +122,23 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*nats.Conn, error) {
 		}()
 		return nil, ctx.Err()
 	}
+}
+
+// connectRetryWait is how long Connect waits before trying again while no
+// server answers.
+const connectRetryWait = 250 * time.Millisecond
+
+// timeout is how long the initial connection may take: cfg.Timeout (or
+// DefaultConnectTimeout), or less when ctx ends sooner.
+func (cfg ConnectConfig) timeout(ctx context.Context) time.Duration {
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultConnectTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	return timeout
 }
 
 // options turns cfg into nats.go options.
@@ -135,13 +169,7 @@ func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, er
 	if name == "" {
 		name = "lionbus"
 	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultConnectTimeout
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = max(time.Until(dl), time.Millisecond)
-	}
+	timeout := cfg.timeout(ctx)
 	log := cfg.Logger
 	opts := []nats.Option{
 		nats.Name(name),

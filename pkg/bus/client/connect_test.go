@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
 
@@ -280,4 +282,51 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestConnect_waits_for_a_server_that_starts_late: a worker started
+// before its server connects once the server is up, within the timeout;
+// with no server at all it gives up at the timeout.
+func TestConnect_waits_for_a_server_that_starts_late(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	started := make(chan *embedded.Server, 1)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		srv, err := embedded.Start(context.Background(), embedded.Config{Port: port, StoreDir: t.TempDir()})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- srv
+	}()
+	nc, err := client.Connect(context.Background(), client.ConnectConfig{URL: url, Timeout: 10 * time.Second})
+	if srv := <-started; srv != nil {
+		t.Cleanup(srv.Shutdown)
+	}
+	if err != nil {
+		t.Fatalf("connect to a server that started late: %v", err)
+	}
+	nc.Close()
+
+	noPort := freePort(t)
+	start := time.Now()
+	_, err = client.Connect(context.Background(), client.ConnectConfig{URL: fmt.Sprintf("nats://127.0.0.1:%d", noPort), Timeout: time.Second})
+	if !errors.Is(err, nats.ErrNoServers) {
+		t.Fatalf("connect with no server: %v, want ErrNoServers", err)
+	}
+	if waited := time.Since(start); waited < 700*time.Millisecond {
+		t.Fatalf("gave up after %s, before its 1s timeout", waited)
+	}
+}
+
+// freePort returns a TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
