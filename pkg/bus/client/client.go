@@ -130,6 +130,7 @@ type SubmitOption func(*submitOptions) error
 type submitOptions struct {
 	id, replyTo, traceParent, source string
 	mode                             protocol.Mode
+	deadline                         time.Time
 }
 
 // WithID sets the request id (default: a new UUID). Sending the same id
@@ -176,6 +177,18 @@ func WithTraceParent(tp string) SubmitOption {
 	}
 }
 
+// WithDeadline sets the request's deadline attribute: past it, the worker
+// stops working on the request and answers it timeout.
+func WithDeadline(t time.Time) SubmitOption {
+	return func(o *submitOptions) error {
+		if t.IsZero() {
+			return fmt.Errorf("%w: zero deadline", ErrInvalidOption)
+		}
+		o.deadline = t
+		return nil
+	}
+}
+
 // WithSource sets the source attribute of the request.
 func WithSource(source string) SubmitOption {
 	return func(o *submitOptions) error {
@@ -209,6 +222,9 @@ func (c *Client) Submit(ctx context.Context, verb, branchID string, data any, op
 	}
 	if o.id != "" {
 		ev.SetID(o.id)
+	}
+	if !o.deadline.IsZero() {
+		ev.SetExtension(protocol.ExtDeadline, o.deadline.UTC().Format(time.RFC3339Nano))
 	}
 	if own := c.subj.Reply(ev.ID()); strings.HasPrefix(o.replyTo, c.subj.Prefix+".") && o.replyTo != own {
 		return "", fmt.Errorf("%w: reply subject %q is inside %s.>; only the request's own %s may be used there", ErrInvalidOption, o.replyTo, c.subj.Prefix, own)

@@ -71,6 +71,9 @@ const (
 	// ExtRequestID is set on results and errors to the id of the request
 	// they answer, so that answers sent to a shared replyto can be matched.
 	ExtRequestID = "requestid"
+	// ExtDeadline is the time (RFC 3339) after which a request is of no
+	// use to its client: work on it stops and it is answered timeout.
+	ExtDeadline = "deadline"
 )
 
 // EventTypePrefix starts every lionbus event type.
@@ -104,6 +107,8 @@ type Request struct {
 	// Data is the request data, valid against its schema. An event without
 	// data has the data {}.
 	Data json.RawMessage
+	// Deadline is the deadline attribute, the zero time when absent.
+	Deadline time.Time
 }
 
 // ID returns the request id (the event id).
@@ -312,6 +317,12 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	r.ReplyTo = p.replyTo
 	if r.ReplyTo == "" {
 		r.ReplyTo = c.subjects.Reply(id)
+	}
+	if v, ok := ev.Extensions()[ExtDeadline]; ok {
+		var err error
+		if r.Deadline, err = deadlineOf(v); err != nil {
+			return nil, eventErrorf(CodeMalformedEvent, "deadline %s is not an RFC 3339 time", clip(fmt.Sprintf("%v", v)))
+		}
 	}
 	switch {
 	case ValidTraceParent(p.traceParent):
@@ -926,4 +937,20 @@ func jsonErr(err error) string {
 		return "a JSON " + te.Value + ", not an object"
 	}
 	return err.Error()
+}
+
+// deadlineOf reads a deadline attribute: an RFC 3339 string (a time, as the
+// CloudEvents SDK may give for a timestamp, is taken as it is).
+func deadlineOf(v any) (time.Time, error) {
+	switch d := v.(type) {
+	case time.Time:
+		return d.UTC(), nil
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, d)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return t.UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("deadline of type %T", v)
 }

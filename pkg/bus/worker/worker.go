@@ -49,6 +49,9 @@ const (
 	// served 64 clients 1.45x faster than 8 did (make bench-bus); with
 	// real models, which answer in seconds, the gap is far larger.
 	DefaultMaxInFlight = 64
+	// DefaultMaxRequestDuration bounds one request's run (see
+	// Config.MaxRequestDuration).
+	DefaultMaxRequestDuration = 15 * time.Minute
 	// publishTimeout bounds publishing one answer and acknowledging the
 	// request.
 	publishTimeout = 10 * time.Second
@@ -116,6 +119,13 @@ type Config struct {
 
 	// Logger receives the worker's logs. The zero value discards them.
 	Logger zerolog.Logger
+
+	// MaxRequestDuration bounds how long one request may run (and wait
+	// for its branch's turn) on one delivery; past it, or past the
+	// request's own deadline attribute when that is sooner, work on it
+	// stops and it is answered timeout, not retried. Default
+	// DefaultMaxRequestDuration; negative means no bound.
+	MaxRequestDuration time.Duration
 
 	// MaxInFlight bounds the requests the worker runs at the same time,
 	// counting those waiting for their branch's turn. Default
@@ -278,6 +288,9 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxRequestDuration == 0 {
+		cfg.MaxRequestDuration = DefaultMaxRequestDuration
 	}
 	if cfg.FetchBatch == 0 || cfg.FetchBatch > cfg.MaxInFlight {
 		cfg.FetchBatch = cfg.MaxInFlight

@@ -62,6 +62,12 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 
 	hctx, cancel := context.WithCancelCause(w.hardCtx)
 	defer cancel(nil)
+	deadline := w.deadline(req)
+	if !deadline.IsZero() {
+		var cancelDeadline context.CancelFunc
+		hctx, cancelDeadline = context.WithDeadline(hctx, deadline)
+		defer cancelDeadline()
+	}
 	remove, added := w.cancels.add(req.ID(), cancel)
 	switch added {
 	case wasCancelled:
@@ -109,6 +115,10 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		// history without a model call; a read-only verb reads again.
 		return
 	}
+	if err == nil && !req.Deadline.IsZero() && !time.Now().Before(req.Deadline) {
+		// Answered already (above) or not at all: too late to run.
+		err = context.DeadlineExceeded
+	}
 	if err == nil {
 		op := req.Op()
 		op.Attempt = attempt
@@ -142,7 +152,24 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	if err != nil && errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", req.ID()), Err: err}
 	}
+	if err != nil && !deadline.IsZero() && !time.Now().Before(deadline) && w.hardCtx.Err() == nil {
+		// Past its deadline a request is not retried: answered timeout.
+		err = &ops.Error{Code: ops.CodeTimeout, Err: err, Message: fmt.Sprintf(
+			"request %s passed its deadline %s", req.ID(), deadline.UTC().Format(time.RFC3339Nano))}
+	}
 	w.finish(msg, req, res, err, attempt, log, acks)
+}
+
+// deadline returns when work on req must stop: its deadline attribute or
+// MaxRequestDuration from now, whichever is sooner (zero: none).
+func (w *Worker) deadline(req *protocol.Request) time.Time {
+	d := req.Deadline
+	if w.cfg.MaxRequestDuration > 0 {
+		if limit := time.Now().Add(w.cfg.MaxRequestDuration); d.IsZero() || limit.Before(d) {
+			d = limit
+		}
+	}
+	return d
 }
 
 // deliveryAttempt returns msg's delivery count (1 for the first delivery).
