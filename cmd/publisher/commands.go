@@ -114,12 +114,7 @@ var commands = []command{
 	{
 		name: "communicate", args: "[BRANCH]", summary: "send an instruction, record the exchange, print the answer",
 		define: func(fs *flag.FlagSet) func(*request, []string) error {
-			instruction := fs.String("instruction", "", "the task (required unless --data has it)")
-			guidance := fs.String("guidance", "", "how to go about the task")
-			contextText := fs.String("context", "", "extra material: text, or JSON")
-			format := fs.String("response-format", "", "JSON Schema the answer must satisfy: a file, or inline JSON")
-			chat := fs.String("chat-model", "", `chat model override: "provider:model" or a JSON object`)
-			parse := fs.String("parse-model", "", "parse model override")
+			ex := defineExchangeFlags(fs, "parse model override")
 			skip := fs.Bool("skip-validation", false, "return the answer's text without parsing")
 			clear := fs.Bool("clear-messages", false, "clear the branch's messages, atomically with this exchange")
 			return func(req *request, args []string) error {
@@ -127,22 +122,7 @@ var commands = []command{
 					return err
 				}
 				req.verb = "communicate"
-				setString(req.data, "instruction", *instruction)
-				setString(req.data, "guidance", *guidance)
-				if *contextText != "" {
-					req.data["context"] = jsonOrText(*contextText)
-				}
-				if *format != "" {
-					v, err := readJSONArg("--response-format", *format)
-					if err != nil {
-						return err
-					}
-					req.data["response_format"] = v
-				}
-				if err := setModel(req.data, "chat_model", *chat); err != nil {
-					return err
-				}
-				if err := setModel(req.data, "parse_model", *parse); err != nil {
+				if err := ex.apply(req.data); err != nil {
 					return err
 				}
 				if *skip {
@@ -331,3 +311,43 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// exchangeFlags are the flags of the verbs that send an instruction to a
+// model (communicate, operate): the instruction, its guidance and context,
+// the response format and the model overrides.
+type exchangeFlags struct {
+	instruction, guidance, context, format, chat, parse *string
+}
+
+// defineExchangeFlags defines the exchange flags on fs; parseHelp is the
+// help of --parse-model, whose default differs between verbs.
+func defineExchangeFlags(fs *flag.FlagSet, parseHelp string) exchangeFlags {
+	return exchangeFlags{
+		instruction: fs.String("instruction", "", "the task (required unless --data has it)"),
+		guidance:    fs.String("guidance", "", "how to go about the task"),
+		context:     fs.String("context", "", "extra material: text, or JSON"),
+		format:      fs.String("response-format", "", "JSON Schema the answer must satisfy: a file, or inline JSON"),
+		chat:        fs.String("chat-model", "", `chat model override: "provider:model" or a JSON object`),
+		parse:       fs.String("parse-model", "", parseHelp),
+	}
+}
+
+// apply writes the exchange flags that were given into data.
+func (f exchangeFlags) apply(data map[string]any) error {
+	setString(data, "instruction", *f.instruction)
+	setString(data, "guidance", *f.guidance)
+	if *f.context != "" {
+		data["context"] = jsonOrText(*f.context)
+	}
+	if *f.format != "" {
+		v, err := readJSONArg("--response-format", *f.format)
+		if err != nil {
+			return err
+		}
+		data["response_format"] = v
+	}
+	if err := setModel(data, "chat_model", *f.chat); err != nil {
+		return err
+	}
+	return setModel(data, "parse_model", *f.parse)
+}

@@ -13,12 +13,7 @@ func operateCommand() command {
 	return command{
 		name: "operate", args: "[BRANCH]", summary: "send an instruction, parse the answer, run the tool calls it asks for, print the result",
 		define: func(fs *flag.FlagSet) func(*request, []string) error {
-			instruction := fs.String("instruction", "", "the task (required unless --data has it)")
-			guidance := fs.String("guidance", "", "how to go about the task")
-			contextText := fs.String("context", "", "extra material: text, or JSON")
-			format := fs.String("response-format", "", "JSON Schema the answer must satisfy: a file, or inline JSON")
-			chat := fs.String("chat-model", "", `chat model override: "provider:model" or a JSON object`)
-			parse := fs.String("parse-model", "", "parse model override (default: the chat model)")
+			ex := defineExchangeFlags(fs, "parse model override (default: the chat model)")
 			reason := fs.Bool("reason", false, "ask the model for a reason field")
 			actions := fs.Bool("actions", false, "ask the model for tool calls and run them with the branch's tools")
 			strategy := fs.String("action-strategy", "", `"concurrent" (the default) or "sequential"`)
@@ -34,22 +29,7 @@ func operateCommand() command {
 					return err
 				}
 				req.verb = "operate"
-				setString(req.data, "instruction", *instruction)
-				setString(req.data, "guidance", *guidance)
-				if *contextText != "" {
-					req.data["context"] = jsonOrText(*contextText)
-				}
-				if *format != "" {
-					v, err := readJSONArg("--response-format", *format)
-					if err != nil {
-						return err
-					}
-					req.data["response_format"] = v
-				}
-				if err := setModel(req.data, "chat_model", *chat); err != nil {
-					return err
-				}
-				if err := setModel(req.data, "parse_model", *parse); err != nil {
+				if err := ex.apply(req.data); err != nil {
 					return err
 				}
 				for key, on := range map[string]bool{
