@@ -14,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -29,11 +30,19 @@ import (
 // startToolWorker starts a worker service on b serving tools.
 func startToolWorker(t *testing.T, b *bustest.Bus, tools ops.Invoker) {
 	t.Helper()
+	startToolWorkerWith(t, b, tools, nil)
+}
+
+// startToolWorkerWith is startToolWorker with providers (nil: the
+// default scripted one) for the worker's models.
+func startToolWorkerWith(t *testing.T, b *bustest.Bus, tools ops.Invoker, providers *ops.Providers) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	svc, err := bus.Start(ctx, bus.Config{
 		Connect:   client.ConnectConfig{URL: b.Srv.ClientURL(), Name: t.Name()},
 		Provision: b.Cfg,
+		Providers: providers,
 		Worker:    worker.Config{FetchWait: 200 * time.Millisecond},
 		Store:     store.Config{Logger: bustest.Logger(t)},
 		Logger:    bustest.Logger(t),
@@ -192,5 +201,25 @@ func TestAcceptance_act_runs_tools_over_the_bus(t *testing.T) {
 	}
 	if slices.Index(types, protocol.EventTypeMessageAdded) != 4 || !slices.Equal(types[4:], slices.Repeat([]string{protocol.EventTypeMessageAdded}, 6)) {
 		t.Fatalf("events %v: want 4 hooks, then 6 message.added", types)
+	}
+}
+
+// validateValue fails the test unless v satisfies the JSON Schema schema.
+func validateValue(t *testing.T, schema string, v any) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem:///expected.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem:///expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("value %v: %v", v, err)
 	}
 }

@@ -19,15 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
-	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 )
@@ -128,26 +123,7 @@ func startOpenAIWorker(t *testing.T, b *bustest.Bus, api *fakeAPI, tools ops.Inv
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	svc, err := bus.Start(ctx, bus.Config{
-		Connect:   client.ConnectConfig{URL: b.Srv.ClientURL(), Name: t.Name()},
-		Provision: b.Cfg,
-		Providers: bustest.Providers(t, map[string]ops.Provider{openai.Name: prov}),
-		Worker:    worker.Config{FetchWait: 200 * time.Millisecond},
-		Store:     store.Config{Logger: bustest.Logger(t)},
-		Logger:    bustest.Logger(t),
-		Tools:     tools,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(ctx)
-		svc.Close()
-	})
+	startToolWorkerWith(t, b, tools, bustest.Providers(t, map[string]ops.Provider{openai.Name: prov}))
 }
 
 // e2eFormat is the response_format of these tests' operate requests.
@@ -224,21 +200,7 @@ func TestAcceptance_operate_with_actions_against_an_openai_compatible_server(t *
 			"properties":{"function":{"type":"string","minLength":1},"arguments":{"type":["object","null"]}}}},
 		"action_responses":{"type":"array","minItems":2,"maxItems":2,"items":{"type":"object","required":["function","arguments","output"],
 			"properties":{"function":{"type":"string"},"arguments":{"type":"object"},"error":false}}}}}`
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(respSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem:///work-response.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("mem:///work-response.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(any(got)); err != nil {
-		t.Fatalf("value %v: %v", got, err)
-	}
+	validateValue(t, respSchema, any(got))
 	if out, _ := json.Marshal(got["action_responses"]); string(out) !=
 		`[{"arguments":{"x":1,"y":2},"function":"add","output":{"sum":3}},{"arguments":{"s":"hi"},"function":"upper","output":"HI"}]` {
 		t.Fatalf("action_responses %s", out)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -57,21 +55,7 @@ func TestAcceptance_operate_with_actions_over_the_bus(t *testing.T) {
 		"action_requests":{"type":"array","items":{"type":"object","required":["function"]}},
 		"action_responses":{"type":"array","minItems":2,"maxItems":2,"items":{"type":"object","required":["function","arguments","output"]}}},
 		"additionalProperties":false}`
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(respSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem:///response.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("mem:///response.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(any(got)); err != nil {
-		t.Fatalf("value %v: %v", got, err)
-	}
+	validateValue(t, respSchema, any(got))
 	if out, _ := json.Marshal(got["action_responses"]); string(out) !=
 		`[{"arguments":{"x":1,"y":2},"function":"add","output":{"sum":3}},{"arguments":{"s":"hi"},"function":"upper","output":"HI"}]` {
 		t.Fatalf("action_responses %s", out)
