@@ -17,26 +17,38 @@ import (
 // behind, the snapshot and the events after it when e is empty. It returns
 // ops.ErrBranchNotFound (and resets e) when the branch has no history.
 func (s *Store) refresh(ctx context.Context, e *entry) error {
-	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(e.id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		e.reset()
-		return ops.ErrBranchNotFound
-	}
+	last, err := s.lastSeq(ctx, e.id)
 	if err != nil {
-		return fmt.Errorf("store: read history of branch %s: %w", e.id, err)
+		if errors.Is(err, ops.ErrBranchNotFound) {
+			e.reset()
+		}
+		return err
 	}
-	if e.b != nil && e.b.Seq > last.Sequence {
+	if e.b != nil && e.b.Seq > last {
 		// The cached branch is ahead of history: it was deleted (and
 		// perhaps created again) since.
 		e.reset()
 	}
-	if e.b != nil && e.b.Seq == last.Sequence {
+	if e.b != nil && e.b.Seq == last {
 		return nil
 	}
 	if e.b == nil {
-		s.readSnapshot(ctx, e, last.Sequence)
+		s.readSnapshot(ctx, e, last)
 	}
-	return s.catchUp(ctx, e, last.Sequence, nil)
+	return s.catchUp(ctx, e, last, nil)
+}
+
+// lastSeq returns the sequence of the last event of the branch's history,
+// or ops.ErrBranchNotFound when it has none.
+func (s *Store) lastSeq(ctx context.Context, branchID string) (uint64, error) {
+	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, ops.ErrBranchNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: read history of branch %s: %w", branchID, err)
+	}
+	return last.Sequence, nil
 }
 
 // readSnapshot fills the empty e from the branch's snapshot, if there is a
@@ -136,8 +148,8 @@ func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(op
 		e.reset()
 		// The history ended early: the branch was deleted (purged) while
 		// it was read, or the server is struggling.
-		if _, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID)); errors.Is(err, jetstream.ErrMsgNotFound) {
-			return ops.ErrBranchNotFound
+		if _, err := s.lastSeq(ctx, branchID); errors.Is(err, ops.ErrBranchNotFound) {
+			return err
 		}
 		return &ops.Error{
 			Code:      ops.CodeUnavailable,

@@ -387,18 +387,15 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 			// Another operation committed first: fold what it wrote and
 			// append after it.
 			s.obs.AppendConflict(branchID)
-			last, lerr := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
-			if errors.Is(lerr, jetstream.ErrMsgNotFound) {
-				return nil, ops.ErrBranchNotFound
-			}
+			last, lerr := s.lastSeq(ctx, branchID)
 			if lerr != nil {
-				return nil, fmt.Errorf("store: read history of branch %s: %w", branchID, lerr)
+				return nil, lerr
 			}
-			if last.Sequence < e.b.Seq {
+			if last < e.b.Seq {
 				return nil, ops.ErrBranchNotFound // deleted and re-created
 			}
 			dup := false
-			if err := s.catchUp(ctx, e, last.Sequence, func(x ops.Event) {
+			if err := s.catchUp(ctx, e, last, func(x ops.Event) {
 				dup = dup || committed(x)
 			}); err != nil {
 				return nil, err
@@ -486,22 +483,19 @@ func (s *Store) History(ctx context.Context, branchID string, after uint64, limi
 	if limit <= 0 || limit > ops.MaxHistoryPage {
 		limit = ops.MaxHistoryPage
 	}
-	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, ops.ErrBranchNotFound
-	}
+	last, err := s.lastSeq(ctx, branchID)
 	if err != nil {
-		return nil, fmt.Errorf("store: read history of branch %s: %w", branchID, err)
+		return nil, err
 	}
 	events := []ops.Event{}
-	if last.Sequence <= after {
+	if last <= after {
 		return events, nil
 	}
 	budget := directReadBudget
 	if limit < budget {
 		budget = limit
 	}
-	err = s.readEvents(ctx, branchID, after+1, last.Sequence, limit, budget, func(ev ops.Event, _ int) error {
+	err = s.readEvents(ctx, branchID, after+1, last, limit, budget, func(ev ops.Event, _ int) error {
 		events = append(events, ev)
 		return nil
 	})
@@ -524,11 +518,8 @@ func (s *Store) Delete(ctx context.Context, branchID string) error {
 	e.reset()
 	s.cache.drop(branchID, e)
 	subject := s.subj.History(branchID)
-	if _, err := s.stream.GetLastMsgForSubject(ctx, subject); err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return ops.ErrBranchNotFound
-		}
-		return fmt.Errorf("store: read history of branch %s: %w", branchID, err)
+	if _, err := s.lastSeq(ctx, branchID); err != nil {
+		return err
 	}
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
 		return fmt.Errorf("store: purge history of branch %s: %w", branchID, err)
