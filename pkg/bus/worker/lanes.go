@@ -112,16 +112,3 @@ func (l *lanes) leave(t *ticket) {
 	ln.waiting = slices.Delete(ln.waiting, 0, 1)
 	close(ln.running.ready)
 }
-
-// size returns the number of lanes and of requests in them.
-func (l *lanes) size() (lanes, requests int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, ln := range l.m {
-		if ln.running != nil {
-			requests++
-		}
-		requests += len(ln.waiting)
-	}
-	return len(l.m), requests
-}

@@ -144,3 +144,16 @@ func fmtSeqs(s []uint64) string {
 	}
 	return out
 }
+
+// size returns the number of lanes and of requests in them.
+func (l *lanes) size() (lanes, requests int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ln := range l.m {
+		if ln.running != nil {
+			requests++
+		}
+		requests += len(ln.waiting)
+	}
+	return len(l.m), requests
+}

@@ -604,7 +604,7 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) error {
 			continue
 		}
 		used++
-		req, err, t := w.admit(msg)
+		req, t, err := w.admit(msg)
 		w.wg.Add(1)
 		go w.handle(msg, req, err, t)
 	}

@@ -24,16 +24,16 @@ var errPanic = errors.New("worker: handler panicked")
 // admit decodes a fetched request and, for a request on a branch, places
 // it in the branch's lane. It runs on the dispatching goroutine, in
 // delivery order.
-func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, error, *ticket) {
+func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, *ticket, error) {
 	req, err := w.codec.DecodeRequestJS(msg)
 	if err != nil || req.BranchID == "" || w.lanes == nil {
-		return req, err, nil
+		return req, nil, err
 	}
 	seq := uint64(0)
 	if meta, merr := msg.Metadata(); merr == nil {
 		seq = meta.Sequence.Stream
 	}
-	return req, nil, w.lanes.enter(req.BranchID, seq)
+	return req, w.lanes.enter(req.BranchID, seq), nil
 }
 
 // handle runs one fetched request to its end: answered and acknowledged,
