@@ -35,6 +35,8 @@ Sends one request to lionbus workers over NATS and prints the answer.
 Commands:
 %s  result ID                  print the stored answer of request ID (--wait to wait for it)
   cancel ID                  ask the workers to cancel request ID (it is answered "canceled")
+  dlq list|show|retry|delete dead letters: requests that failed on every delivery
+                             or could not be answered (publisher dlq --help)
   lndl ...                   LNDL tools (publisher lndl --help)
 
 Exit codes:
@@ -103,6 +105,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runResult(ctx, o, given, rest[1:], stdout, stderr)
 	case "cancel":
 		return runCancel(ctx, o, given, rest[1:], stdout, stderr)
+	case "dlq":
+		return runDLQ(ctx, o, given, rest[1:], stdout, stderr)
 	}
 	if rest[0] == "lndl" {
 		return runLNDL(ctx, rest[1:], stdin, stdout, stderr)

@@ -82,6 +82,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		}
 		bc.Handler = obs.handler
 		bc.Store.Observer = obs.store
+		bc.Worker.OnDeadLetter = obs.metrics.DeadLettered
 	}
 	svc, err := bus.Start(ctx, bc)
 	if err == nil && obs != nil {

@@ -10,6 +10,8 @@
 //   - requests_in_flight: requests running now;
 //   - redeliveries_total{verb}: runs of a request on a delivery after its
 //     first;
+//   - dead_letters_total{reason}: requests this worker recorded in the
+//     dead-letter stream, by error code ([Metrics.DeadLettered]);
 //   - store_append_conflicts_total, store_snapshots_total,
 //     store_snapshot_bytes, store_rebuilds_total: see [Store].
 //
@@ -36,6 +38,7 @@ type Metrics struct {
 	duration   *prometheus.HistogramVec
 	inFlight   prometheus.Gauge
 	redelivery *prometheus.CounterVec
+	dead       *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them with reg.
@@ -58,8 +61,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lionbus", Name: "redeliveries_total",
 			Help: "Runs of a request on a delivery after its first, by verb.",
 		}, []string{"verb"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lionbus", Name: "dead_letters_total",
+			Help: "Requests recorded in the dead-letter stream, by error code.",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.redelivery} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.redelivery, m.dead} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -83,6 +90,10 @@ func (m *Metrics) Handler(h worker.Handler) worker.Handler {
 		return res, err
 	})
 }
+
+// DeadLettered counts a dead letter; it is a worker.Config.OnDeadLetter.
+// Codes are a fixed set, so the label's values are bounded.
+func (m *Metrics) DeadLettered(reason ops.Code) { m.dead.WithLabelValues(string(reason)).Inc() }
 
 // verbLabel bounds the verb label: every named operation is "op".
 func verbLabel(verb string) string {

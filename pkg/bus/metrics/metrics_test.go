@@ -41,6 +41,8 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 	} {
 		_, _ = h.Do(context.Background(), r)
 	}
+	m.DeadLettered(ops.CodeUnavailable)
+	m.DeadLettered(ops.CodeUnavailable)
 	tests := []struct {
 		metric string
 		got    float64
@@ -51,6 +53,7 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 		{"named operations share one label", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "ok"})), 1},
 		{"a plain error counts as internal", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "internal"})), 1},
 		{"redeliveries", testutil.ToFloat64(mustCounter(t, reg, "lionbus_redeliveries_total", map[string]string{"verb": "communicate"})), 1},
+		{"dead letters", testutil.ToFloat64(mustCounter(t, reg, "lionbus_dead_letters_total", map[string]string{"reason": "unavailable"})), 2},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

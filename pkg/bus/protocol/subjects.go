@@ -88,6 +88,14 @@ func (s Subjects) LeaseWant(branch string) string { return s.Prefix + ".leasewan
 // LeaseWantWildcard matches every LeaseWant subject.
 func (s Subjects) LeaseWantWildcard() string { return s.Prefix + ".leasewant.>" }
 
+// DeadLetter is the subject of the dead letter of key, a request id or,
+// for a request whose id could not be read, "seq-<its ops stream
+// sequence>": "lion.dlq.<key>".
+func (s Subjects) DeadLetter(key string) string { return s.Prefix + ".dlq." + key }
+
+// DeadLettersWildcard matches every DeadLetter subject.
+func (s Subjects) DeadLettersWildcard() string { return s.Prefix + ".dlq.>" }
+
 // Stream, consumer and bucket names. Stream names are upper case; the
 // prefix is included so that two deployments can share one account.
 func (s Subjects) OpsStream() string       { return upper(s.Prefix) + "_OPS" }
@@ -95,6 +103,7 @@ func (s Subjects) ResultsStream() string   { return upper(s.Prefix) + "_RESULTS"
 func (s Subjects) HistoryStream() string   { return upper(s.Prefix) + "_HISTORY" }
 func (s Subjects) EventsStream() string    { return upper(s.Prefix) + "_EVENTS" }
 func (s Subjects) LeasesStream() string    { return upper(s.Prefix) + "_LEASES" }
+func (s Subjects) DeadStream() string      { return upper(s.Prefix) + "_DLQ" }
 func (s Subjects) WorkersConsumer() string { return "workers" }
 func (s Subjects) BranchesBucket() string  { return s.Prefix + "_branches" }
 func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }

@@ -17,6 +17,8 @@ import (
 // Defaults of [Config].
 const (
 	DefaultAckWait         = 5 * time.Second
+	DefaultDeadMaxAge      = 7 * 24 * time.Hour
+	DefaultDeadMaxMsgs     = 10_000
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultLeaseTTL        = 5 * time.Second
@@ -79,6 +81,14 @@ type Config struct {
 	// reports progress every half of it, so a slow request is never
 	// redelivered. Default 5s.
 	AckWait time.Duration
+
+	// DeadMaxAge is how long the dead-letter stream keeps a request that
+	// failed on every delivery or could not be answered. Default 7 days.
+	DeadMaxAge time.Duration
+
+	// DeadMaxMsgs bounds the dead-letter stream; past it the oldest entry
+	// is dropped. Default 10000; -1 means unlimited.
+	DeadMaxMsgs int64
 
 	// DuplicateWindow is how long the ops and history streams remember a
 	// message id (the CloudEvent id) to drop duplicate publishes.
@@ -148,6 +158,7 @@ func (c Config) WithDefaults() (Config, error) {
 		def  time.Duration
 	}{
 		{"AckWait", &c.AckWait, DefaultAckWait},
+		{"DeadMaxAge", &c.DeadMaxAge, DefaultDeadMaxAge},
 		{"DuplicateWindow", &c.DuplicateWindow, DefaultDuplicateWindow},
 		{"EventsMaxAge", &c.EventsMaxAge, DefaultEventsMaxAge},
 		{"LeaseTTL", &c.LeaseTTL, DefaultLeaseTTL},
@@ -187,6 +198,11 @@ func (c Config) WithDefaults() (Config, error) {
 	} else if c.HistoryMaxBytes < -1 {
 		return c, fmt.Errorf("%w: HistoryMaxBytes must be positive or -1, got %d", ErrInvalidConfig, c.HistoryMaxBytes)
 	}
+	if c.DeadMaxMsgs == 0 {
+		c.DeadMaxMsgs = DefaultDeadMaxMsgs
+	} else if c.DeadMaxMsgs < -1 {
+		return c, fmt.Errorf("%w: DeadMaxMsgs must be positive or -1, got %d", ErrInvalidConfig, c.DeadMaxMsgs)
+	}
 	if c.OpsMaxMsgs == 0 {
 		c.OpsMaxMsgs = DefaultOpsMaxMsgs
 	} else if c.OpsMaxMsgs < -1 {
@@ -214,6 +230,10 @@ type Resources struct {
 	// requests of (memory storage, at most one message per subject, aged
 	// out after Config.LeaseTTL).
 	Leases jetstream.Stream
+	// Dead holds the dead letters: requests that failed on every delivery
+	// or could not be answered, one per request, with the reason in
+	// headers (see the worker package).
+	Dead jetstream.Stream
 	// Workers is the shared durable pull consumer on Ops.
 	Workers jetstream.Consumer
 	// Branches is the bucket of branch snapshots.
@@ -303,6 +323,20 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 			Duplicates:        cfg.LeaseTTL,
 			Storage:           jetstream.MemoryStorage,
 			Replicas:          cfg.Replicas,
+		}},
+		{&r.Dead, jetstream.StreamConfig{
+			Name:              subj.DeadStream(),
+			Description:       "lionbus dead letters: requests that failed on every delivery or could not be answered",
+			Subjects:          []string{subj.DeadLettersWildcard()},
+			Retention:         jetstream.LimitsPolicy,
+			Discard:           jetstream.DiscardOld,
+			MaxAge:            cfg.DeadMaxAge,
+			MaxMsgs:           cfg.DeadMaxMsgs,
+			MaxMsgsPerSubject: 1,
+			Duplicates:        cfg.DuplicateWindow,
+			Storage:           jetstream.FileStorage,
+			Replicas:          cfg.Replicas,
+			AllowDirect:       true,
 		}},
 	}
 	var conflicts []error

@@ -69,7 +69,7 @@ func TestProvision_creates_everything(t *testing.T) {
 			t.Errorf("bucket %s: %v", b, err)
 		}
 	}
-	if r.Ops == nil || r.Results == nil || r.History == nil || r.Events == nil || r.Leases == nil ||
+	if r.Ops == nil || r.Results == nil || r.History == nil || r.Events == nil || r.Leases == nil || r.Dead == nil ||
 		r.Workers == nil || r.Branches == nil || r.Tools == nil {
 		t.Errorf("Resources has nil handles: %+v", r)
 	}
@@ -121,8 +121,8 @@ func TestProvision_concurrent_workers(t *testing.T) {
 	for range names.Name() {
 		count++
 	}
-	if count != 7 { // five streams and two KV buckets
-		t.Errorf("%d streams after concurrent provisioning, want 7", count)
+	if count != 8 { // six streams and two KV buckets
+		t.Errorf("%d streams after concurrent provisioning, want 8", count)
 	}
 }
 

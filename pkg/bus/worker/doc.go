@@ -16,8 +16,9 @@
 // acknowledges only after the server stored it. A temporary failure (an
 // *ops.Error with Temporary set, or an answer that could not be stored) is
 // handed back with a delay from Config.Backoff, up to the consumer's
-// MaxDeliver deliveries; the last one answers with the error. Bad input is
-// answered and terminated, never retried. [Worker.Stop] drains: no new
+// MaxDeliver deliveries; the last one answers with the error and records
+// the request in the dead-letter stream (the dead-letter section of
+// docs/protocol.md lists every case). Bad input is answered and terminated, never retried. [Worker.Stop] drains: no new
 // fetches, running requests finish within DrainTimeout, the rest are
 // cancelled unacknowledged and redelivered to another worker.
 package worker

@@ -132,6 +132,10 @@ type Config struct {
 	// DefaultMaxInFlight (64).
 	MaxInFlight int
 
+	// OnDeadLetter, when set, is called with the reason of every request
+	// the worker records in the dead-letter stream (for metrics).
+	OnDeadLetter func(reason ops.Code)
+
 	// Name identifies the worker in logs and in the default Source.
 	// Default "worker-" followed by a unique id.
 	Name string
@@ -254,6 +258,7 @@ type Worker struct {
 	fetchCtx  context.Context         // ends with fetchStop or hardStop
 	cancelSub *nats.Subscription
 	wantSub   *nats.Subscription // other workers asking for a branch's lease
+	deadSub   *nats.Subscription // the server's max-deliveries advisories
 
 	wg        sync.WaitGroup // the loop and every handler
 	stopped   chan struct{}  // closed when everything returned
@@ -370,6 +375,16 @@ func (w *Worker) Start(ctx context.Context) error {
 			return fmt.Errorf("worker: subscribe to lease requests: %w", err)
 		}
 	}
+	if w.res.Ops != nil {
+		if w.deadSub, err = w.subscribePoison(); err != nil {
+			_ = w.cancelSub.Unsubscribe()
+			if w.wantSub != nil {
+				_ = w.wantSub.Unsubscribe()
+			}
+			w.closeStopped()
+			return fmt.Errorf("worker: subscribe to max-deliveries advisories: %w", err)
+		}
+	}
 	w.hardCtx, w.hardStop = context.WithCancelCause(ctx)
 	w.fetchCtx, w.fetchStop = context.WithCancel(w.hardCtx)
 	w.wg.Add(1)
@@ -380,6 +395,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		_ = w.cancelSub.Unsubscribe()
 		if w.wantSub != nil {
 			_ = w.wantSub.Unsubscribe()
+		}
+		if w.deadSub != nil {
+			_ = w.deadSub.Unsubscribe()
 		}
 		w.hardStop(ErrWorkerStopped)
 		w.closeStopped()

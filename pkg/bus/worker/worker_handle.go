@@ -143,10 +143,13 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		// No delivery is left after this one: a nak would leave the
 		// request unanswered for good, so answer it instead.
 		log.Warn().Err(err).Msg("request abandoned by a stopping worker on its last delivery; answered unavailable")
+		// Temporary: on the last delivery that answers it and records it
+		// as a dead letter.
 		err = &ops.Error{
-			Code:    ops.CodeUnavailable,
-			Message: fmt.Sprintf("request %s was abandoned by a stopping worker on its last allowed delivery (%d)", req.ID(), attempt),
-			Err:     err,
+			Code:      ops.CodeUnavailable,
+			Message:   fmt.Sprintf("request %s was abandoned by a stopping worker on its last allowed delivery (%d)", req.ID(), attempt),
+			Err:       err,
+			Temporary: true,
 		}
 	}
 	if err != nil && errors.Is(context.Cause(hctx), ErrCanceledByClient) {
@@ -252,6 +255,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		}
 	}
 	var ev *event.Event
+	var dead *deadReason // failed temporarily on every delivery
 	if err == nil && res != nil && res.Replayed {
 		// Answered from history: a copy of a request that ran before.
 		// The answer stored then is the one answer; send it again.
@@ -280,6 +284,9 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 			return
 		}
 		log.Info().Str("code", string(code)).Str("error", message).Msg("request failed")
+		if temporary {
+			dead = &deadReason{code, fmt.Sprintf("failed on every one of its %d deliveries: %s", attempt, message)}
+		}
 		ev, err = w.builder.Error(req, code, message)
 		if err != nil {
 			log.Error().Err(err).Msg("build error event")
@@ -288,6 +295,13 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		}
 	}
 	if perr := w.publishAnswer(req.ID(), req.ReplyTo, ev); perr != nil {
+		if w.lastDelivery(attempt) {
+			// No delivery is left to answer it: leave a trace.
+			if dead == nil {
+				dead = &deadReason{ops.CodeUnavailable, "the answer could not be stored on the last delivery"}
+			}
+			w.deadLetterMsg(msg, req.ID(), dead.code, fmt.Sprintf("%s (and its answer could not be stored: %v)", dead.message, perr), attempt, false, log)
+		}
 		// Not stored: the request is retried, and a handler that already
 		// committed its work answers from history then.
 		delay := w.cfg.Backoff.Delay(attempt)
@@ -299,6 +313,15 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 	settle()
 	w.ack(msg, log)
 	log.Debug().Str("type", ev.Type()).Msg("answered")
+	if dead != nil {
+		w.deadLetterMsg(msg, req.ID(), dead.code, dead.message, attempt, true, log)
+	}
+}
+
+// deadReason is why a request is dead-lettered.
+type deadReason struct {
+	code    ops.Code
+	message string
 }
 
 // reject answers a request the codec refused, then terminates it.
@@ -313,7 +336,8 @@ func (w *Worker) reject(msg jetstream.Msg, ee *protocol.EventError, attempt int)
 	}
 	log := w.log.With().Str("request", ee.ID).Str("subject", msg.Subject()).Str("code", string(ee.Code)).Logger()
 	if ee.ReplyTo == "" {
-		log.Warn().Str("error", ee.Message).Msg("bad request without a reply address; terminated")
+		log.Warn().Str("error", ee.Message).Msg("bad request without a reply address; dead-lettered")
+		w.deadLetterMsg(msg, ee.ID, ee.Code, ee.Message, attempt, false, log)
 		_ = msg.TermWithReason(string(ee.Code))
 		return
 	}
@@ -330,6 +354,7 @@ func (w *Worker) reject(msg jetstream.Msg, ee *protocol.EventError, attempt int)
 			return
 		}
 		log.Error().Err(err).Msg("publish error event; giving up")
+		w.deadLetterMsg(msg, ee.ID, ee.Code, ee.Message, attempt, false, log)
 	}
 	log.Info().Str("error", ee.Message).Msg("bad request answered with an error event")
 	_ = msg.TermWithReason(string(ee.Code))
