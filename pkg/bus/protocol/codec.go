@@ -192,8 +192,9 @@ func (c *Codec) Decode(msg *nats.Msg) (*event.Event, error) {
 // DecodeEvent decodes a CloudEvent from a message's headers and body. The
 // mode follows the interoperable rule: a ce-specversion header (any case)
 // means binary; otherwise a Content-Type starting with
-// application/cloudevents, or no Content-Type at all (what `nats pub`
-// sends), means structured; any other Content-Type means binary. It checks
+// application/cloudevents, a JSON Content-Type (application/json, what most
+// JSON clients send), or no Content-Type at all (what `nats pub` sends),
+// means structured; any other Content-Type means binary. It checks
 // the size limit before parsing, the required attributes (id, source, type,
 // specversion) and that specversion is "1.0". Errors are *EventError.
 func (c *Codec) DecodeEvent(h nats.Header, body []byte) (*event.Event, error) {
@@ -432,7 +433,8 @@ func messageSize(h nats.Header, body []byte) int {
 }
 
 // detectMode applies the receive rule: ce-specversion → binary; else
-// Content-Type application/cloudevents* or none → structured; else binary.
+// Content-Type application/cloudevents*, a JSON type (application/json,
+// text/json, +json) or none → structured; else binary.
 func detectMode(h nats.Header) (Mode, *EventError) {
 	var contentType string
 	hasCT := false
@@ -452,6 +454,12 @@ func detectMode(h nats.Header) (Mode, *EventError) {
 		return 0, eventErrorf(CodeMalformedEvent, "batch mode (%s) is not supported on NATS", clip(contentType))
 	}
 	if strings.HasPrefix(ct, "application/cloudevents") {
+		return Structured, nil
+	}
+	if isJSONContentType(ct) {
+		// A JSON body without ce-specversion cannot be a binary event
+		// (that needs the header): it is a structured event sent by a
+		// JSON client that labels it application/json.
 		return Structured, nil
 	}
 	return Binary, nil

@@ -212,6 +212,30 @@ func TestCodec_accepts_JSON_without_content_type(t *testing.T) {
 	}
 }
 
+// A structured event labelled with a JSON Content-Type, as most JSON
+// clients send it, is read as structured; with ce-specversion the same
+// Content-Type is binary mode's data content type.
+func TestCodec_JSON_content_type_without_ce_headers_is_structured(t *testing.T) {
+	t.Parallel()
+	codec := newCodec(t, provision.Config{})
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON", "text/json"} {
+		msg := &nats.Msg{Subject: "lion.ops.op.echo", Header: nats.Header{"Content-Type": {ct}}, Data: structured(t, nil)}
+		req, err := codec.DecodeRequest(msg)
+		if err != nil {
+			t.Fatalf("%s: DecodeRequest: %v", ct, err)
+		}
+		if req.ID() != "req-1" || string(req.Data) != `{"text":"hello"}` {
+			t.Errorf("%s: request = %s %s", ct, req.ID(), req.Data)
+		}
+	}
+	bin := nats.Header{"ce-specversion": {"1.0"}, "ce-id": {"bin-1"}, "ce-source": {"/src"},
+		"ce-type": {"lionbus.op.echo.request"}, "Content-Type": {"application/json"}}
+	req, err := codec.DecodeRequest(&nats.Msg{Subject: "lion.ops.op.echo", Header: bin, Data: []byte(`{"text":"bin"}`)})
+	if err != nil || req.ID() != "bin-1" || string(req.Data) != `{"text":"bin"}` {
+		t.Fatalf("binary with application/json: %v %v", req, err)
+	}
+}
+
 func TestCodec_binary_headers_are_case_insensitive(t *testing.T) {
 	t.Parallel()
 	codec := newCodec(t, provision.Config{})
@@ -322,7 +346,7 @@ func TestCodec_rejects_bad_input(t *testing.T) {
 		{"object extension", subj, nil, structured(t, map[string]any{"extra": map[string]int{"a": 1}}), protocol.CodeMalformedEvent, "extra", "req-1", "lion.reply.req-1"},
 		{"upper-case extension", subj, nil, structured(t, map[string]any{"Extra": "x"}), protocol.CodeMalformedEvent, "Extra", "req-1", "lion.reply.req-1"},
 		{"batch mode", subj, nats.Header{"Content-Type": {"application/cloudevents-batch+json"}}, []byte(`[]`), protocol.CodeMalformedEvent, "batch", "", ""},
-		{"other content type is binary", subj, nats.Header{"Content-Type": {"application/json"}}, structured(t, nil), protocol.CodeMissingAttribute, "id, source, specversion, type", "", ""},
+		{"other content type is binary", subj, nats.Header{"Content-Type": {"text/plain"}}, structured(t, nil), protocol.CodeMissingAttribute, "id, source, specversion, type", "", ""},
 		{"header not UTF-8", subj, binary(map[string]string{"ce-note": "%C0%A0"}), []byte(`{}`), protocol.CodeMalformedEvent, "UTF-8", "bin-1", "lion.reply.bin-1"},
 		{"attribute twice", subj, binary(map[string]string{"CE-ID": "other"}), []byte(`{}`), protocol.CodeMalformedEvent, "two headers", "", ""},
 	}
