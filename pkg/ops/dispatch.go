@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -223,6 +225,8 @@ func decodeData(data json.RawMessage, v any) error {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
 		switch {
+		case isOutOfRange(err):
+			return Errorf(CodeInvalidRequest, "data %s", outOfRangeMessage(err))
 		case errors.As(err, &te) && te.Field != "":
 			return Errorf(CodeInvalidRequest, "data field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
 		case errors.As(err, &te):
@@ -233,6 +237,28 @@ func decodeData(data json.RawMessage, v any) error {
 		return Errorf(CodeInvalidRequest, "bad data: %v", err)
 	}
 	return nil
+}
+
+// isOutOfRange reports whether err is encoding/json refusing a number that
+// no float64 holds (1e400): valid JSON, but outside what lionbus computes
+// with.
+func isOutOfRange(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te) && strings.HasPrefix(te.Value, "number ") &&
+		te.Type != nil && te.Type.Kind() == reflect.Float64
+}
+
+// outOfRangeMessage says which number of an isOutOfRange error is refused
+// and why, naming its field when known.
+func outOfRangeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	errors.As(err, &te)
+	where := ""
+	if te.Field != "" {
+		where = fmt.Sprintf(" (field %q)", te.Field)
+	}
+	return fmt.Sprintf("holds the number %s%s, which is out of range: numbers must be finite and at most about 1.8e308 in magnitude (64-bit floating point)",
+		Truncate(strings.TrimPrefix(te.Value, "number "), 64), where)
 }
 
 func jsonKind(goKind string) string {

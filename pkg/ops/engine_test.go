@@ -259,11 +259,18 @@ func TestEngine_bad_data_types(t *testing.T) {
 		{"communicate", "main", `{"instruction":["a"]}`, "instruction must be a string or an object"},
 		{"communicate", "main", `{"instruction":"q","request_fields":5}`, "request_fields"},
 		{"communicate", "main", `{not json`, "not valid JSON"},
+		// Numbers no float64 holds are named as such, not as a wrong type.
+		{"communicate", "main", `{"instruction":"q","chat_model":{"provider":"scripted","name":"echo","temperature":1e400}}`, "holds the number 1e400, which is out of range"},
+		{"communicate", "main", `{"instruction":"q","response_format":{"type":"number","maximum":-1e999}}`, "data.response_format holds the number -1e999, which is out of range"},
+		{"operate", "main", `{"instruction":"q","field_models":{"n":{"type":"number","minimum":2e308}}}`, "data.field_models.n holds the number 2e308, which is out of range"},
 	}
 	for _, tt := range tests {
 		_, err := b.eng.Do(context.Background(), ops.Request{ID: "bad", Verb: tt.verb, BranchID: tt.branch, Data: json.RawMessage(tt.data)})
 		if code(err) != ops.CodeInvalidRequest || !strings.Contains(err.Error(), tt.wantMsg) {
 			t.Errorf("%s %s: err = %v, want invalid_request mentioning %q", tt.verb, tt.data, err, tt.wantMsg)
+		}
+		if err != nil && strings.Contains(err.Error(), "must be a JSON object, not") && strings.HasPrefix(tt.data, "{") {
+			t.Errorf("%s %s: %v contradicts an object", tt.verb, tt.data, err)
 		}
 	}
 }

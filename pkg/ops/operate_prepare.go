@@ -208,6 +208,9 @@ func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, err
 		}
 		var s map[string]any
 		if err := json.Unmarshal(r, &s); err != nil || s == nil {
+			if isOutOfRange(err) {
+				return nil, Errorf(CodeInvalidRequest, "data.field_models.%s %s", Truncate(name, 64), outOfRangeMessage(err))
+			}
 			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s must be a JSON Schema object", Truncate(name, 64))
 		}
 		out[name] = s

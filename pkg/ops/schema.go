@@ -177,6 +177,9 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 	}
 	var schema map[string]any
 	if err := json.Unmarshal(raw, &schema); err != nil {
+		if isOutOfRange(err) {
+			return nil, nil, Errorf(CodeInvalidRequest, "data.response_format %s", outOfRangeMessage(err))
+		}
 		return nil, nil, Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
 	}
 	v, err := compileResponseSchema(raw)
