@@ -164,6 +164,8 @@ func TestPublisher_no_answer_exit_codes(t *testing.T) {
 	steps := []step{
 		{name: "unreachable", args: []string{"--nats", "nats://127.0.0.1:1", "--timeout", "1s", "branch", "get", "b"},
 			wantCode: exitNoAnswer, wantErr: []string{"cannot connect to NATS at nats://127.0.0.1:1"}},
+		{name: "unreachable, credentials in the URL", args: []string{"--nats", "nats://bob:pw-leak-1@127.0.0.1:1,nats://tok-leak-2@127.0.0.1:2", "--timeout", "1s", "branch", "get", "b"},
+			wantCode: exitNoAnswer, wantErr: []string{"cannot connect to NATS at nats://bob:xxxxx@127.0.0.1:1,nats://xxxxx@127.0.0.1:2"}},
 		{name: "nobody answers", args: []string{"--nats", url, "--prefix", "idle", "--timeout", "1s", "branch", "get", "b"},
 			wantCode: exitNoAnswer, wantErr: []string{"no answer to request", "publisher result"}},
 		{name: "no such deployment", args: []string{"--nats", url, "--prefix", "ghost", "--timeout", "2s", "branch", "get", "b"},
@@ -172,6 +174,9 @@ func TestPublisher_no_answer_exit_codes(t *testing.T) {
 	for _, s := range steps {
 		code, stdout, stderr := call(t, s.stdin, s.args...)
 		s.check(t, code, stdout, stderr)
+		if strings.Contains(stdout+stderr, "leak") {
+			t.Errorf("%s: a secret is printed:\n%s%s", s.name, stdout, stderr)
+		}
 	}
 }
 

@@ -157,7 +157,7 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*client.Client,
 		return nil, nil, usageError(stderr, err)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "publisher: cannot connect to NATS at %s: %v\n", o.NATSURL, err)
+		fmt.Fprintf(stderr, "publisher: cannot connect to NATS at %s: %v\n", client.RedactURL(o.NATSURL), err)
 		return nil, nil, exitNoAnswer
 	}
 	cl, err := client.New(nc, client.Config{Prefix: o.Prefix, Timeout: o.Timeout, AwaitTimeout: o.Timeout, Source: "/lionbus/publisher"})

@@ -82,7 +82,11 @@ func blockingWorkerMain(raw string) int {
 		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)
 		return exitUsage
 	}
-	bc := busConfig(cfg, log)
+	bc, err := busConfig(cfg, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)
+		return exitUsage
+	}
 	bc.Providers = ops.NewProviders(map[string]ops.Provider{"block": &blockingModel{out: os.Stdout}})
 	if err := scripted.Register(bc.Providers); err != nil {
 		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -66,7 +67,10 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 			return nil, err
 		}
 	}
-	bc := busConfig(cfg, log)
+	bc, err := busConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	providers, err := newProviders(cfg, log)
 	if err != nil {
 		return nil, err
@@ -103,8 +107,10 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 }
 
 // busConfig is the service configuration the worker's flags in cfg say:
-// the embedded server, or the deployment at --nats, and the worker.
-func busConfig(cfg config, log zerolog.Logger) bus.Config {
+// the embedded server, or the deployment at --nats, and the worker. With
+// the embedded server, --user/--password or --token (or their files) are
+// what its clients must present, the worker included.
+func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 	bc := bus.Config{
 		Provision: provision.Config{
 			Prefix:     cfg.Prefix,
@@ -121,12 +127,18 @@ func busConfig(cfg config, log zerolog.Logger) bus.Config {
 		},
 		Logger: log,
 	}
-	if cfg.NATSURL == "" {
-		bc.Embedded = embedded.Config{Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.StoreDir}
-	} else {
+	if cfg.NATSURL != "" {
 		bc.Connect = cfg.Credentials.ConnectConfig(cfg.NATSURL, "lionbus-worker "+cfg.Name, cfg.ConnTimeout)
+		return bc, nil
 	}
-	return bc
+	password, token, err := cfg.Credentials.Secrets()
+	if err != nil {
+		return bc, err
+	}
+	bc.Embedded = embedded.Config{Host: cfg.Host, Port: cfg.Port, StoreDir: cfg.StoreDir,
+		User: cfg.User, Password: password, Token: token}
+	bc.Connect = client.ConnectConfig{User: cfg.User, Password: password, Token: token}
+	return bc, nil
 }
 
 // stop drains the worker: no new requests, in-flight ones finish within

@@ -345,8 +345,9 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg provision.Config, t
 	}
 }
 
-// URL returns the URL of the NATS server the service is connected to.
-func (s *Service) URL() string { return s.nc.ConnectedUrl() }
+// URL returns the URL of the NATS server the service is connected to,
+// credentials redacted ([client.RedactURL]).
+func (s *Service) URL() string { return client.RedactURL(s.nc.ConnectedUrl()) }
 
 // Server returns the embedded server, or nil when the service joined one.
 func (s *Service) Server() *embedded.Server { return s.srv }

@@ -7,6 +7,7 @@ package natsflags
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
@@ -16,24 +17,29 @@ import (
 // verify its TLS certificate. The server URL is not among them: each
 // command declares its own --nats, with its own default and help.
 type Credentials struct {
-	User     string
-	Password string
-	Token    string
-	NKeySeed string
-	Creds    string
-	TLSCert  string
-	TLSKey   string
-	TLSCA    string
+	User         string
+	Password     string
+	PasswordFile string
+	Token        string
+	TokenFile    string
+	NKeySeed     string
+	Creds        string
+	TLSCert      string
+	TLSKey       string
+	TLSCA        string
 }
 
-// Register declares --user, --password, --token, --nkey, --creds,
+// Register declares --user, --password, --password-file, --token,
+// --token-file, --nkey, --creds,
 // --tls-cert, --tls-key and --tls-ca on fs, bound to c, with c's current
 // values as defaults (so that declaring them again on another flag set
 // keeps what an earlier one parsed).
 func (c *Credentials) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.User, "user", c.User, "NATS user name")
-	fs.StringVar(&c.Password, "password", c.Password, "NATS password")
-	fs.StringVar(&c.Token, "token", c.Token, "NATS authentication token")
+	fs.StringVar(&c.Password, "password", c.Password, "NATS password (visible in ps: prefer --password-file or LIONBUS_PASSWORD)")
+	fs.StringVar(&c.PasswordFile, "password-file", c.PasswordFile, "file holding the NATS password")
+	fs.StringVar(&c.Token, "token", c.Token, "NATS authentication token (visible in ps: prefer --token-file or LIONBUS_TOKEN)")
+	fs.StringVar(&c.TokenFile, "token-file", c.TokenFile, "file holding the NATS authentication token")
 	fs.StringVar(&c.NKeySeed, "nkey", c.NKeySeed, "NATS nkey seed file")
 	fs.StringVar(&c.Creds, "creds", c.Creds, "NATS credentials file (JWT + nkey seed)")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS client certificate file")
@@ -47,7 +53,30 @@ func (c Credentials) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
+	if c.Password != "" && c.PasswordFile != "" {
+		return errors.New("--password and --password-file exclude each other")
+	}
+	if c.Token != "" && c.TokenFile != "" {
+		return errors.New("--token and --token-file exclude each other")
+	}
 	return nil
+}
+
+// Secrets returns the password and the token: the flags' values, or what
+// --password-file and --token-file hold.
+func (c Credentials) Secrets() (password, token string, err error) {
+	password, token = c.Password, c.Token
+	if c.PasswordFile != "" {
+		if password, err = client.ReadSecretFile(c.PasswordFile); err != nil {
+			return "", "", fmt.Errorf("--password-file: %w", err)
+		}
+	}
+	if c.TokenFile != "" {
+		if token, err = client.ReadSecretFile(c.TokenFile); err != nil {
+			return "", "", fmt.Errorf("--token-file: %w", err)
+		}
+	}
+	return password, token, nil
 }
 
 // ConnectConfig returns how to reach the NATS servers at url with these
@@ -58,7 +87,9 @@ func (c Credentials) ConnectConfig(url, name string, timeout time.Duration) clie
 		URL:          url,
 		User:         c.User,
 		Password:     c.Password,
+		PasswordFile: c.PasswordFile,
 		Token:        c.Token,
+		TokenFile:    c.TokenFile,
 		NKeySeedFile: c.NKeySeed,
 		CredsFile:    c.Creds,
 		TLSCertFile:  c.TLSCert,

@@ -44,6 +44,12 @@ type ConnectConfig struct {
 	// Password goes with User.
 	Password string
 
+	// PasswordFile and TokenFile name files holding the password or the
+	// token (see [ReadSecretFile]), read when connecting, so that the
+	// secret appears on no command line. Each excludes its plain field.
+	PasswordFile string
+	TokenFile    string
+
 	// TLSCAFile is a PEM file of the CAs that verify the server. Setting it
 	// (or a client certificate) enables TLS even for a nats:// URL.
 	TLSCAFile string
@@ -110,7 +116,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*nats.Conn, error) {
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, fmt.Errorf("client: connect to %s: %w", url, r.err)
+			return nil, fmt.Errorf("client: connect to %s: %w", RedactURL(url), r.err)
 		}
 		return r.nc, nil
 	case <-ctx.Done():
@@ -143,6 +149,26 @@ func (cfg ConnectConfig) timeout(ctx context.Context) time.Duration {
 
 // options turns cfg into nats.go options.
 func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, error) {
+	if cfg.PasswordFile != "" {
+		if cfg.Password != "" {
+			return nil, "", fmt.Errorf("%w: set a password or a password file, not both", ErrInvalidConfig)
+		}
+		pw, err := ReadSecretFile(cfg.PasswordFile)
+		if err != nil {
+			return nil, "", err
+		}
+		cfg.Password = pw
+	}
+	if cfg.TokenFile != "" {
+		if cfg.Token != "" {
+			return nil, "", fmt.Errorf("%w: set a token or a token file, not both", ErrInvalidConfig)
+		}
+		tok, err := ReadSecretFile(cfg.TokenFile)
+		if err != nil {
+			return nil, "", err
+		}
+		cfg.Token = tok
+	}
 	auth := 0
 	for _, set := range []bool{cfg.User != "" || cfg.Password != "", cfg.Token != "", cfg.NKeySeedFile != "", cfg.CredsFile != ""} {
 		if set {
@@ -184,7 +210,7 @@ func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, er
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info().Str("url", nc.ConnectedUrlRedacted()).Str("name", name).Msg("nats reconnected")
+			log.Info().Str("url", RedactURL(nc.ConnectedUrl())).Str("name", name).Msg("nats reconnected")
 		}),
 		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
 			ev := log.Error().Err(err).Str("name", name)

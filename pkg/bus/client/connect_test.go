@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,13 @@ func TestConnect_credentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	nkeySrv := runServer(t, &server.Options{Nkeys: []*server.NkeyUser{{Nkey: pub}}})
+	secret := func(content string) string {
+		f := filepath.Join(t.TempDir(), "secret")
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
 
 	tests := []struct {
 		name string
@@ -78,6 +86,12 @@ func TestConnect_credentials(t *testing.T) {
 		{"wrong token", client.ConnectConfig{URL: tokenSrv.ClientURL(), Token: "tok-999"}, false},
 		{"nkey seed", client.ConnectConfig{URL: nkeySrv.ClientURL(), NKeySeedFile: seedFile}, true},
 		{"unknown nkey", client.ConnectConfig{URL: nkeySrv.ClientURL(), NKeySeedFile: otherSeedFile}, false},
+		{"password file", client.ConnectConfig{URL: userSrv.ClientURL(), User: "alice", PasswordFile: secret("s3cret\n")}, true},
+		{"token file", client.ConnectConfig{URL: tokenSrv.ClientURL(), TokenFile: secret("tok-123\r\n")}, true},
+		{"wrong token file", client.ConnectConfig{URL: tokenSrv.ClientURL(), TokenFile: secret("tok-999")}, false},
+		{"empty token file", client.ConnectConfig{URL: tokenSrv.ClientURL(), TokenFile: secret("\n")}, false},
+		{"missing token file", client.ConnectConfig{URL: tokenSrv.ClientURL(), TokenFile: "/nonexistent/token"}, false},
+		{"token and token file", client.ConnectConfig{URL: tokenSrv.ClientURL(), Token: "tok-123", TokenFile: secret("tok-123")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +112,64 @@ func TestConnect_credentials(t *testing.T) {
 				t.Fatal("Connect succeeded with bad credentials")
 			}
 		})
+	}
+}
+
+// No secret reaches an error: not a token or password in the URL, not
+// the content of a secret file.
+func TestConnect_errors_hold_no_secret(t *testing.T) {
+	t.Parallel()
+	tokenSrv := runServer(t, &server.Options{Authorization: "right-token"})
+	port := tokenSrv.Addr().(*net.TCPAddr).Port
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte("file-token-XYZ"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, client.MaxSecretFileSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, secret string
+		cfg          client.ConnectConfig
+	}{
+		{"token in URL", "url-token-ABC", client.ConnectConfig{URL: fmt.Sprintf("nats://url-token-ABC@127.0.0.1:%d", port)}},
+		{"password in URL", "pw-DEF", client.ConnectConfig{URL: fmt.Sprintf("nats://bob:pw-DEF@127.0.0.1:%d", port)}},
+		{"URL list", "pw-GHI", client.ConnectConfig{URL: fmt.Sprintf("nats://127.0.0.1:1,nats://bob:pw-GHI@127.0.0.1:%d", port)}},
+		{"token file", "file-token-XYZ", client.ConnectConfig{URL: tokenSrv.ClientURL(), TokenFile: f}},
+		{"big file", "\x00\x00\x00", client.ConnectConfig{URL: tokenSrv.ClientURL(), TokenFile: big}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			nc, err := client.Connect(ctx, tt.cfg)
+			if err == nil {
+				nc.Close()
+				t.Fatal("connected with a wrong secret")
+			}
+			if strings.Contains(err.Error(), tt.secret) {
+				t.Fatalf("error shows the secret: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://alice:s3cret@host:4222", "nats://alice:xxxxx@host:4222"},
+		{"nats://tok-123@host:4222", "nats://xxxxx@host:4222"},
+		{"nats://a:b@h1:1,nats://h2:2,tls://t@h3:3", "nats://a:xxxxx@h1:1,nats://h2:2,tls://xxxxx@h3:3"},
+		{"not a url with secret@host", "xxxxx@host"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := client.RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
 

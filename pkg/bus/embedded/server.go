@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,11 @@ const (
 // not accept connections in time.
 var ErrServerNotReady = errors.New("embedded: embedded server not ready for connections")
 
+// ErrInsecureListen is returned by [Start] for a Host beyond the loopback
+// interface without authentication (User and Password, or Token): anyone
+// who can reach the port could otherwise read and write every branch.
+var ErrInsecureListen = errors.New("embedded: refusing to listen beyond localhost without authentication")
+
 // Config configures an embedded NATS server with JetStream.
 type Config struct {
 	// Host is the interface to listen on. Default DefaultHost
@@ -52,6 +59,22 @@ type Config struct {
 	// StoreDir is the JetStream storage directory. "" creates a temporary
 	// directory that is removed by [Server.Shutdown].
 	StoreDir string
+
+	// User and Password, or Token, are what clients must present. They are
+	// required when Host is not a loopback address (see
+	// ErrInsecureListen).
+	User     string
+	Password string
+	Token    string
+}
+
+// loopback reports whether host names only the local machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // Server is a running embedded NATS server. It is safe for concurrent use.
@@ -83,6 +106,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MaxPayload < 0 {
 		return nil, fmt.Errorf("embedded: invalid server max payload %d", cfg.MaxPayload)
 	}
+	if (cfg.User == "") != (cfg.Password == "") || (cfg.User != "" && cfg.Token != "") {
+		return nil, errors.New("embedded: set User with Password, or Token, not both")
+	}
+	if !loopback(host) && cfg.User == "" && cfg.Token == "" {
+		return nil, fmt.Errorf("%w: host %q (set a user and password or a token, or listen on 127.0.0.1)", ErrInsecureListen, host)
+	}
 	s := &Server{}
 	storeDir := cfg.StoreDir
 	if storeDir == "" {
@@ -93,14 +122,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		storeDir, s.tempDir = dir, dir
 	}
 	opts := &server.Options{
-		ServerName: "lionbus-embedded",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   storeDir,
-		MaxPayload: cfg.MaxPayload,
-		NoSigs:     true,
-		NoLog:      logs.Discards(cfg.Logger),
+		ServerName:    "lionbus-embedded",
+		Host:          host,
+		Port:          port,
+		JetStream:     true,
+		StoreDir:      storeDir,
+		MaxPayload:    cfg.MaxPayload,
+		NoSigs:        true,
+		NoLog:         logs.Discards(cfg.Logger),
+		Username:      cfg.User,
+		Password:      cfg.Password,
+		Authorization: cfg.Token,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -3,6 +3,8 @@ package embedded_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -49,6 +51,44 @@ func TestStartServer_given_store_is_kept(t *testing.T) {
 	}
 }
 
+// Beyond localhost the embedded server needs authentication; with it,
+// clients without the credentials are refused.
+func TestStartServer_refuses_to_listen_beyond_localhost_without_auth(t *testing.T) {
+	t.Parallel()
+	for _, host := range []string{"0.0.0.0", "::", "192.0.2.1"} {
+		if s, err := embedded.Start(context.Background(), embedded.Config{Host: host, Port: embedded.RandomPort}); !errors.Is(err, embedded.ErrInsecureListen) {
+			if s != nil {
+				s.Shutdown()
+			}
+			t.Errorf("host %s without auth: %v, want ErrInsecureListen", host, err)
+		}
+	}
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		s, err := embedded.Start(context.Background(), embedded.Config{Host: host, Port: embedded.RandomPort})
+		if err != nil {
+			t.Errorf("loopback host %s: %v", host, err)
+			continue
+		}
+		s.Shutdown()
+	}
+	s, err := embedded.Start(context.Background(), embedded.Config{Host: "0.0.0.0", Port: embedded.RandomPort, Token: "tok-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	port := s.NATSServer().Addr().(*net.TCPAddr).Port
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	if nc, err := nats.Connect(url); err == nil {
+		nc.Close()
+		t.Fatal("connected without the token")
+	}
+	nc, err := nats.Connect(url, nats.Token("tok-1"))
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	nc.Close()
+}
+
 func TestStartServer_rejects_bad_config(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -57,6 +97,8 @@ func TestStartServer_rejects_bad_config(t *testing.T) {
 	}{
 		{"port", embedded.Config{Port: 70000}},
 		{"max payload", embedded.Config{Port: embedded.RandomPort, MaxPayload: -1}},
+		{"user without password", embedded.Config{Port: embedded.RandomPort, User: "a"}},
+		{"user and token", embedded.Config{Port: embedded.RandomPort, User: "a", Password: "b", Token: "c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

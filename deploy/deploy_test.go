@@ -1,0 +1,68 @@
+// Package deploy holds the deployment examples; its test checks the rules
+// they must keep: no example secret applied by default, client ports on
+// loopback in compose, and a server configuration nats-server accepts.
+package deploy
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestCompose_binds_loopback_and_has_no_default_secrets(t *testing.T) {
+	compose := read(t, "compose.yaml")
+	ports := regexp.MustCompile(`(?m)^\s*-\s*"([^"]+)"`).FindAllStringSubmatch(compose, -1)
+	published := 0
+	for _, p := range ports {
+		if !regexp.MustCompile(`^\d+:\d+$|^[\d.]+:\d+:\d+$`).MatchString(p[1]) {
+			continue // not a port mapping
+		}
+		published++
+		if !strings.HasPrefix(p[1], "127.0.0.1:") {
+			t.Errorf("compose publishes %q beyond loopback", p[1])
+		}
+	}
+	if published == 0 {
+		t.Fatal("no published ports found: the check saw nothing")
+	}
+	if m := regexp.MustCompile(`\$\{[A-Z_]*PASSWORD:-`).FindString(compose); m != "" {
+		t.Errorf("compose falls back to a default password: %s", m)
+	}
+}
+
+func TestKubernetes_does_not_apply_the_example_secret(t *testing.T) {
+	k := read(t, "k8s/kustomization.yaml")
+	for _, line := range strings.Split(k, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "- ") && strings.Contains(line, "secret") {
+			t.Errorf("kustomization applies %q", strings.TrimSpace(line))
+		}
+	}
+	if !strings.Contains(k, "worker-deployment.yaml") {
+		t.Fatal("kustomization lists no resources: the check saw nothing")
+	}
+}
+
+func TestNATSConfig_parses(t *testing.T) {
+	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME"} {
+		t.Setenv(v, "test-"+strings.ToLower(v))
+	}
+	opts, err := server.ProcessConfigFile("nats/nats.conf")
+	if err != nil {
+		t.Fatalf("nats/nats.conf: %v", err)
+	}
+	if len(opts.Accounts) == 0 && len(opts.Users) == 0 {
+		t.Error("nats/nats.conf defines no users or accounts")
+	}
+}
