@@ -134,7 +134,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 
-	fs.StringVar(&c.Host, "host", "127.0.0.1", "embedded server: interface to listen on")
+	fs.StringVar(&c.Host, "host", "127.0.0.1", "embedded server: interface to listen on (beyond localhost, --user/--password or --token must be set)")
 	fs.IntVar(&c.Port, "port", defaultPort, "embedded server: client port (-1 picks a free port)")
 	fs.StringVar(&c.StoreDir, "store-dir", "", "embedded server: JetStream store directory (default: a temporary directory removed on exit)")
 	fs.IntVar(&c.MaxPayload, "max-payload", 0, fmt.Sprintf("largest request accepted, in bytes; larger ones get a payload_too_large error (default %d, at most %d)", protocol.DefaultMaxPayload, maxRequestPayload))
