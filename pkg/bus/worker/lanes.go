@@ -10,8 +10,9 @@ import (
 // their sequence in the requests stream (their arrival): a request enters
 // the lane of its branch when it is delivered, and runs when every request
 // of that branch that entered with a lower sequence has left. Requests of
-// different branches, and requests without a branch, do not wait for each
-// other. A lane lives while requests are in it, so there are never more
+// different branches do not wait for each other. A request without a
+// branch has a lane of its own id (claimKey), where only copies of it
+// wait. A lane lives while requests are in it, so there are never more
 // lanes than requests in flight.
 //
 // With a leaser, a lane also holds its branch's lease while it runs
@@ -41,6 +42,7 @@ type ticket struct {
 	branch string
 	seq    uint64
 	ready  chan struct{} // closed when the request may run
+	claim  bool          // the lane of a request id (claimKey), not a branch
 }
 
 func newLanes() *lanes { return &lanes{m: make(map[string]*lane)} }

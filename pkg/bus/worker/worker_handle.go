@@ -24,17 +24,34 @@ var errPanic = errors.New("worker: handler panicked")
 // admit decodes a fetched request and, for a request on a branch, places
 // it in the branch's lane. It runs on the dispatching goroutine, in
 // delivery order.
+//
+// A request without a branch enters a lane of its own id instead (see
+// claimKey): with leases, copies of it delivered to several workers at once
+// (published without a Nats-Msg-Id) then run one at a time, and each copy
+// after the first finds the first one's stored answer.
 func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, *ticket, error) {
 	req, err := w.codec.DecodeRequestJS(msg)
-	if err != nil || req.BranchID == "" || w.lanes == nil {
+	if err != nil || w.lanes == nil {
 		return req, nil, err
 	}
 	seq := uint64(0)
 	if meta, merr := msg.Metadata(); merr == nil {
 		seq = meta.Sequence.Stream
 	}
+	if req.BranchID == "" {
+		if w.lanes.leaser == nil {
+			return req, nil, nil
+		}
+		t := w.lanes.enter(claimKey(req.ID()), seq)
+		t.claim = true
+		return req, t, nil
+	}
 	return req, w.lanes.enter(req.BranchID, seq), nil
 }
+
+// claimKey is the lane, and lease, of the request id of a request without
+// a branch. The dot keeps it apart from every branch id, which has none.
+func claimKey(id string) string { return "_req." + id }
 
 // handle runs one fetched request to its end: answered and acknowledged,
 // terminated, or handed back for redelivery. req and decodeErr are what
@@ -101,8 +118,12 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 			if lerr := w.lanes.hold(hctx, t); lerr != nil {
 				err = lerr
 				if hctx.Err() == nil {
+					what := "branch " + req.BranchID
+					if t.claim {
+						what = "request " + req.ID()
+					}
 					err = &ops.Error{Code: ops.CodeUnavailable, Temporary: true, Err: lerr,
-						Message: fmt.Sprintf("the lease of branch %s could not be taken: %v", req.BranchID, lerr)}
+						Message: fmt.Sprintf("the lease of %s could not be taken: %v", what, lerr)}
 				}
 			}
 		}
@@ -126,7 +147,9 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		acks = &pending.Acks{}
 		rctx := pending.NewContext(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), acks)
 		res, err = w.run(rctx, op)
-		if t != nil {
+		if t != nil && !t.claim {
+			// A claim is kept until the answer is stored (the deferred
+			// leave), so that a copy waiting for it finds the answer.
 			w.lanes.leave(t)
 		}
 	}
