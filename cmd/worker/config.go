@@ -61,6 +61,9 @@ type config struct {
 	// Logs.
 	LogLevel  string
 	LogFormat string
+	// RequestLogLevel is the level of the line logged per answered
+	// request.
+	RequestLogLevel string
 
 	// Demo runs the scripted demo conversation after start-up, and serves
 	// the demo's tools (demoTools) to act.
@@ -154,6 +157,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "trace, debug, info, warn, error or disabled")
+	fs.StringVar(&c.RequestLogLevel, "request-log-level", "info", "level of the one line logged per answered request (id, verb, branch, code, duration): trace, debug, info, warn or disabled")
 	fs.StringVar(&c.LogFormat, "log-format", logFormatAuto, "auto (console on a terminal, else JSON), json or console")
 
 	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving (and serve its tools to act)")
@@ -189,6 +193,11 @@ func (c config) validate() error {
 	}
 	if _, err := protocol.NewSubjects(c.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", c.Prefix, protocol.MaxTokenLength))
+	}
+	switch c.RequestLogLevel {
+	case "trace", "debug", "info", "warn", "disabled":
+	default:
+		errs = append(errs, fmt.Errorf("--request-log-level %q: want trace, debug, info, warn or disabled", c.RequestLogLevel))
 	}
 	if c.NATSURL != "" && c.StoreDir != "" {
 		errs = append(errs, errors.New("--store-dir is for the embedded server and cannot be used with --nats"))

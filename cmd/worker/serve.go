@@ -121,9 +121,10 @@ func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 		},
 		StartupTimeout: cfg.StartupTimeout,
 		Worker: worker.Config{
-			Name:         cfg.Name,
-			MaxInFlight:  cfg.Concurrency,
-			DrainTimeout: cfg.DrainTimeout,
+			Name:            cfg.Name,
+			MaxInFlight:     cfg.Concurrency,
+			DrainTimeout:    cfg.DrainTimeout,
+			RequestLogLevel: cfg.RequestLogLevel,
 		},
 		Logger: log,
 	}

@@ -132,6 +132,11 @@ type Config struct {
 	// DefaultMaxInFlight (64).
 	MaxInFlight int
 
+	// RequestLogLevel is the level of the one log line of each answered
+	// request (id, verb, branch, attempt, code, duration): "trace",
+	// "debug", "info", "warn" or "disabled". Default "info".
+	RequestLogLevel string
+
 	// OnDeadLetter, when set, is called with the reason of every request
 	// the worker records in the dead-letter stream (for metrics).
 	OnDeadLetter func(reason ops.Code)
@@ -238,8 +243,9 @@ type Worker struct {
 	log     zerolog.Logger
 	builder protocol.EventBuilder
 
-	ackWait    time.Duration
-	maxDeliver int
+	ackWait      time.Duration
+	maxDeliver   int
+	requestLevel zerolog.Level
 
 	// consumer is the shared consumer fetched from: res.Workers, until the
 	// fetch loop (its only user once started) obtains it again.
@@ -316,24 +322,32 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
 	}
+	if cfg.RequestLogLevel == "" {
+		cfg.RequestLogLevel = "info"
+	}
+	requestLevel, err := zerolog.ParseLevel(cfg.RequestLogLevel)
+	if err != nil || requestLevel > zerolog.WarnLevel && requestLevel != zerolog.Disabled {
+		return nil, fmt.Errorf("%w: RequestLogLevel %q: want trace, debug, info, warn or disabled", ErrInvalidConfig, cfg.RequestLogLevel)
+	}
 	cfg = cfg.WithIdentity()
 	return &Worker{
-		nc:         nc,
-		js:         js,
-		res:        res,
-		subj:       res.Subjects,
-		codec:      codec,
-		h:          h,
-		cfg:        cfg,
-		log:        cfg.Logger.With().Str("worker", cfg.Name).Logger(),
-		builder:    protocol.EventBuilder{Source: cfg.Source},
-		ackWait:    ackWait,
-		maxDeliver: maxDeliver,
-		consumer:   res.Workers,
-		slots:      make(chan struct{}, cfg.MaxInFlight),
-		cancels:    newCancels(),
-		lanes:      lanesFor(cfg.BranchOrder, js, res, cfg),
-		stopped:    make(chan struct{}),
+		nc:           nc,
+		js:           js,
+		res:          res,
+		subj:         res.Subjects,
+		codec:        codec,
+		h:            h,
+		cfg:          cfg,
+		log:          cfg.Logger.With().Str("worker", cfg.Name).Logger(),
+		builder:      protocol.EventBuilder{Source: cfg.Source},
+		ackWait:      ackWait,
+		maxDeliver:   maxDeliver,
+		requestLevel: requestLevel,
+		consumer:     res.Workers,
+		slots:        make(chan struct{}, cfg.MaxInFlight),
+		cancels:      newCancels(),
+		lanes:        lanesFor(cfg.BranchOrder, js, res, cfg),
+		stopped:      make(chan struct{}),
 	}, nil
 }
 

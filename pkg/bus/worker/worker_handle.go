@@ -75,7 +75,8 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		w.reject(msg, ee, attempt)
 		return
 	}
-	log := w.log.With().Str("request", req.ID()).Str("verb", req.Verb).Int("attempt", attempt).Logger()
+	start := time.Now()
+	log := w.log.With().Str("request", req.ID()).Str("verb", req.Verb).Str("branch", req.BranchID).Int("attempt", attempt).Logger()
 
 	hctx, cancel := context.WithCancelCause(w.hardCtx)
 	defer cancel(nil)
@@ -93,7 +94,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		if w.answerFromStore(msg, req, log) {
 			return
 		}
-		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log, nil)
+		w.finish(msg, req, nil, ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", req.ID()), attempt, log, nil, start)
 		return
 	case alreadyRunning:
 		// Another delivery of the same request (published twice without
@@ -183,7 +184,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		err = &ops.Error{Code: ops.CodeTimeout, Err: err, Message: fmt.Sprintf(
 			"request %s passed its deadline %s", req.ID(), deadline.UTC().Format(time.RFC3339Nano))}
 	}
-	w.finish(msg, req, res, err, attempt, log, acks)
+	w.finish(msg, req, res, err, attempt, log, acks, start)
 }
 
 // deadline returns when work on req must stop: its deadline attribute or
@@ -257,7 +258,10 @@ func (w *Worker) run(ctx context.Context, op ops.Request) (res *ops.Result, err 
 // published; they are awaited while the answer is published, and all of
 // them before the request is acknowledged (a failure is only logged:
 // signals never change an outcome).
-func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Result, err error, attempt int, log zerolog.Logger, acks *pending.Acks) {
+//
+// start is when the request's delivery began; the request log line (see
+// Config.RequestLogLevel) gives the time since.
+func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Result, err error, attempt int, log zerolog.Logger, acks *pending.Acks, start time.Time) {
 	settle := func() {}
 	if acks != nil {
 		stored := make(chan error, 1)
@@ -278,7 +282,8 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		}
 	}
 	var ev *event.Event
-	var dead *deadReason // failed temporarily on every delivery
+	var dead *deadReason    // failed temporarily on every delivery
+	var failure *deadReason // the error answered, if any
 	if err == nil && res != nil && res.Replayed {
 		// Answered from history: a copy of a request that ran before.
 		// The answer stored then is the one answer; send it again.
@@ -306,7 +311,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 			}
 			return
 		}
-		log.Info().Str("code", string(code)).Str("error", message).Msg("request failed")
+		failure = &deadReason{code, message}
 		if temporary {
 			dead = &deadReason{code, fmt.Sprintf("failed on every one of its %d deliveries: %s", attempt, message)}
 		}
@@ -334,8 +339,15 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 	}
 	// The request is acknowledged only once its events are stored.
 	settle()
+	if e := log.WithLevel(w.requestLevel); e.Enabled() {
+		e = e.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
+		if failure != nil {
+			e.Str("code", string(failure.code)).Str("error", failure.message).Msg("request failed")
+		} else {
+			e.Str("code", "ok").Msg("request answered")
+		}
+	}
 	w.ack(msg, log)
-	log.Debug().Str("type", ev.Type()).Msg("answered")
 	if dead != nil {
 		w.deadLetterMsg(msg, req.ID(), dead.code, dead.message, attempt, true, log)
 	}

@@ -1,0 +1,113 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the worker's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines(msg string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Every answered request gets one line at the configured level, with its
+// id, verb, branch, code and duration.
+func TestWorker_logs_one_line_per_answered_request(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		level     string
+		logAt     zerolog.Level
+		wantLines int
+	}{
+		{"", zerolog.InfoLevel, 2}, // default info
+		{"debug", zerolog.InfoLevel, 0},
+		{"warn", zerolog.InfoLevel, 2},
+		{"disabled", zerolog.TraceLevel, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level, func(t *testing.T) {
+			t.Parallel()
+			b := bustest.New(t, provision.Config{})
+			var buf lockedBuffer
+			h := worker.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+				if req.Verb == "op.bad" {
+					return nil, ops.Errorf(ops.CodeInvalidRequest, "no good")
+				}
+				return &ops.Result{BranchID: req.BranchID}, nil
+			})
+			b.StartWorker(t, nil, h, nil, worker.Config{
+				Logger:          zerolog.New(&buf).Level(tt.logAt),
+				RequestLogLevel: tt.level,
+			})
+			ok := b.Do(t, "op.good", "", nil)
+			bad := b.Do(t, "op.bad", "", nil)
+			// The line is written before the request is acknowledged.
+			bustest.WaitFor(t, 10*time.Second, "both requests acknowledged", func() bool {
+				info, err := b.Res.Workers.Info(bustest.Ctx(t))
+				return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+			})
+			answered, failed := buf.lines("request answered"), buf.lines("request failed")
+			if got := len(answered) + len(failed); got != tt.wantLines {
+				t.Fatalf("%d request lines, want %d", got, tt.wantLines)
+			}
+			if tt.wantLines == 0 {
+				return
+			}
+			a, f := answered[0], failed[0]
+			if a["request"] != ok.Event.Extensions()["requestid"] || a["verb"] != "op.good" || a["code"] != "ok" || a["duration_ms"] == nil || a["level"] != levelName(tt.level) {
+				t.Errorf("answered line %v", a)
+			}
+			if f["request"] != bad.Event.Extensions()["requestid"] || f["code"] != "invalid_request" || f["error"] != "no good" {
+				t.Errorf("failed line %v", f)
+			}
+		})
+	}
+}
+
+func levelName(l string) string {
+	if l == "" {
+		return "info"
+	}
+	return l
+}
+
+func TestWorker_rejects_bad_request_log_level(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{})
+	codec := b.Codec
+	if _, err := worker.New(b.NC, b.Res, codec, echoHandler(), worker.Config{RequestLogLevel: "error"}); err == nil {
+		t.Fatal("RequestLogLevel error accepted (a request is not an error)")
+	}
+}
