@@ -70,6 +70,7 @@ func TestRun_metrics_and_health(t *testing.T) {
 		`lionbus_requests_total{code="branch_not_found",verb="communicate"} 1`,
 		`lionbus_requests_total{code="ok",verb="branch.create"} 1`,
 		`lionbus_request_duration_seconds_count{verb="communicate"} 4`,
+		`lionbus_model_call_duration_seconds_count{outcome="ok",provider="scripted"} 3`,
 		`lionbus_requests_in_flight 0`,
 		`lionbus_store_append_conflicts_total 0`,
 		`lionbus_store_rebuilds_total`,

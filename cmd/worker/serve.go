@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
@@ -25,7 +27,21 @@ const (
 
 // serve runs the worker until ctx ends, then drains it.
 func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer) error {
-	svc, err := start(ctx, cfg, log)
+	tracer, stopTracing, err := tracing.FromEnv(ctx, "lionbus-worker")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn().Err(err).Msg("flush traces")
+		}
+	}()
+	if tracer != nil {
+		log.Info().Msg("tracing: exporting spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_* set)")
+	}
+	svc, err := start(ctx, cfg, log, tracer)
 	if err != nil {
 		return err
 	}
@@ -61,7 +77,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 
 // start brings up (or joins) NATS, provisions the streams and buckets, and
 // starts a worker, all through bus.Start.
-func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, error) {
+func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tracer) (*bus.Service, error) {
 	if cfg.NATSURL == "" {
 		if err := portFree(cfg.Host, cfg.Port); err != nil {
 			return nil, err
@@ -76,6 +92,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		return nil, err
 	}
 	bc.Providers = providers
+	bc.Tracer = tracer
 	if cfg.Demo {
 		bc.Tools = demoTools() // the demo's act step calls them
 	}
@@ -87,6 +104,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		bc.Handler = obs.handler
 		bc.Store.Observer = obs.store
 		bc.Worker.OnDeadLetter = obs.metrics.DeadLettered
+		bc.Observer = obs.metrics
 	}
 	svc, err := bus.Start(ctx, bc)
 	if err == nil && obs != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
@@ -18,6 +19,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
+	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
@@ -101,6 +103,16 @@ type Config struct {
 	// Middles are the operate middles beyond the built-in ones (see
 	// [ops.Middles]). Nil means the built-in ones only.
 	Middles *ops.Middles
+
+	// Observer is told about every model and tool call (metrics); see
+	// ops.Config.Observer.
+	Observer ops.Observer
+
+	// Tracer, when set, makes OpenTelemetry spans of every request, model
+	// call, tool call and store operation (see package tracing); nil
+	// means no tracing. It is also the worker's Config.Tracer unless that
+	// is set.
+	Tracer trace.Tracer
 
 	// Tools runs the tool calls of act (see [ops.Config]); nil means no
 	// tools, so every call is answered as an unknown tool.
@@ -283,8 +295,18 @@ func (s *Service) build(cfg Config) error {
 		return err
 	}
 	engineLog := s.log.With().Str("component", "ops").Logger()
+	var st ops.Store = s.store
+	observer := cfg.Observer
+	if cfg.Tracer != nil {
+		st = tracing.Store(st, cfg.Tracer)
+		observer = ops.Observers(tracing.Observer{Tracer: cfg.Tracer}, observer)
+		if wcfg.Tracer == nil {
+			wcfg.Tracer = cfg.Tracer
+		}
+	}
 	s.engine, err = ops.NewEngine(ops.Config{
-		Store:      s.store,
+		Store:      st,
+		Observer:   observer,
 		Providers:  providers,
 		Operations: cfg.Operations,
 		Middles:    cfg.Middles,

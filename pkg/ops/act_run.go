@@ -139,7 +139,15 @@ func (r *actRun) call(ctx context.Context, c *actCall) {
 	r.emit(ctx, Signal{Type: SignalToolPre, Tool: hook})
 
 	t0 := e.clock()
-	out, err := e.tools.invoker.Invoke(ctx, inv)
+	ictx := ctx
+	var observed func(ToolOutcome, error)
+	if e.observer != nil {
+		ictx, observed = e.observer.ToolCall(ctx, inv)
+	}
+	out, err := e.tools.invoker.Invoke(ictx, inv)
+	if observed != nil {
+		observed(out, err)
+	}
 	done := *hook
 	done.DurationMS = e.clock().Sub(t0).Milliseconds()
 	var output any

@@ -167,7 +167,14 @@ func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model Mod
 		Model: model, Messages: msgs, Instruction: instruction,
 		BranchID: b.ID, RequestID: req.ID, Index: b.ModelCalls + calls, Attempt: attempt,
 	}
+	var observed func(*Completion, error)
+	if e.observer != nil {
+		ctx, observed = e.observer.ModelCall(ctx, call)
+	}
 	comp, err := prov.Complete(ctx, call)
+	if observed != nil {
+		observed(comp, err)
+	}
 	if err != nil {
 		var pe *ProviderError
 		if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

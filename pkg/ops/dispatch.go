@@ -33,6 +33,9 @@ type Config struct {
 	// the built-in ones; nil means an empty registry, reachable through
 	// [Engine.Middles].
 	Middles *Middles
+	// Observer is told about every model and tool call (metrics, traces);
+	// nil means none. Join several with [Observers].
+	Observer Observer
 	// Operations holds the named operations served as "op.NAME"; nil means
 	// an empty registry, reachable through [Engine.Operations].
 	Operations *Operations
@@ -63,6 +66,7 @@ type Engine struct {
 	providers  *Providers
 	log        zerolog.Logger
 	clock      func() time.Time
+	observer   Observer
 	signals    Signals
 	sleep      func(context.Context, time.Duration) error
 	verbs      map[string]verbFunc
@@ -90,6 +94,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		providers:  cfg.Providers,
 		log:        zerolog.Nop(),
 		clock:      cfg.Clock,
+		observer:   cfg.Observer,
 		signals:    cfg.Signals,
 		sleep:      cfg.Sleep,
 		operations: cfg.Operations,

@@ -10,13 +10,21 @@
 //   - requests_in_flight: requests running now;
 //   - redeliveries_total{verb}: runs of a request on a delivery after its
 //     first;
+//   - model_call_duration_seconds{provider,outcome}: model calls, outcome
+//     "ok" or "error" ([Metrics.ModelCall], an ops.Observer);
+//   - model_tokens_total{provider,direction}: tokens the providers
+//     reported, direction "input" or "output";
+//   - tool_call_duration_seconds{tool,outcome}: tool invocations, outcome
+//     "ok", "tool_error" (the tool answered an error), "timeout",
+//     "no_service" or "error";
 //   - dead_letters_total{reason}: requests this worker recorded in the
 //     dead-letter stream, by error code ([Metrics.DeadLettered]);
 //   - store_append_conflicts_total, store_snapshots_total,
 //     store_snapshot_bytes, store_rebuilds_total: see [Store].
 //
 // Verbs are the served ones and "op" for every named operation, so the
-// label's values are bounded.
+// label's values are bounded; providers are the registered ones, and tools
+// those of the registry.
 package metrics
 
 import (
@@ -39,6 +47,9 @@ type Metrics struct {
 	inFlight   prometheus.Gauge
 	redelivery *prometheus.CounterVec
 	dead       *prometheus.CounterVec
+	modelCalls *prometheus.HistogramVec
+	tokens     *prometheus.CounterVec
+	toolCalls  *prometheus.HistogramVec
 }
 
 // New creates the collectors and registers them with reg.
@@ -66,7 +77,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Requests recorded in the dead-letter stream, by error code.",
 		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.redelivery, m.dead} {
+	m.modelCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "lionbus", Name: "model_call_duration_seconds",
+		Help:    "Time model calls took, by provider and outcome (ok or error).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+	}, []string{"provider", "outcome"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "lionbus", Name: "model_tokens_total",
+		Help: "Tokens reported by model providers, by provider and direction (input or output).",
+	}, []string{"provider", "direction"})
+	m.toolCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "lionbus", Name: "tool_call_duration_seconds",
+		Help:    "Time tool invocations took, by tool and outcome (ok, tool_error, timeout, no_service, error).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"tool", "outcome"})
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.redelivery, m.dead, m.modelCalls, m.tokens, m.toolCalls} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -94,6 +119,41 @@ func (m *Metrics) Handler(h worker.Handler) worker.Handler {
 // DeadLettered counts a dead letter; it is a worker.Config.OnDeadLetter.
 // Codes are a fixed set, so the label's values are bounded.
 func (m *Metrics) DeadLettered(reason ops.Code) { m.dead.WithLabelValues(string(reason)).Inc() }
+
+// ModelCall times a model call and counts its tokens (ops.Observer).
+func (m *Metrics) ModelCall(ctx context.Context, call ops.Call) (context.Context, func(*ops.Completion, error)) {
+	start := time.Now()
+	return ctx, func(c *ops.Completion, err error) {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		m.modelCalls.WithLabelValues(call.Model.Provider, outcome).Observe(time.Since(start).Seconds())
+		if c != nil && c.Usage != nil {
+			m.tokens.WithLabelValues(call.Model.Provider, "input").Add(float64(max(c.Usage.InputTokens, 0)))
+			m.tokens.WithLabelValues(call.Model.Provider, "output").Add(float64(max(c.Usage.OutputTokens, 0)))
+		}
+	}
+}
+
+// ToolCall times a tool invocation by its outcome (ops.Observer).
+func (m *Metrics) ToolCall(ctx context.Context, call ops.ToolInvocation) (context.Context, func(ops.ToolOutcome, error)) {
+	start := time.Now()
+	return ctx, func(out ops.ToolOutcome, err error) {
+		outcome := "ok"
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			outcome = "timeout"
+		case errors.Is(err, ops.ErrNoTool):
+			outcome = "no_service"
+		case err != nil:
+			outcome = "error"
+		case out.Error != nil:
+			outcome = "tool_error"
+		}
+		m.toolCalls.WithLabelValues(call.Function, outcome).Observe(time.Since(start).Seconds())
+	}
+}
 
 // verbLabel bounds the verb label: every named operation is "op".
 func verbLabel(verb string) string {

@@ -43,6 +43,18 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 	}
 	m.DeadLettered(ops.CodeUnavailable)
 	m.DeadLettered(ops.CodeUnavailable)
+	call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "m"}}
+	_, done := m.ModelCall(context.Background(), call)
+	done(&ops.Completion{Usage: &ops.Usage{InputTokens: 7, OutputTokens: 3}}, nil)
+	_, done = m.ModelCall(context.Background(), call)
+	done(nil, errors.New("overloaded"))
+	for _, tc := range []struct {
+		out ops.ToolOutcome
+		err error
+	}{{ops.ToolOutcome{Output: 1}, nil}, {ops.ToolOutcome{Error: &ops.ToolError{Code: "bad"}}, nil}, {ops.ToolOutcome{}, context.DeadlineExceeded}, {ops.ToolOutcome{}, ops.ErrNoTool}} {
+		_, done := m.ToolCall(context.Background(), ops.ToolInvocation{Function: "add"})
+		done(tc.out, tc.err)
+	}
 	tests := []struct {
 		metric string
 		got    float64
@@ -54,6 +66,14 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 		{"a plain error counts as internal", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "internal"})), 1},
 		{"redeliveries", testutil.ToFloat64(mustCounter(t, reg, "lionbus_redeliveries_total", map[string]string{"verb": "communicate"})), 1},
 		{"dead letters", testutil.ToFloat64(mustCounter(t, reg, "lionbus_dead_letters_total", map[string]string{"reason": "unavailable"})), 2},
+		{"input tokens", testutil.ToFloat64(mustCounter(t, reg, "lionbus_model_tokens_total", map[string]string{"provider": "openai", "direction": "input"})), 7},
+		{"output tokens", testutil.ToFloat64(mustCounter(t, reg, "lionbus_model_tokens_total", map[string]string{"provider": "openai", "direction": "output"})), 3},
+		{"model calls ok", histCount(t, reg, "lionbus_model_call_duration_seconds", map[string]string{"provider": "openai", "outcome": "ok"}), 1},
+		{"model calls failed", histCount(t, reg, "lionbus_model_call_duration_seconds", map[string]string{"provider": "openai", "outcome": "error"}), 1},
+		{"tool ok", histCount(t, reg, "lionbus_tool_call_duration_seconds", map[string]string{"tool": "add", "outcome": "ok"}), 1},
+		{"tool error", histCount(t, reg, "lionbus_tool_call_duration_seconds", map[string]string{"tool": "add", "outcome": "tool_error"}), 1},
+		{"tool timeout", histCount(t, reg, "lionbus_tool_call_duration_seconds", map[string]string{"tool": "add", "outcome": "timeout"}), 1},
+		{"tool absent", histCount(t, reg, "lionbus_tool_call_duration_seconds", map[string]string{"tool": "add", "outcome": "no_service"}), 1},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -115,4 +135,28 @@ func TestMux_health_and_readiness(t *testing.T) {
 	if code, _ := get("/metrics"); code != http.StatusOK {
 		t.Fatalf("/metrics %d", code)
 	}
+}
+
+// histCount is the sample count of the histogram of name with labels.
+func histCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue next
+				}
+			}
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lionbus/lionbus/pkg/bus/internal/retry"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
@@ -131,6 +132,12 @@ type Config struct {
 	// counting those waiting for their branch's turn. Default
 	// DefaultMaxInFlight (64).
 	MaxInFlight int
+
+	// Tracer, when set, makes a span of every request run (see package
+	// tracing), parented on its traceparent; the events and tool calls it
+	// causes carry the span's traceparent. Nil: no spans, and the
+	// request's own traceparent is passed on.
+	Tracer trace.Tracer
 
 	// RequestLogLevel is the level of the one log line of each answered
 	// request (id, verb, branch, attempt, code, duration): "trace",

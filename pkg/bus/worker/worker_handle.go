@@ -14,6 +14,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/internal/pending"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
@@ -146,8 +147,18 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		op.Attempt = attempt
 		op.LastAttempt = w.lastDelivery(attempt)
 		acks = &pending.Acks{}
-		rctx := pending.NewContext(protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState), acks)
-		res, err = w.run(rctx, op)
+		tctx := protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState)
+		endSpan := func(string) {}
+		if w.cfg.Tracer != nil {
+			tctx, endSpan = tracing.StartRequest(hctx, w.cfg.Tracer, op, req.TraceParent, req.TraceState)
+		}
+		res, err = w.run(pending.NewContext(tctx, acks), op)
+		code := "ok"
+		if err != nil {
+			c, _, _ := protocol.ErrorCode(err)
+			code = string(c)
+		}
+		endSpan(code)
 		if t != nil && !t.claim {
 			// A claim is kept until the answer is stored (the deferred
 			// leave), so that a copy waiting for it finds the answer.
