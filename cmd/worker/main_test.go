@@ -92,20 +92,20 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 		"→ Hello! I am a scripted model, answering over NATS JetStream.",
 		`→ {"city":"Paris","country":"France","population_millions":2.1}`,
 		"→ You're welcome. Goodbye!",
-		`to_celsius {"fahrenheit":68} → {"celsius":20}`,
-		`word_count {"text":"lionbus runs tools over NATS"} → 5`,
+		`calculate {"a":6,"b":7,"op":"mul"} → 42`,
+		`note_put {"key":"motto","text":"lionbus runs tools over NATS"} → {"key":"motto","words":5}`,
 		`delete_branch {"branch_id":"demo"} → denied: tool "delete_branch" is not allowed on this branch`,
 		"operate         Convert 212 °F to Celsius",
 		"response_format: {summary: string}, actions: true",
-		`→ {"action_requests":[{"arguments":{"fahrenheit":212},"function":"to_celsius"},{"arguments":{"text":"LLM operations over NATS JetStream"},"function":"word_count"}],"action_required":true,"summary":"Asking the tools for the conversion and the word count."}`,
+		`→ {"action_requests":[{"arguments":{"fahrenheit":212},"function":"to_celsius"},{"arguments":{"key":"motto"},"function":"note_get"}],"action_required":true,"summary":"Asking the tools for the conversion and the saved note."}`,
 		"    action_responses:\n" +
 			`      to_celsius {"fahrenheit":212} → {"celsius":100}` + "\n" +
-			`      word_count {"text":"LLM operations over NATS JetStream"} → 5`,
+			`      note_get {"key":"motto"} → {"key":"motto","text":"lionbus runs tools over NATS"}`,
 		"branch.history  7 events on lion.history.demo",
 		"system     You are a concise assistant in the lionbus demo.",
 		"user       Which city is the capital of France, and how many people live there?",
 		"assistant  You're welcome. Goodbye!",
-		"action     to_celsius → {\"celsius\":20}",
+		"action     calculate → 42",
 		"action     to_celsius → {\"celsius\":100}",
 		// Each communicate emits run_start, one message_added per recorded
 		// message (the instruction and the reply) and run_end; the act

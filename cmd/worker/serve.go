@@ -38,6 +38,12 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	fmt.Fprintf(stdout, "lionbus worker %q serving prefix %q on %s at %s\n", cfg.Name, cfg.Prefix, where, url)
 
 	if cfg.Demo {
+		stopTools, err := startDemoTools(ctx, svc, cfg.Prefix, log)
+		if err != nil {
+			_ = stop(svc, cfg.DrainTimeout, log)
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer stopTools()
 		if err := runDemo(ctx, svc.Conn(), svc.Resources().Subjects, cfg.StoreDir != "" || cfg.NATSURL != "", stdout); err != nil {
 			if ctx.Err() == nil {
 				_ = stop(svc, cfg.DrainTimeout, log)
@@ -72,8 +78,12 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		return nil, err
 	}
 	bc.Providers = providers
-	if cfg.Demo {
-		bc.Tools = demoTools() // the demo's act step calls them
+	// Tools are the registry's, called over NATS (--demo serves two example
+	// tool services beside the worker).
+	wt := newWorkerTools(cfg)
+	bc.Tools = wt
+	if wt.governed() {
+		bc.Authorizer = wt
 	}
 	var obs *observability
 	if cfg.MetricsAddr != "" {
@@ -84,6 +94,12 @@ func start(ctx context.Context, cfg config, log zerolog.Logger) (*bus.Service, e
 		bc.Store.Observer = obs.store
 	}
 	svc, err := bus.Start(ctx, bc)
+	if err == nil {
+		if err = wt.attach(ctx, svc, log); err != nil {
+			svc.Close()
+			return nil, fmt.Errorf("tool registry: %w", err)
+		}
+	}
 	if err == nil && obs != nil {
 		if err = obs.serve(cfg.MetricsAddr, svc, log); err != nil {
 			svc.Close()
