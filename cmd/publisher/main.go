@@ -35,6 +35,7 @@ Sends one request to lionbus workers over NATS and prints the answer.
 Commands:
 %s  result ID                  print the stored answer of request ID (--wait to wait for it)
   cancel ID                  ask the workers to cancel request ID (it is answered "canceled")
+  tools list|show|call       the tool registry; call a tool directly (publisher tools --help)
   lndl ...                   LNDL tools (publisher lndl --help)
 
 Exit codes:
@@ -103,6 +104,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runResult(ctx, o, given, rest[1:], stdout, stderr)
 	case "cancel":
 		return runCancel(ctx, o, given, rest[1:], stdout, stderr)
+	case "tools":
+		return runTools(ctx, o, given, rest[1:], stdin, stdout, stderr)
 	}
 	if rest[0] == "lndl" {
 		return runLNDL(ctx, rest[1:], stdin, stdout, stderr)
