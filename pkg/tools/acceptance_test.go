@@ -184,7 +184,7 @@ func recordedErrors(t *testing.T, b *bustest.Bus, branch string) map[string]stri
 // operate, with a tool written without the SDK, a hanging tool and a
 // registered tool whose service is gone: the raw tool answers, the hanging
 // one is a timeout value within its deadline, the absent one a no-service
-// value; the operation completes and records all three.
+// value; the operation completes and records all three (0022-D4-08).
 func TestAcceptance_operate_calls_registry_tools_over_NATS(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})

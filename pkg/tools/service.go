@@ -131,7 +131,8 @@ type Service struct {
 
 	ctx     context.Context // ends on a hard stop
 	cancel  context.CancelFunc
-	running sync.WaitGroup
+	gate    sync.Mutex     // orders running.Add after a stop check before Stop's Wait
+	running sync.WaitGroup // the invocations being answered
 	stopped atomic.Bool
 	done    chan struct{}
 	hbStop  chan struct{}
@@ -332,7 +333,10 @@ func (s *Service) abort() {
 // another replica of the service still answers. It returns ErrStopped when
 // called again.
 func (s *Service) Stop(ctx context.Context) error {
-	if !s.stopped.CompareAndSwap(false, true) {
+	s.gate.Lock()
+	first := s.stopped.CompareAndSwap(false, true)
+	s.gate.Unlock()
+	if !first {
 		return ErrStopped
 	}
 	defer close(s.done)
@@ -394,11 +398,14 @@ func (s *Service) Info() micro.Info { return s.svc.Info() }
 
 // receive handles one message on a tool's subject, in its own goroutine.
 func (s *Service) receive(t *tool, r micro.Request) {
+	s.gate.Lock()
 	if s.stopped.Load() {
+		s.gate.Unlock()
 		s.respond(r, "", ops.ToolOutcome{Error: Errorf(CodeBusy, "tool service %s is stopping", s.cfg.Name)})
 		return
 	}
 	s.running.Add(1)
+	s.gate.Unlock()
 	go func() {
 		defer s.running.Done()
 		s.serve(t, r)
