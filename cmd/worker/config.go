@@ -70,6 +70,7 @@ type config struct {
 	// Tools: the default bound of a tool call, the tools no branch may
 	// call, and the remote approver (<prefix>.approve.<tool>).
 	ToolTimeout     time.Duration
+	ToolTimeouts    string // name=duration,...
 	ToolsDeny       string
 	ToolsApprove    bool
 	ApprovalTimeout time.Duration
@@ -167,6 +168,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving (and serve the example tool services, calculator and notes)")
 
 	fs.DurationVar(&c.ToolTimeout, "tool-timeout", tools.DefaultInvokeTimeout, "default bound of a tool call (never past the request's own deadline)")
+	fs.StringVar(&c.ToolTimeouts, "tool-timeouts", "", "per-tool bounds replacing --tool-timeout, e.g. refund=1m,calculate=2s")
 	fs.StringVar(&c.ToolsDeny, "tools-deny", "", "comma-separated tools no branch may call (denied calls are recorded as error values)")
 	fs.BoolVar(&c.ToolsApprove, "tools-approve", false, "ask a remote approver about every tool call, by request/reply on <prefix>.approve.<tool>; no answer in time denies")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", tools.DefaultApprovalTimeout, "how long to wait for the approver (with --tools-approve)")
@@ -205,6 +207,9 @@ func (c config) validate() error {
 	}
 	if c.ToolTimeout <= 0 || c.ApprovalTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--tool-timeout and --approval-timeout must be positive, got %s and %s", c.ToolTimeout, c.ApprovalTimeout))
+	}
+	if _, err := parseToolTimeouts(c.ToolTimeouts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.NATSURL != "" && c.StoreDir != "" {
 		errs = append(errs, errors.New("--store-dir is for the embedded server and cannot be used with --nats"))

@@ -302,6 +302,8 @@ From another terminal, with the NATS CLI (go install github.com/nats-io/natscli/
 or with the publisher:
 
   go run ./cmd/publisher --nats %[1]s communicate --branch %[4]s --instruction "Hi" --chat-model scripted:echo
+  go run ./cmd/publisher --nats %[1]s tools list       # the example tool services' tools
+  go run ./cmd/publisher --nats %[1]s tools call calculate --args '{"op": "add", "a": 2, "b": 3}'
 
 Ctrl-C to stop.
 `, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch, subj.Events(demoBranch, ">"))

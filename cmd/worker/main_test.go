@@ -329,6 +329,8 @@ func TestRun_exit_codes(t *testing.T) {
 		{"half TLS", []string{"--tls-cert", "c.pem"}, exitUsage, "--tls-cert and --tls-key go together"},
 		{"bad log level", []string{"--log-level", "loud"}, exitUsage, `invalid --log-level "loud"`},
 		{"bad log format", []string{"--log-format", "xml"}, exitUsage, `invalid --log-format "xml"`},
+		{"zero tool timeout", []string{"--tool-timeout", "0s"}, exitUsage, "--tool-timeout and --approval-timeout must be positive"},
+		{"bad tool timeouts", []string{"--tool-timeouts", "refund"}, exitUsage, `--tool-timeouts: "refund" is not tool=duration`},
 		{"port taken", []string{"--port", takenPort(t), "--log-level", "disabled"}, exitFailure, "embedded NATS cannot listen on 127.0.0.1:"},
 		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: client: connect to nats://127.0.0.1:1"},
 	}

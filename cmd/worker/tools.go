@@ -46,8 +46,12 @@ func (w *workerTools) attach(ctx context.Context, svc *bus.Service, log zerolog.
 	if err != nil {
 		return err
 	}
+	timeouts, err := parseToolTimeouts(w.cfg.ToolTimeouts)
+	if err != nil {
+		return err
+	}
 	inv, err := tools.NewInvoker(svc.Conn(), tools.InvokerConfig{
-		Registry: reg, Prefix: w.cfg.Prefix, Timeout: w.cfg.ToolTimeout, Source: "/lionbus/worker/" + w.cfg.Name,
+		Registry: reg, Prefix: w.cfg.Prefix, Timeout: w.cfg.ToolTimeout, Timeouts: timeouts, Source: "/lionbus/worker/" + w.cfg.Name,
 	})
 	if err != nil {
 		return err
@@ -93,6 +97,21 @@ func (w *workerTools) Authorize(ctx context.Context, call ops.ToolInvocation) (o
 		return ops.Decision{}, err
 	}
 	return w.policy.Authorize(ctx, call)
+}
+
+// parseToolTimeouts parses --tool-timeouts: name=duration pairs, comma
+// separated, each duration positive.
+func parseToolTimeouts(s string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, item := range splitList(s) {
+		name, d, ok := strings.Cut(item, "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || !ops.ValidID(name) || err != nil || dur <= 0 {
+			return nil, fmt.Errorf("--tool-timeouts: %q is not tool=duration (e.g. refund=1m)", item)
+		}
+		out[name] = dur
+	}
+	return out, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
