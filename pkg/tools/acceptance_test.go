@@ -33,6 +33,13 @@ import (
 // the registry, gated by auth (nil: no gate beyond the branch's tools).
 func startWorker(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, auth ops.Authorizer) {
 	t.Helper()
+	startWorkerWith(t, b, icfg, auth, nil)
+}
+
+// startWorkerWith is startWorker with model providers (nil: the scripted
+// one).
+func startWorkerWith(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, auth ops.Authorizer, providers *ops.Providers) {
+	t.Helper()
 	nc, js := bustest.Connect(t, b.Srv)
 	reg, err := tools.OpenRegistry(bustest.Ctx(t), js, "", nil)
 	if err != nil {
@@ -52,6 +59,7 @@ func startWorker(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, auth op
 		Logger:     bustest.Logger(t),
 		Tools:      inv,
 		Authorizer: auth,
+		Providers:  providers,
 	})
 	if err != nil {
 		t.Fatal(err)
