@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
@@ -325,6 +326,55 @@ func TestServe_rejects_bad_configs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := tools.Serve(bustest.Ctx(t), b.nc, tt.cfg); !errors.Is(err, tools.ErrInvalidConfig) {
 				t.Fatalf("Serve = %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+// The deadline an invocation carries is the earliest of the tool's
+// default, the per-call override and the request's own deadline.
+func TestInvoker_deadline_is_the_earliest_bound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	got := make(chan time.Time, 1)
+	if _, err := b.nc.Subscribe("lion.tool.probe", func(m *nats.Msg) {
+		var ev struct {
+			Data ops.ToolInvocation `json:"data"`
+		}
+		_ = json.Unmarshal(m.Data, &ev)
+		got <- ev.Data.Deadline
+		_ = m.Respond([]byte(`{"specversion":"1.0","id":"1","source":"/t","type":"lionbus.tool.result","data":{"output":1}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := tools.NewInvoker(b.conn(t), tools.InvokerConfig{Timeout: time.Minute, Timeouts: map[string]time.Duration{"probe": 30 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want time.Duration
+	}{
+		{"the tool's default", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, 30 * time.Second},
+		{"a per-call override", func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(tools.WithCallTimeout(context.Background(), 10*time.Second))
+		}, 10 * time.Second},
+		{"the request's deadline first", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(tools.WithCallTimeout(context.Background(), 10*time.Second), 5*time.Second)
+		}, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			t0 := time.Now()
+			if _, err := inv.Invoke(ctx, call("probe", nil, "d/0")); err != nil {
+				t.Fatal(err)
+			}
+			dl := waitChan(t, got, 5*time.Second, "the invocation")
+			if d := dl.Sub(t0); d < tt.want-time.Second || d > tt.want+time.Second {
+				t.Fatalf("deadline %s after the call, want about %s", d, tt.want)
 			}
 		})
 	}
