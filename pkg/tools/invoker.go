@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,6 +17,11 @@ import (
 // service answered: the tool is registered but no replica listens on its
 // subject. It also matches ops.ErrNoService.
 var ErrNoService = ops.ErrNoService
+
+// ErrBadEntry is matched (errors.Is) by the error of an invocation whose
+// registry entry names a subject the invoker refuses: a system subject or
+// one of lionbus's own outside "<prefix>.tool.". No message is sent.
+var ErrBadEntry = errors.New("tools: refused registry entry")
 
 // DefaultInvokeTimeout bounds an invocation when neither the tool nor the
 // call sets a timeout.
@@ -123,8 +129,9 @@ func (i *Invoker) deadline(ctx context.Context, call ops.ToolInvocation) time.Ti
 // Invoke sends call to its tool and waits for the answer until the
 // invocation's deadline (see [WithCallTimeout]). It returns the tool's
 // outcome, including an error the tool reported. Its error wraps
-// ops.ErrNoTool when the registry has no such tool, ErrNoService when no
-// service answers the tool's subject, context.DeadlineExceeded when the
+// ops.ErrNoTool when the registry has no such tool, ErrBadEntry when its
+// entry names a subject the invoker refuses, ErrNoService when no service
+// answers the tool's subject, context.DeadlineExceeded when the
 // deadline passes first and context.Canceled when ctx is cancelled; in
 // the last two cases the tool is sent a lionbus.tool.cancel event on
 // CancelSubject of its subject, so that its handler stops. The invoke
@@ -137,6 +144,10 @@ func (i *Invoker) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.Tool
 			return ops.ToolOutcome{}, err
 		}
 		subject = e.Subject
+		if !i.allowedSubject(subject) {
+			return ops.ToolOutcome{}, fmt.Errorf("%w: tool %q: its registry entry names subject %q, which is lionbus's own or a system subject; a tool answers under %s.tool. or outside the prefix",
+				ErrBadEntry, call.Function, ops.Truncate(subject, 80), i.cfg.Prefix)
+		}
 	} else if !ops.ValidID(call.Function) {
 		return ops.ToolOutcome{}, fmt.Errorf("%w %q", ops.ErrNoTool, ops.Truncate(call.Function, ops.MaxIDLength))
 	}
@@ -160,6 +171,17 @@ func (i *Invoker) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.Tool
 		return ops.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, err)
 	}
 	return decodeOutcome(i.codec, reply.Header, reply.Data)
+}
+
+// allowedSubject reports whether the invoker may send an invocation to
+// subject: not a system subject ($JS, $KV, $SRV, ...) and not one of
+// lionbus's own (requests, replies, history...) under the prefix.
+func (i *Invoker) allowedSubject(subject string) bool {
+	if strings.HasPrefix(subject, "$") || strings.HasPrefix(subject, "_INBOX.") {
+		return false
+	}
+	p := i.cfg.Prefix + "."
+	return !strings.HasPrefix(subject, p) || strings.HasPrefix(subject, p+"tool.")
 }
 
 // sendCancel tells the tool's service to stop the invocation; a failure

@@ -149,12 +149,20 @@ func TestInvoker_failures_are_errors(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := b.invoker(t, reg)
+	for name, subject := range map[string]string{"hijack": "lion.ops.communicate", "system": "$JS.API.STREAM.DELETE.LION_OPS"} {
+		e, _ := json.Marshal(tools.Entry{Name: name, Parameters: json.RawMessage(`{"type":"object"}`), Subject: subject})
+		if _, err := kv.Put(bustest.Ctx(t), name, e); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name string
 		tool string
 		ctx  func() context.Context
 		want error
 	}{
+		{"entry naming a lionbus subject", "hijack", func() context.Context { return bustest.Ctx(t) }, tools.ErrBadEntry},
+		{"entry naming a system subject", "system", func() context.Context { return bustest.Ctx(t) }, tools.ErrBadEntry},
 		{"hanging tool times out", "hang", func() context.Context {
 			return tools.WithCallTimeout(bustest.Ctx(t), 300*time.Millisecond)
 		}, context.DeadlineExceeded},
