@@ -40,6 +40,13 @@ func startWorker(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, auth op
 // one).
 func startWorkerWith(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, auth ops.Authorizer, providers *ops.Providers) {
 	t.Helper()
+	startWorkerCtx(t, b, nil, icfg, auth, providers)
+}
+
+// startWorkerCtx is startWorkerWith under wctx (nil: none): cancelling it
+// kills the worker, leaving its requests unacknowledged.
+func startWorkerCtx(t *testing.T, b *bustest.Bus, wctx context.Context, icfg tools.InvokerConfig, auth ops.Authorizer, providers *ops.Providers) {
+	t.Helper()
 	nc, js := bustest.Connect(t, b.Srv)
 	reg, err := tools.OpenRegistry(bustest.Ctx(t), js, "", nil)
 	if err != nil {
@@ -60,6 +67,8 @@ func startWorkerWith(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, aut
 		Tools:      inv,
 		Authorizer: auth,
 		Providers:  providers,
+
+		WorkerContext: wctx,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +448,7 @@ func TestAcceptance_redelivery_does_not_run_the_tool_again(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
 	var runs atomic.Int64
-	serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
+	billing := serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
 		Handler: func(context.Context, map[string]any) (any, error) {
 			return map[string]any{"refund_id": "rf-" + time.Now().Format(time.RFC3339Nano), "run": runs.Add(1)}, nil
 		}}}})
@@ -492,5 +501,59 @@ func TestAcceptance_redelivery_does_not_run_the_tool_again(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("the tool ran %d times, want 1", runs.Load())
+	}
+	// Both workers invoked it: B's invocation was answered from the
+	// results bucket.
+	if st := billing.Stats(); len(st.Endpoints) != 1 || st.Endpoints[0].NumRequests != 2 {
+		t.Fatalf("the service received %+v, want 2 invocations", st.Endpoints)
+	}
+}
+
+// The same through JetStream: worker A is killed right after the tool ran
+// and answered, before it acknowledged the request; the request is
+// delivered again to worker B, whose call (same idempotency key) is
+// answered the first result, and the handler ran once.
+func TestAcceptance_killed_worker_redelivery_does_not_run_the_tool_again(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{AckWait: time.Second})
+	var runs atomic.Int64
+	killA := make(chan struct{})
+	var once sync.Once
+	actx, kill := context.WithCancel(context.Background())
+	defer kill()
+	billing := serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
+		Handler: func(context.Context, map[string]any) (any, error) {
+			n := runs.Add(1)
+			once.Do(func() { close(killA) })
+			// The effect is done; the answer comes only once worker A
+			// is dead, so A never records or acknowledges the request.
+			<-actx.Done()
+			return map[string]any{"refund_run": n}, nil
+		}}}})
+	startWorkerCtx(t, b, actx, tools.InvokerConfig{}, nil, nil)
+	createBranch(t, b, "refunds", []string{"refund"})
+	id, err := b.Client.Submit(bustest.Ctx(t), "act", "refunds", map[string]any{"action_requests": []map[string]any{
+		{"function": "refund", "arguments": map[string]any{"order": 42}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, killA, 10*time.Second, "the tool to run")
+	kill()
+	startWorker(t, b, tools.InvokerConfig{}, nil) // worker B
+	var got []ops.ActionResponse
+	bustest.MustResult(t, b.Await(t, id), &got)
+	if len(got) != 1 || got[0].Error != nil {
+		t.Fatalf("answer %+v", got)
+	}
+	if run := got[0].Output.(map[string]any)["refund_run"]; run != float64(1) {
+		t.Fatalf("answered the result of run %v, want 1", run)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times, want 1", runs.Load())
+	}
+	// Both workers invoked it: B's invocation was answered from the
+	// results bucket.
+	if st := billing.Stats(); len(st.Endpoints) != 1 || st.Endpoints[0].NumRequests != 2 {
+		t.Fatalf("the service received %+v, want 2 invocations", st.Endpoints)
 	}
 }

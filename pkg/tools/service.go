@@ -392,6 +392,11 @@ func (s *Service) Runs(name string) int {
 	return s.runs[name]
 }
 
+// Stats returns the micro service's statistics (what `nats micro stats`
+// shows): per tool, the invocations received, whether or not they ran the
+// handler.
+func (s *Service) Stats() micro.Stats { return s.svc.Stats() }
+
 // Info returns the micro service's description (what `nats micro info`
 // shows).
 func (s *Service) Info() micro.Info { return s.svc.Info() }
