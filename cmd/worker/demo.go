@@ -302,7 +302,7 @@ From another terminal, with the NATS CLI (go install github.com/nats-io/natscli/
 or with the publisher:
 
   go run ./cmd/publisher --nats %[1]s communicate --branch %[4]s --instruction "Hi" --chat-model scripted:echo
-  go run ./cmd/publisher --nats %[1]s tools list       # the example tool services' tools
+  go run ./cmd/publisher --nats %[1]s tools list       # the example tool services' tools (nats micro ls shows the services)
   go run ./cmd/publisher --nats %[1]s tools call calculate --args '{"op": "add", "a": 2, "b": 3}'
 
 Ctrl-C to stop.

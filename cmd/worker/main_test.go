@@ -88,6 +88,7 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 		t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, stderr.String())
 	}
 	want := []string{
+		"tool services   calculator (calculate, to_celsius) and notes (note_put, note_get, note_list) answer on lion.tool.*, registered in lion_tools",
 		`branch.create   branch "demo"`,
 		"→ Hello! I am a scripted model, answering over NATS JetStream.",
 		`→ {"city":"Paris","country":"France","population_millions":2.1}`,

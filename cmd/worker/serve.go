@@ -44,6 +44,8 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 			return fmt.Errorf("demo: %w", err)
 		}
 		defer stopTools()
+		fmt.Fprintf(stdout, "tool services   calculator (calculate, to_celsius) and notes (note_put, note_get, note_list) answer on %s, registered in %s\n",
+			svc.Resources().Subjects.Tool("*"), svc.Resources().Subjects.ToolsBucket())
 		if err := runDemo(ctx, svc.Conn(), svc.Resources().Subjects, cfg.StoreDir != "" || cfg.NATSURL != "", stdout); err != nil {
 			if ctx.Err() == nil {
 				_ = stop(svc, cfg.DrainTimeout, log)
