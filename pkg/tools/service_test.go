@@ -199,9 +199,10 @@ func TestService_same_key_runs_the_handler_once(t *testing.T) {
 		}
 		return map[string]any{"refund_id": fmt.Sprintf("r-%d", n)}, nil
 	}}
-	b.serve(t, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{refund}})
-	b.serve(t, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{refund}})
+	r1 := b.serve(t, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{refund}})
+	r2 := b.serve(t, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{refund}})
 	inv := b.invoker(t, nil)
+	received := func() int { return r1.Stats().Endpoints[0].NumRequests + r2.Stats().Endpoints[0].NumRequests }
 
 	outs := make([]ops.ToolOutcome, 3)
 	var wg sync.WaitGroup
@@ -214,8 +215,9 @@ func TestService_same_key_runs_the_handler_once(t *testing.T) {
 			outs[i] = out
 		})
 	}
-	bustest.WaitFor(t, 10*time.Second, "the handler to start", func() bool { return runs.Load() > 0 })
-	time.Sleep(100 * time.Millisecond) // let the second invocation reach a replica too
+	bustest.WaitFor(t, 10*time.Second, "the handler to start and both invocations to arrive", func() bool {
+		return runs.Load() > 0 && received() == 2
+	})
 	close(release)
 	wg.Wait()
 	out, err := inv.Invoke(bustest.Ctx(t), call("refund", map[string]any{"order": 1}, "req-9/tool/0"))
