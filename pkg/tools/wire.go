@@ -101,10 +101,10 @@ func traceOf(ev *event.Event) string {
 	return ""
 }
 
-// decodeData decodes ev's data strictly into dst.
+// decodeData decodes ev's data into dst. Unknown fields are ignored, so
+// that a newer worker adding one does not break an older service.
 func decodeData(ev *event.Event, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(ev.Data()))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return err
 	}
