@@ -16,7 +16,7 @@ TESTFLAGS ?= -race -count=1 -timeout 20m
 LDFLAGS   ?= -s -w
 BINARIES  := worker publisher
 
-.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean
+.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean js-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ build: ## static binaries into bin/
 lndl-vectors: ## the LNDL conformance vectors, every stage: in pkg/lndl and through `publisher lndl <stage> --vectors`
 	$(GO) test -count=1 -run 'Conformance' ./pkg/lndl/
 	$(GO) test -count=1 -run 'TestRunLNDL_vectors' -v ./cmd/publisher/ | grep -E '^(\s*--- |ok|FAIL|PASS)'
+
+js-deps: ## npm ci in examples/js-tool (the nats.js example tool; its test runs it with node)
+	npm ci --prefix examples/js-tool --no-audit --no-fund
 
 clean: ## remove bin/
 	rm -rf $(BIN)

@@ -37,6 +37,7 @@ Commands:
   cancel ID                  ask the workers to cancel request ID (it is answered "canceled")
   dlq list|show|retry|delete dead letters: requests that failed on every delivery
                              or could not be answered (publisher dlq --help)
+  tools list|show|call       the tool registry; call a tool directly (publisher tools --help)
   lndl ...                   LNDL tools (publisher lndl --help)
 
 Exit codes:
@@ -107,6 +108,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCancel(ctx, o, given, rest[1:], stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, o, given, rest[1:], stdout, stderr)
+	case "tools":
+		return runTools(ctx, o, given, rest[1:], stdin, stdout, stderr)
 	}
 	if rest[0] == "lndl" {
 		return runLNDL(ctx, rest[1:], stdin, stdout, stderr)

@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
+	"github.com/lionbus/lionbus/pkg/tools"
 )
 
 // Defaults of the worker's flags.
@@ -66,8 +67,16 @@ type config struct {
 	RequestLogLevel string
 
 	// Demo runs the scripted demo conversation after start-up, and serves
-	// the demo's tools (demoTools) to act.
+	// the example tool services (examples/tools) beside the worker.
 	Demo bool
+
+	// Tools: the default bound of a tool call, the tools no branch may
+	// call, and the remote approver (<prefix>.approve.<tool>).
+	ToolTimeout     time.Duration
+	ToolTimeouts    string // name=duration,...
+	ToolsDeny       string
+	ToolsApprove    bool
+	ApprovalTimeout time.Duration
 
 	// OpenAI-compatible model provider, registered as "openai" when either
 	// is set (falling back to OPENAI_BASE_URL and OPENAI_API_KEY).
@@ -160,7 +169,13 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.RequestLogLevel, "request-log-level", "info", "level of the one line logged per answered request (id, verb, branch, code, duration): trace, debug, info, warn or disabled")
 	fs.StringVar(&c.LogFormat, "log-format", logFormatAuto, "auto (console on a terminal, else JSON), json or console")
 
-	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving (and serve its tools to act)")
+	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving (and serve the example tool services, calculator and notes)")
+
+	fs.DurationVar(&c.ToolTimeout, "tool-timeout", tools.DefaultInvokeTimeout, "default bound of a tool call (never past the request's own deadline)")
+	fs.StringVar(&c.ToolTimeouts, "tool-timeouts", "", "per-tool bounds replacing --tool-timeout, e.g. refund=1m,calculate=2s")
+	fs.StringVar(&c.ToolsDeny, "tools-deny", "", "comma-separated tools no branch may call (denied calls are recorded as error values)")
+	fs.BoolVar(&c.ToolsApprove, "tools-approve", false, "ask a remote approver about every tool call, by request/reply on <prefix>.approve.<tool>; no answer in time denies")
+	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", tools.DefaultApprovalTimeout, "how long to wait for the approver (with --tools-approve)")
 
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
 	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))
@@ -198,6 +213,12 @@ func (c config) validate() error {
 	case "trace", "debug", "info", "warn", "disabled":
 	default:
 		errs = append(errs, fmt.Errorf("--request-log-level %q: want trace, debug, info, warn or disabled", c.RequestLogLevel))
+	}
+	if c.ToolTimeout <= 0 || c.ApprovalTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--tool-timeout and --approval-timeout must be positive, got %s and %s", c.ToolTimeout, c.ApprovalTimeout))
+	}
+	if _, err := parseToolTimeouts(c.ToolTimeouts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.NATSURL != "" && c.StoreDir != "" {
 		errs = append(errs, errors.New("--store-dir is for the embedded server and cannot be used with --nats"))

@@ -37,9 +37,9 @@ const demoSystem = "You are a concise assistant in the lionbus demo."
 var demoReplies = []string{
 	"Hello! I am a scripted model, answering over NATS JetStream.",
 	"Here you go:\n```json\n{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}\n```",
-	"```json\n{\"summary\": \"Asking the tools for the conversion and the word count.\", \"action_required\": true, " +
+	"```json\n{\"summary\": \"Asking the tools for the conversion and the saved note.\", \"action_required\": true, " +
 		"\"action_requests\": [{\"function\": \"to_celsius\", \"arguments\": {\"fahrenheit\": 212}}, " +
-		"{\"function\": \"word_count\", \"arguments\": {\"text\": \"LLM operations over NATS JetStream\"}}]}\n```",
+		"{\"function\": \"note_get\", \"arguments\": {\"key\": \"motto\"}}]}\n```",
 	"You're welcome. Goodbye!",
 }
 
@@ -71,7 +71,7 @@ var demoSteps = []demoStep{
 var demoLastStep = demoStep{instruction: "Thanks, that is all."}
 
 // demoOperateInstruction is the instruction of the demo's operate step.
-const demoOperateInstruction = `Convert 212 °F to Celsius, and count the words of "LLM operations over NATS JetStream".`
+const demoOperateInstruction = `Convert 212 °F to Celsius, and read the note "motto".`
 
 // demoReportFormat is the response_format of the demo's operate step. With
 // actions, operate adds action_required and action_requests to what the
@@ -302,6 +302,8 @@ From another terminal, with the NATS CLI (go install github.com/nats-io/natscli/
 or with the publisher:
 
   go run ./cmd/publisher --nats %[1]s communicate --branch %[4]s --instruction "Hi" --chat-model scripted:echo
+  go run ./cmd/publisher --nats %[1]s tools list       # the example tool services' tools (nats micro ls shows the services)
+  go run ./cmd/publisher --nats %[1]s tools call calculate --args '{"op": "add", "a": 2, "b": 3}'
 
 Ctrl-C to stop.
 `, url, subj.RepliesWildcard(), subj.Op("communicate"), demoBranch, subj.Events(demoBranch, ">"))

@@ -88,24 +88,25 @@ func TestRun_demo_prints_results_and_history_then_serves(t *testing.T) {
 		t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, stderr.String())
 	}
 	want := []string{
+		"tool services   calculator (calculate, to_celsius) and notes (note_put, note_get, note_list) answer on lion.tool.*, registered in lion_tools",
 		`branch.create   branch "demo"`,
 		"→ Hello! I am a scripted model, answering over NATS JetStream.",
 		`→ {"city":"Paris","country":"France","population_millions":2.1}`,
 		"→ You're welcome. Goodbye!",
-		`to_celsius {"fahrenheit":68} → {"celsius":20}`,
-		`word_count {"text":"lionbus runs tools over NATS"} → 5`,
+		`calculate {"a":6,"b":7,"op":"mul"} → 42`,
+		`note_put {"key":"motto","text":"lionbus runs tools over NATS"} → {"key":"motto","words":5}`,
 		`delete_branch {"branch_id":"demo"} → denied: tool "delete_branch" is not allowed on this branch`,
 		"operate         Convert 212 °F to Celsius",
 		"response_format: {summary: string}, actions: true",
-		`→ {"action_requests":[{"arguments":{"fahrenheit":212},"function":"to_celsius"},{"arguments":{"text":"LLM operations over NATS JetStream"},"function":"word_count"}],"action_required":true,"summary":"Asking the tools for the conversion and the word count."}`,
+		`→ {"action_requests":[{"arguments":{"fahrenheit":212},"function":"to_celsius"},{"arguments":{"key":"motto"},"function":"note_get"}],"action_required":true,"summary":"Asking the tools for the conversion and the saved note."}`,
 		"    action_responses:\n" +
 			`      to_celsius {"fahrenheit":212} → {"celsius":100}` + "\n" +
-			`      word_count {"text":"LLM operations over NATS JetStream"} → 5`,
+			`      note_get {"key":"motto"} → {"key":"motto","text":"lionbus runs tools over NATS"}`,
 		"branch.history  7 events on lion.history.demo",
 		"system     You are a concise assistant in the lionbus demo.",
 		"user       Which city is the capital of France, and how many people live there?",
 		"assistant  You're welcome. Goodbye!",
-		"action     to_celsius → {\"celsius\":20}",
+		"action     calculate → 42",
 		"action     to_celsius → {\"celsius\":100}",
 		// Each communicate emits run_start, one message_added per recorded
 		// message (the instruction and the reply) and run_end; the act
@@ -329,6 +330,8 @@ func TestRun_exit_codes(t *testing.T) {
 		{"half TLS", []string{"--tls-cert", "c.pem"}, exitUsage, "--tls-cert and --tls-key go together"},
 		{"bad log level", []string{"--log-level", "loud"}, exitUsage, `invalid --log-level "loud"`},
 		{"bad log format", []string{"--log-format", "xml"}, exitUsage, `invalid --log-format "xml"`},
+		{"zero tool timeout", []string{"--tool-timeout", "0s"}, exitUsage, "--tool-timeout and --approval-timeout must be positive"},
+		{"bad tool timeouts", []string{"--tool-timeouts", "refund"}, exitUsage, `--tool-timeouts: "refund" is not tool=duration`},
 		{"port taken", []string{"--port", takenPort(t), "--log-level", "disabled"}, exitFailure, "embedded NATS cannot listen on 127.0.0.1:"},
 		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: client: connect to nats://127.0.0.1:1"},
 		{"open to the network without auth", []string{"--host", "0.0.0.0", "--port", "-1", "--log-level", "disabled"}, exitFailure, "refusing to listen beyond localhost without authentication"},

@@ -55,6 +55,14 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	fmt.Fprintf(stdout, "lionbus worker %q serving prefix %q on %s at %s\n", cfg.Name, cfg.Prefix, where, url)
 
 	if cfg.Demo {
+		stopTools, err := startDemoTools(ctx, svc, cfg.Prefix, log)
+		if err != nil {
+			_ = stop(svc, cfg.DrainTimeout, log)
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer stopTools()
+		fmt.Fprintf(stdout, "tool services   calculator (calculate, to_celsius) and notes (note_put, note_get, note_list) answer on %s, registered in %s\n",
+			svc.Resources().Subjects.Tool("*"), svc.Resources().Subjects.ToolsBucket())
 		if err := runDemo(ctx, svc.Conn(), svc.Resources().Subjects, cfg.StoreDir != "" || cfg.NATSURL != "", stdout); err != nil {
 			if ctx.Err() == nil {
 				_ = stop(svc, cfg.DrainTimeout, log)
@@ -93,8 +101,12 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	}
 	bc.Providers = providers
 	bc.Tracer = tracer
-	if cfg.Demo {
-		bc.Tools = demoTools() // the demo's act step calls them
+	// Tools are the registry's, called over NATS (--demo serves two example
+	// tool services beside the worker).
+	wt := newWorkerTools(cfg)
+	bc.Tools = wt
+	if wt.governed() {
+		bc.Authorizer = wt
 	}
 	var obs *observability
 	if cfg.MetricsAddr != "" {
@@ -107,6 +119,12 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 		bc.Observer = obs.metrics
 	}
 	svc, err := bus.Start(ctx, bc)
+	if err == nil {
+		if err = wt.attach(ctx, svc, log); err != nil {
+			svc.Close()
+			return nil, fmt.Errorf("tool registry: %w", err)
+		}
+	}
 	if err == nil && obs != nil {
 		if err = obs.serve(cfg.MetricsAddr, svc, log); err != nil {
 			svc.Close()

@@ -43,6 +43,9 @@ const (
 	ActionErrorDenied = "denied"
 	// ActionErrorNoTool: the invoker knows no tool of that name.
 	ActionErrorNoTool = "no_such_tool"
+	// ActionErrorNoService: the tool is known but no service answered
+	// ([ErrNoService]).
+	ActionErrorNoService = "no_service"
 	// ActionErrorTimeout: the call's deadline passed before it answered.
 	ActionErrorTimeout = "timeout"
 	// ActionErrorCanceled: the call was cancelled, because the request

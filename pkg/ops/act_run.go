@@ -276,6 +276,8 @@ func invokeError(err error) *ToolError {
 	switch {
 	case errors.Is(err, ErrNoTool):
 		code = ActionErrorNoTool
+	case errors.Is(err, ErrNoService):
+		code = ActionErrorNoService
 	case errors.Is(err, context.DeadlineExceeded):
 		code = ActionErrorTimeout
 	case errors.Is(err, context.Canceled):

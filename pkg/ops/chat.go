@@ -153,8 +153,9 @@ func (d *chatData) models(b *Branch) (chat, parse ModelRef, err error) {
 }
 
 // modelCall is one call in an operation; calls counts the calls the
-// operation already made (for Call.Index).
-func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs []ChatMessage, instruction string, calls uint64) (*Completion, error) {
+// operation already made (for Call.Index); tools, when given, are offered
+// to the model natively (Call.Tools).
+func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs []ChatMessage, instruction string, calls uint64, tools ...ToolSpec) (*Completion, error) {
 	prov, err := e.providers.Lookup(model.Provider)
 	if err != nil {
 		return nil, Errorf(CodeInvalidRequest, "model %s: %v", model.String(), err)
@@ -166,6 +167,7 @@ func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model Mod
 	call := Call{
 		Model: model, Messages: msgs, Instruction: instruction,
 		BranchID: b.ID, RequestID: req.ID, Index: b.ModelCalls + calls, Attempt: attempt,
+		Tools: tools,
 	}
 	var observed func(*Completion, error)
 	if e.observer != nil {
@@ -297,7 +299,7 @@ func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
 	}
 	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
-	comp, err := e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls)
+	comp, err := e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	x.calls++
 	if err != nil {
 		return err

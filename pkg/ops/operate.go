@@ -78,6 +78,9 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 		// The selected (or all) branch tools replace the tool schemas of
 		// the instruction (0022-D2-07).
 		in.ToolSchemas = toolSchemas(p.tools, b.Settings.Tools)
+		if d, ok := e.tools.invoker.(ToolDescriber); ok {
+			in.ToolSchemas = describedTools(ctx, d, in.ToolSchemas)
+		}
 	}
 	// Exactly one call, never retried here (0022-D3-03); the middle owns
 	// clear_messages and persistence (0022-D3-04).
@@ -224,6 +227,59 @@ func callerView(v any, sch *operateSchemas, p *operatePlan) any {
 		view[k] = x
 	}
 	return view
+}
+
+// describedTools replaces the name-only schemas of toolSchemas with what
+// d knows of each tool: {name, description, parameters}.
+func describedTools(ctx context.Context, d ToolDescriber, schemas []any) []any {
+	names := make([]string, 0, len(schemas))
+	for _, s := range schemas {
+		if m, ok := s.(map[string]any); ok {
+			if n, ok := m["name"].(string); ok {
+				names = append(names, n)
+			}
+		}
+	}
+	out := make([]any, 0, len(names))
+	for _, spec := range d.DescribeTools(ctx, names) {
+		m := map[string]any{"name": spec.Name}
+		if spec.Description != "" {
+			m["description"] = spec.Description
+		}
+		if len(spec.Parameters) > 0 {
+			var params any
+			if json.Unmarshal(spec.Parameters, &params) == nil {
+				m["parameters"] = params
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// nativeTools returns the tool schemas of an instruction as the specs of
+// a provider's native tools: each {name, description, parameters}.
+func nativeTools(schemas []any) []ToolSpec {
+	var out []ToolSpec
+	for _, s := range schemas {
+		m, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _ := m["name"].(string)
+		if name == "" {
+			continue
+		}
+		spec := ToolSpec{Name: name}
+		spec.Description, _ = m["description"].(string)
+		if p, ok := m["parameters"]; ok {
+			if raw, err := json.Marshal(p); err == nil {
+				spec.Parameters = raw
+			}
+		}
+		out = append(out, spec)
+	}
+	return out
 }
 
 // toolSchemas describes the selected tools, or all of the branch's.

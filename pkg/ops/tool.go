@@ -82,6 +82,18 @@ type ToolOutcome struct {
 // ErrNoTool means the invoker knows no tool of the invocation's name.
 var ErrNoTool = errors.New("ops: no such tool")
 
+// ErrNoService means the tool is known but no service answered its
+// invocation (no replica is running).
+var ErrNoService = errors.New("ops: no service answers the tool")
+
+// ToolDescriber is an optional interface of an [Invoker]: it describes
+// tools by name (description and parameters schema) so that operate offers
+// them to the model in full, in the instruction's tool schemas and as the
+// provider's native tools. An unknown name is described by its name alone.
+type ToolDescriber interface {
+	DescribeTools(ctx context.Context, names []string) []ToolSpec
+}
+
 // Invoker runs tool calls for act. Implementations must be safe for
 // concurrent use: the concurrent strategy of act invokes in parallel.
 //

@@ -93,31 +93,35 @@ func (e *Entry) Validate() error {
 // checkParameters compiles the schema (no external references) and requires
 // it to describe an object.
 func checkParameters(raw json.RawMessage) error {
+	_, err := compileParameters(raw)
+	return err
+}
+
+// compileParameters checks a parameters schema as checkParameters does and
+// returns it compiled.
+func compileParameters(raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return fmt.Errorf("not JSON: %v", err)
+		return nil, fmt.Errorf("not JSON: %v", err)
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return errors.New("must be a JSON Schema object")
+		return nil, errors.New("must be a JSON Schema object")
 	}
 	if t, ok := obj["type"]; !ok || t != "object" {
-		return errors.New(`must have "type": "object" (the arguments are an object)`)
+		return nil, errors.New(`must have "type": "object" (the arguments are an object)`)
 	}
 	if err := ops.CheckSchemaShape(doc); err != nil {
-		return err
+		return nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
 	const url = "lionbus:tool-parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := c.Compile(url); err != nil {
-		return err
-	}
-	return nil
+	return c.Compile(url)
 }
 
 // noLoader refuses every external reference: a registry entry must be

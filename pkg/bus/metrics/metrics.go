@@ -144,7 +144,7 @@ func (m *Metrics) ToolCall(ctx context.Context, call ops.ToolInvocation) (contex
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			outcome = "timeout"
-		case errors.Is(err, ops.ErrNoTool):
+		case errors.Is(err, ops.ErrNoTool), errors.Is(err, ops.ErrNoService):
 			outcome = "no_service"
 		case err != nil:
 			outcome = "error"

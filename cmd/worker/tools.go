@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/examples/tools/demotools"
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/tools"
+)
+
+// workerTools is the worker's tool wiring: the NATS invoker over the tool
+// registry, and the governance policy, both set up on the service's
+// connection once bus.Start has made it. A call that arrives before then
+// waits for it (or for its context to end).
+type workerTools struct {
+	cfg    config
+	ready  chan struct{}
+	inv    *tools.Invoker
+	policy *tools.Policy
+}
+
+func newWorkerTools(cfg config) *workerTools {
+	return &workerTools{cfg: cfg, ready: make(chan struct{})}
+}
+
+// governed reports whether the worker gates tool calls beyond each
+// branch's list of tools.
+func (w *workerTools) governed() bool { return w.cfg.ToolsDeny != "" || w.cfg.ToolsApprove }
+
+// attach opens the registry and makes the invoker and the policy on svc's
+// connection.
+func (w *workerTools) attach(ctx context.Context, svc *bus.Service, log zerolog.Logger) error {
+	js, err := jetstream.New(svc.Conn())
+	if err != nil {
+		return err
+	}
+	tl := log.With().Str("component", "tools").Logger()
+	reg, err := tools.OpenRegistry(ctx, js, w.cfg.Prefix, &tl)
+	if err != nil {
+		return err
+	}
+	timeouts, err := parseToolTimeouts(w.cfg.ToolTimeouts)
+	if err != nil {
+		return err
+	}
+	inv, err := tools.NewInvoker(svc.Conn(), tools.InvokerConfig{
+		Registry: reg, Prefix: w.cfg.Prefix, Timeout: w.cfg.ToolTimeout, Timeouts: timeouts, Source: "/lionbus/worker/" + w.cfg.Name,
+	})
+	if err != nil {
+		return err
+	}
+	w.inv = inv
+	w.policy = &tools.Policy{
+		Denied: splitList(w.cfg.ToolsDeny), Approve: w.cfg.ToolsApprove, ApprovalTimeout: w.cfg.ApprovalTimeout,
+		Conn: svc.Conn(), Prefix: w.cfg.Prefix,
+	}
+	close(w.ready)
+	return nil
+}
+
+// wait waits until attach is done.
+func (w *workerTools) wait(ctx context.Context) error {
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("tools not ready: %w", ctx.Err())
+	}
+}
+
+// Invoke runs call through the NATS invoker.
+func (w *workerTools) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.ToolOutcome, error) {
+	if err := w.wait(ctx); err != nil {
+		return ops.ToolOutcome{}, err
+	}
+	return w.inv.Invoke(ctx, call)
+}
+
+// DescribeTools describes tools from the registry.
+func (w *workerTools) DescribeTools(ctx context.Context, names []string) []ops.ToolSpec {
+	if w.wait(ctx) != nil {
+		return nil
+	}
+	return w.inv.DescribeTools(ctx, names)
+}
+
+// Authorize applies the policy (--tools-deny, --tools-approve).
+func (w *workerTools) Authorize(ctx context.Context, call ops.ToolInvocation) (ops.Decision, error) {
+	if err := w.wait(ctx); err != nil {
+		return ops.Decision{}, err
+	}
+	return w.policy.Authorize(ctx, call)
+}
+
+// parseToolTimeouts parses --tool-timeouts: name=duration pairs, comma
+// separated, each duration positive.
+func parseToolTimeouts(s string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, item := range splitList(s) {
+		name, d, ok := strings.Cut(item, "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || !ops.ValidID(name) || err != nil || dur <= 0 {
+			return nil, fmt.Errorf("--tool-timeouts: %q is not tool=duration (e.g. refund=1m)", item)
+		}
+		out[name] = dur
+	}
+	return out, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// startDemoTools serves the two example tool services (calculator and
+// notes, examples/tools) on svc's connection, as separate services would,
+// and returns a function that stops them.
+func startDemoTools(ctx context.Context, svc *bus.Service, prefix string, log zerolog.Logger) (stop func(), err error) {
+	js, err := jetstream.New(svc.Conn())
+	if err != nil {
+		return nil, err
+	}
+	notes, err := demotools.Notes(ctx, js, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var started []*tools.Service
+	stop = func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range started {
+			_ = s.Stop(sctx)
+		}
+	}
+	for _, cfg := range []tools.ServiceConfig{demotools.Calculator(prefix), notes} {
+		cfg.Logger = &log
+		s, err := tools.Serve(ctx, svc.Conn(), cfg)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("demo tool service %s: %w", cfg.Name, err)
+		}
+		started = append(started, s)
+	}
+	return stop, nil
+}

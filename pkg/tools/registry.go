@@ -1,0 +1,174 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// openRegistryBucket opens the registry bucket, creating it (with the
+// settings of the worker's provisioning) when it does not exist.
+func openRegistryBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: bucket, Description: "lionbus tool registry", History: 1, Storage: jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tools: registry bucket %s: %w", bucket, err)
+	}
+	return kv, nil
+}
+
+// Registry is a cached, live view of the tool registry bucket: it watches
+// the bucket and keeps every valid entry. An invalid entry is skipped (and
+// logged). Safe for concurrent use. Create one with [OpenRegistry].
+type Registry struct {
+	kv      jetstream.KeyValue
+	watcher jetstream.KeyWatcher
+	log     zerolog.Logger
+	ready   chan struct{}
+	done    chan struct{}
+
+	mu      sync.RWMutex
+	entries map[string]*Entry
+}
+
+// OpenRegistry opens the registry bucket "<prefix>_tools" (creating it when
+// missing) and starts watching it; it returns once the current entries are
+// loaded, or ctx's error. log may be nil. Close stops the watch.
+func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, log *zerolog.Logger) (*Registry, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	kv, err := openRegistryBucket(ctx, js, prefix+"_tools")
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("tools: watch the registry: %w", err)
+	}
+	r := &Registry{kv: kv, watcher: w, ready: make(chan struct{}), done: make(chan struct{}), entries: map[string]*Entry{}}
+	r.log = zerolog.Nop()
+	if log != nil {
+		r.log = *log
+	}
+	go r.follow()
+	select {
+	case <-r.ready:
+		return r, nil
+	case <-ctx.Done():
+		_ = w.Stop()
+		return nil, ctx.Err()
+	}
+}
+
+// follow applies the watch's updates until it stops.
+func (r *Registry) follow() {
+	defer close(r.done)
+	loaded := false
+	for e := range r.watcher.Updates() {
+		if e == nil {
+			if !loaded {
+				loaded = true
+				close(r.ready)
+			}
+			continue
+		}
+		r.apply(e)
+	}
+	if !loaded {
+		close(r.ready)
+	}
+}
+
+// apply folds one bucket entry into the cache.
+func (r *Registry) apply(e jetstream.KeyValueEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(r.entries, e.Key())
+		return
+	}
+	ent, err := DecodeEntry(e.Key(), e.Value())
+	if err != nil {
+		r.log.Warn().Err(err).Str("tool", e.Key()).Msg("registry entry skipped")
+		delete(r.entries, e.Key())
+		return
+	}
+	r.entries[e.Key()] = ent
+}
+
+// Close stops watching the bucket.
+func (r *Registry) Close() error {
+	err := r.watcher.Stop()
+	<-r.done
+	return err
+}
+
+// Lookup returns the entry of the named tool. A name the cache does not
+// hold is read from the bucket, so a tool registered a moment ago is
+// found. It returns an error wrapping ops.ErrNoTool when there is none.
+func (r *Registry) Lookup(ctx context.Context, name string) (*Entry, error) {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	if ok {
+		return e, nil
+	}
+	if !ops.ValidID(name) {
+		return nil, fmt.Errorf("%w %q", ops.ErrNoTool, ops.Truncate(name, ops.MaxIDLength))
+	}
+	kve, err := r.kv.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w %q (not in the registry)", ops.ErrNoTool, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tools: registry lookup %s: %w", name, err)
+	}
+	e, err = DecodeEntry(name, kve.Value())
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ops.ErrNoTool, name, err)
+	}
+	return e, nil
+}
+
+// List returns the registered tools, sorted by name.
+func (r *Registry) List() []Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Entry, 0, len(r.entries))
+	for _, k := range slices.Sorted(maps.Keys(r.entries)) {
+		out = append(out, *r.entries[k])
+	}
+	return out
+}
+
+// DescribeTools returns the specs of the named tools, in order, for a
+// model: name, description and parameters schema. A tool that is not
+// registered is described by its name alone. It implements
+// ops.ToolDescriber.
+func (r *Registry) DescribeTools(ctx context.Context, names []string) []ops.ToolSpec {
+	out := make([]ops.ToolSpec, 0, len(names))
+	for _, n := range names {
+		spec := ops.ToolSpec{Name: n}
+		if e, err := r.Lookup(ctx, n); err == nil {
+			spec.Description, spec.Parameters = e.Description, e.Parameters
+		}
+		out = append(out, spec)
+	}
+	return out
+}

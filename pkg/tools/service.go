@@ -1,0 +1,635 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// Defaults of a [ServiceConfig].
+const (
+	// DefaultToolTimeout bounds an invocation that carries no deadline.
+	DefaultToolTimeout = 30 * time.Second
+	// DefaultHeartbeat is how often a service checks its registry entries
+	// and writes back any that is missing or changed.
+	DefaultHeartbeat = 5 * time.Second
+	// DefaultMaxConcurrent is how many handlers one service runs at once.
+	DefaultMaxConcurrent = 64
+	// DefaultPrefix is the subject prefix of lionbus.
+	DefaultPrefix = "lion"
+)
+
+// ErrInvalidConfig is matched (errors.Is) by every error of [Serve] about
+// its [ServiceConfig] or a [Tool].
+var ErrInvalidConfig = errors.New("tools: invalid service config")
+
+// ErrStopped is returned by [Service.Stop] when the service was stopped
+// already.
+var ErrStopped = errors.New("tools: service stopped")
+
+// Handler runs one invocation of a tool: args are the invocation's
+// arguments, already checked against the tool's schema. Its output must be
+// JSON-encodable. A returned *ops.ToolError (see [Errorf]) is answered with
+// its code; any other error with code ops.ToolErrorFailed. ctx ends when the
+// invocation's deadline passes, the caller cancels it, or the service is
+// stopped hard.
+type Handler func(ctx context.Context, args map[string]any) (any, error)
+
+// Errorf returns a tool error with a code of the tool's own, for a
+// [Handler] to return.
+func Errorf(code, format string, args ...any) *ops.ToolError {
+	return &ops.ToolError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Tool declares one tool of a service.
+type Tool struct {
+	// Description tells a model what the tool does.
+	Description string
+	// Handler runs an invocation. Required.
+	Handler Handler
+	// Name is the tool's name, 1 to MaxNameLength characters of
+	// [A-Za-z0-9_-]. Required.
+	Name string
+	// Parameters is the JSON Schema (2020-12) of the arguments object.
+	// Nil means {"type": "object"}.
+	Parameters json.RawMessage
+	// Timeout bounds an invocation that carries no deadline. 0 means
+	// DefaultToolTimeout.
+	Timeout time.Duration
+	// Version is the tool's version in its registry entry; "" means the
+	// service's version.
+	Version string
+}
+
+// ServiceConfig configures a tool service.
+type ServiceConfig struct {
+	// Description describes the service (micro's INFO).
+	Description string
+	// Heartbeat is how often the service writes back its registry entries
+	// when they are missing or changed (another replica that stopped
+	// removed them). 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Logger receives the service's log records. Nil means none.
+	Logger *zerolog.Logger
+	// MaxConcurrent bounds how many handlers run at once; an invocation
+	// waits for a free slot until its deadline, then is answered
+	// CodeBusy. 0 means DefaultMaxConcurrent.
+	MaxConcurrent int
+	// Name is the micro service name (shown by `nats micro ls`), of
+	// [A-Za-z0-9_-]. Required.
+	Name string
+	// Prefix is the lionbus subject prefix. "" means DefaultPrefix.
+	Prefix string
+	// ResultWindow is how long results are remembered by idempotency key
+	// when the service creates the results bucket (an existing bucket
+	// keeps its own). 0 means DefaultResultWindow; a negative value turns
+	// remembering off: every invocation runs the handler.
+	ResultWindow time.Duration
+	// Tools are the tools the service serves. At least one.
+	Tools []Tool
+	// Version is the service's semantic version, e.g. "1.0.0". Required.
+	Version string
+}
+
+// tool is a declared tool, ready to serve.
+type tool struct {
+	Tool
+	entry   Entry
+	schema  *jsonschema.Schema
+	subject string
+}
+
+// Service serves tools over NATS: each tool is an endpoint of a nats.go
+// micro service on "<prefix>.tool.<name>" in the queue group named after
+// the tool, so replicas share the load, and has an entry in the registry
+// bucket "<prefix>_tools". Create one with [Serve].
+type Service struct {
+	nc      *nats.Conn
+	svc     micro.Service
+	tools   map[string]*tool
+	reg     jetstream.KeyValue
+	results *resultStore // nil: remembering off
+	log     zerolog.Logger
+	cfg     ServiceConfig
+	source  string
+	sem     chan struct{}
+	codec   *protocol.Codec
+
+	ctx     context.Context // ends on a hard stop
+	cancel  context.CancelFunc
+	gate    sync.Mutex     // orders running.Add after a stop check before Stop's Wait
+	running sync.WaitGroup // the invocations being answered
+	stopped atomic.Bool
+	done    chan struct{}
+	hbStop  chan struct{}
+	hbDone  chan struct{}
+	cancels []*nats.Subscription
+
+	mu       sync.Mutex
+	inflight map[string]map[*context.CancelFunc]struct{} // idempotency key -> handler cancels
+	runs     map[string]int                              // tool name -> handler runs
+}
+
+// Serve starts serving cfg's tools on nc: it validates the config (an
+// error wraps ErrInvalidConfig), opens the registry and results buckets
+// (creating the results bucket when missing; the registry bucket is
+// created by the worker's provisioning, or here when missing), writes the
+// registry entries and adds the micro service. It returns at once; the
+// service runs until [Service.Stop]. ctx bounds the start only.
+func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.ResultWindow == 0 {
+		cfg.ResultWindow = DefaultResultWindow
+	}
+	switch {
+	case nc == nil:
+		return nil, fmt.Errorf("%w: no connection", ErrInvalidConfig)
+	case !nameRE.MatchString(cfg.Name):
+		return nil, fmt.Errorf("%w: Name %q must be [A-Za-z0-9_-]+", ErrInvalidConfig, cfg.Name)
+	case len(cfg.Tools) == 0:
+		return nil, fmt.Errorf("%w: %s serves no tools", ErrInvalidConfig, cfg.Name)
+	case cfg.Heartbeat < 0 || cfg.MaxConcurrent < 0:
+		return nil, fmt.Errorf("%w: Heartbeat and MaxConcurrent must not be negative", ErrInvalidConfig)
+	}
+	subj, err := protocol.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: cfg.Prefix})
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		nc: nc, tools: map[string]*tool{}, cfg: cfg, codec: codec,
+		source: "/lionbus/tool/" + cfg.Name, sem: make(chan struct{}, cfg.MaxConcurrent),
+		done: make(chan struct{}), hbStop: make(chan struct{}), hbDone: make(chan struct{}),
+		inflight: map[string]map[*context.CancelFunc]struct{}{}, runs: map[string]int{},
+	}
+	s.log = zerolog.Nop()
+	if cfg.Logger != nil {
+		s.log = cfg.Logger.With().Str("service", cfg.Name).Logger()
+	}
+	for _, t := range cfg.Tools {
+		tt, err := prepareTool(t, cfg, subj)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := s.tools[t.Name]; dup {
+			return nil, fmt.Errorf("%w: tool %q declared twice", ErrInvalidConfig, t.Name)
+		}
+		s.tools[t.Name] = tt
+	}
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	if s.reg, err = openRegistryBucket(ctx, js, subj.ToolsBucket()); err != nil {
+		return nil, err
+	}
+	if cfg.ResultWindow > 0 {
+		if s.results, err = openResults(ctx, js, ResultsBucket(cfg.Prefix), cfg.ResultWindow); err != nil {
+			return nil, err
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	svc, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description})
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	s.svc = svc
+	for _, t := range s.tools {
+		err := svc.AddEndpoint(t.Name, micro.HandlerFunc(func(r micro.Request) { s.receive(t, r) }),
+			micro.WithEndpointSubject(t.subject), micro.WithEndpointQueueGroup(t.Name),
+			micro.WithEndpointMetadata(map[string]string{"description": ops.Truncate(t.Description, 256)}))
+		if err == nil {
+			var sub *nats.Subscription
+			sub, err = nc.Subscribe(CancelSubject(t.subject), s.receiveCancel)
+			s.cancels = append(s.cancels, sub)
+		}
+		if err != nil {
+			s.abort()
+			return nil, fmt.Errorf("tools: serve %s: %w", t.Name, err)
+		}
+	}
+	if err := s.register(ctx); err != nil {
+		s.abort()
+		return nil, err
+	}
+	go s.heartbeat()
+	s.log.Info().Int("tools", len(s.tools)).Msg("tool service started")
+	return s, nil
+}
+
+// CancelSubject returns the subject on which a tool answering subject is
+// told to stop an invocation: "<subject>.cancel".
+func CancelSubject(subject string) string { return subject + ".cancel" }
+
+// prepareTool checks t and compiles its schema.
+func prepareTool(t Tool, cfg ServiceConfig, subj protocol.Subjects) (*tool, error) {
+	if t.Handler == nil {
+		return nil, fmt.Errorf("%w: tool %q has no handler", ErrInvalidConfig, t.Name)
+	}
+	if t.Timeout < 0 {
+		return nil, fmt.Errorf("%w: tool %q: Timeout must not be negative", ErrInvalidConfig, t.Name)
+	}
+	if t.Timeout == 0 {
+		t.Timeout = DefaultToolTimeout
+	}
+	if t.Parameters == nil {
+		t.Parameters = json.RawMessage(`{"type":"object"}`)
+	}
+	version := t.Version
+	if version == "" {
+		version = cfg.Version
+	}
+	e := Entry{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Subject: subj.Tool(t.Name), Version: version}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	sch, err := compileParameters(t.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tool %q: %v", ErrInvalidConfig, t.Name, err)
+	}
+	return &tool{Tool: t, entry: e, schema: sch, subject: e.Subject}, nil
+}
+
+// register writes every tool's registry entry that is missing or differs.
+func (s *Service) register(ctx context.Context) error {
+	for _, t := range s.tools {
+		want, err := json.Marshal(t.entry)
+		if err != nil {
+			return err
+		}
+		if cur, err := s.reg.Get(ctx, t.Name); err == nil && string(cur.Value()) == string(want) {
+			continue
+		}
+		if _, err := s.reg.Put(ctx, t.Name, want); err != nil {
+			return fmt.Errorf("tools: register %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// heartbeat keeps the registry entries in place until the service stops.
+func (s *Service) heartbeat() {
+	defer close(s.hbDone)
+	tick := time.NewTicker(s.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.hbStop:
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Heartbeat)
+			if err := s.register(ctx); err != nil {
+				s.log.Warn().Err(err).Msg("registry heartbeat failed")
+			}
+			cancel()
+		}
+	}
+}
+
+// abort undoes a start that failed half-way.
+func (s *Service) abort() {
+	for _, sub := range s.cancels {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
+	}
+	if s.svc != nil {
+		_ = s.svc.Stop()
+	}
+	s.cancel()
+}
+
+// Stop stops the service: it stops taking invocations, waits for the
+// running handlers until ctx ends (then cancels their contexts and waits
+// for them to return), and removes the registry entries of its tools unless
+// another replica of the service still answers. It returns ErrStopped when
+// called again.
+func (s *Service) Stop(ctx context.Context) error {
+	s.gate.Lock()
+	first := s.stopped.CompareAndSwap(false, true)
+	s.gate.Unlock()
+	if !first {
+		return ErrStopped
+	}
+	defer close(s.done)
+	close(s.hbStop)
+	<-s.hbDone
+	var errs []error
+	for _, sub := range s.cancels {
+		errs = append(errs, sub.Unsubscribe())
+	}
+	errs = append(errs, s.svc.Stop())
+	waited := make(chan struct{})
+	go func() { s.running.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		s.cancel()
+		<-waited
+	}
+	s.cancel()
+	if !s.peerAlive() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		for _, t := range s.tools {
+			if err := s.reg.Delete(dctx, t.Name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				errs = append(errs, fmt.Errorf("tools: unregister %s: %w", t.Name, err))
+			}
+		}
+		cancel()
+	}
+	s.log.Info().Msg("tool service stopped")
+	return errors.Join(errs...)
+}
+
+// peerAlive reports whether another instance of the service answers a
+// micro PING.
+func (s *Service) peerAlive() bool {
+	subject, err := micro.ControlSubject(micro.PingVerb, s.cfg.Name, "")
+	if err != nil {
+		return false
+	}
+	_, err = s.nc.Request(subject, nil, 250*time.Millisecond)
+	return err == nil
+}
+
+// Stopped returns a channel closed once Stop has returned.
+func (s *Service) Stopped() <-chan struct{} { return s.done }
+
+// Runs returns how many times the handler of the named tool has been
+// started by this service (a repeated invocation answered from the results
+// bucket does not count).
+func (s *Service) Runs(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[name]
+}
+
+// Stats returns the micro service's statistics (what `nats micro stats`
+// shows): per tool, the invocations received, whether or not they ran the
+// handler.
+func (s *Service) Stats() micro.Stats { return s.svc.Stats() }
+
+// Info returns the micro service's description (what `nats micro info`
+// shows).
+func (s *Service) Info() micro.Info { return s.svc.Info() }
+
+// receive handles one message on a tool's subject, in its own goroutine.
+func (s *Service) receive(t *tool, r micro.Request) {
+	s.gate.Lock()
+	if s.stopped.Load() {
+		s.gate.Unlock()
+		s.respond(r, "", ops.ToolOutcome{Error: Errorf(CodeBusy, "tool service %s is stopping", s.cfg.Name)})
+		return
+	}
+	s.running.Add(1)
+	s.gate.Unlock()
+	go func() {
+		defer s.running.Done()
+		s.serve(t, r)
+	}()
+}
+
+// serve answers one invocation of t.
+func (s *Service) serve(t *tool, r micro.Request) {
+	ev, err := s.codec.DecodeEvent(nats.Header(r.Headers()), r.Data())
+	if err != nil {
+		s.respond(r, "", ops.ToolOutcome{Error: Errorf(CodeBadInvocation, "not a CloudEvent: %v", err)})
+		return
+	}
+	trace := traceOf(ev)
+	var inv Invocation
+	switch {
+	case ev.Type() != InvokeType:
+		err = fmt.Errorf("type is %q, want %s", ops.Truncate(ev.Type(), 80), InvokeType)
+	default:
+		if err = decodeData(ev, &inv); err == nil && inv.Function != t.Name {
+			err = fmt.Errorf("function is %q, this is tool %s", ops.Truncate(inv.Function, 80), t.Name)
+		}
+	}
+	if err != nil {
+		s.respond(r, trace, ops.ToolOutcome{Error: Errorf(CodeBadInvocation, "%v", err)})
+		return
+	}
+	if inv.Arguments == nil {
+		inv.Arguments = map[string]any{}
+	}
+	deadline := time.Now().Add(t.Timeout)
+	if !inv.Deadline.IsZero() {
+		deadline = inv.Deadline
+	}
+	ctx, cancel := context.WithDeadline(s.ctx, deadline)
+	defer cancel()
+	log := s.log.With().Str("tool", t.Name).Str("key", inv.IdempotencyKey).Logger()
+
+	// Arguments are checked before anything else happens (no claim, no
+	// handler): a repeated invalid call gets the same answer anyway.
+	if err := t.schema.Validate(jsonValue(inv.Arguments)); err != nil {
+		s.respond(r, trace, ops.ToolOutcome{Error: Errorf(CodeInvalidArguments, "arguments do not match the schema of %s: %v", t.Name, err)})
+		return
+	}
+	var cl *claim
+	if s.results != nil && inv.IdempotencyKey != "" {
+		var first *ops.ToolOutcome
+		first, cl, err = s.results.begin(ctx, resultKey(t.Name, inv.IdempotencyKey), deadline.Add(claimGrace))
+		switch {
+		case first != nil:
+			log.Debug().Msg("answered from the results bucket")
+			s.respond(r, trace, *first)
+			return
+		case err != nil:
+			s.respond(r, trace, ctxOutcome(ctx, fmt.Errorf("remembered results unavailable: %w", err)))
+			return
+		}
+	}
+	out, ran := s.run(ctx, t, inv)
+	if cl != nil {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if ran {
+			err = s.results.finish(sctx, cl, out)
+		} else {
+			err = s.results.abandon(sctx, cl)
+		}
+		scancel()
+		if err != nil {
+			log.Warn().Err(err).Msg("could not store the result")
+		}
+	}
+	s.respond(r, trace, out)
+}
+
+// run runs t's handler once a slot is free. ran is false when the handler
+// was not run or ctx ended before it returned: nothing is remembered then.
+func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out ops.ToolOutcome, ran bool) {
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		return ctxOutcome(ctx, errors.New("no free handler slot")), false
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	untrack := s.track(inv.IdempotencyKey, &cancel)
+	defer untrack()
+	s.mu.Lock()
+	s.runs[t.Name]++
+	s.mu.Unlock()
+
+	res, err := safeCall(hctx, t.Handler, inv.Arguments)
+	if err != nil && hctx.Err() != nil {
+		// Stopped by its deadline or a cancel: the effect is unknown, so
+		// nothing is remembered and a repeated invocation runs again.
+		return ctxOutcome(hctx, err), false
+	}
+	if err != nil {
+		var te *ops.ToolError
+		if errors.As(err, &te) {
+			code := te.Code
+			if code == "" {
+				code = ops.ToolErrorFailed
+			}
+			return ops.ToolOutcome{Error: &ops.ToolError{Code: code, Message: te.Message}}, true
+		}
+		return ops.ToolOutcome{Error: Errorf(ops.ToolErrorFailed, "%v", err)}, true
+	}
+	var v any
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		return ops.ToolOutcome{Error: Errorf(ops.ToolErrorFailed, "output is not JSON-encodable: %v", err)}, true
+	}
+	return ops.ToolOutcome{Output: v}, true
+}
+
+// safeCall runs h, turning a panic into an error.
+func safeCall(ctx context.Context, h Handler, args map[string]any) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("tool panicked: %v", p)
+		}
+	}()
+	return h(ctx, args)
+}
+
+// ctxOutcome is the error result of an invocation whose context ended
+// (timeout or canceled), else of cause.
+func ctxOutcome(ctx context.Context, cause error) ops.ToolOutcome {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ops.ToolOutcome{Error: Errorf(CodeCanceled, "the invocation was cancelled")}
+	case ctx.Err() != nil:
+		return ops.ToolOutcome{Error: Errorf(CodeTimeout, "the invocation's deadline passed")}
+	}
+	return ops.ToolOutcome{Error: Errorf(ops.ToolErrorFailed, "%v", cause)}
+}
+
+// track registers the cancel of a running handler under its key.
+func (s *Service) track(key string, cancel *context.CancelFunc) (untrack func()) {
+	if key == "" {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.inflight[key]
+	if m == nil {
+		m = map[*context.CancelFunc]struct{}{}
+		s.inflight[key] = m
+	}
+	m[cancel] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(m, cancel)
+		if len(m) == 0 {
+			delete(s.inflight, key)
+		}
+	}
+}
+
+// receiveCancel handles a lionbus.tool.cancel event: the handlers running
+// for its idempotency key are cancelled.
+func (s *Service) receiveCancel(msg *nats.Msg) {
+	ev, err := s.codec.DecodeEvent(msg.Header, msg.Data)
+	if err != nil || ev.Type() != CancelType {
+		return
+	}
+	var d cancelData
+	if err := decodeData(ev, &d); err != nil || d.IdempotencyKey == "" {
+		return
+	}
+	s.mu.Lock()
+	var fns []context.CancelFunc
+	for c := range s.inflight[d.IdempotencyKey] {
+		fns = append(fns, *c)
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+	if len(fns) > 0 {
+		s.log.Info().Str("key", d.IdempotencyKey).Msg("invocation cancelled by the caller")
+	}
+}
+
+// respond answers r with a lionbus.tool.result event.
+func (s *Service) respond(r micro.Request, trace string, out ops.ToolOutcome) {
+	ev, err := newEvent(s.source, ResultType, trace, out)
+	if err == nil {
+		var msg *nats.Msg
+		if msg, err = protocol.Encode("", ev, protocol.Structured); err == nil {
+			h := micro.Headers{}
+			for k, v := range msg.Header {
+				if k != "Nats-Msg-Id" {
+					h[k] = v
+				}
+			}
+			err = r.Respond(msg.Data, micro.WithHeaders(h))
+		}
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("could not answer an invocation")
+	}
+}
+
+// jsonValue converts decoded JSON (float64 numbers) to the form the schema
+// validator expects.
+func jsonValue(v map[string]any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return v
+	}
+	return doc
+}
