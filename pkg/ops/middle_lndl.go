@@ -203,10 +203,12 @@ func parseRoundBudget(raw json.RawMessage) (int, error) {
 		return 0, Errorf(CodeInvalidRequest, "data.round_budget must be an integer from 1 to %d, got %s",
 			MaxRoundBudget, Truncate(string(bytes.TrimSpace(raw)), 64))
 	}
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] == '"' {
+		return bad() // json.Number would take a quoted number
+	}
 	var num json.Number
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&num); err != nil {
+	if err := json.Unmarshal(t, &num); err != nil {
 		return bad()
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
