@@ -574,9 +574,11 @@ func TestLNDL_0024_D4_09_failures_are_values(t *testing.T) {
 	}
 }
 
-// 0024-D4-10, 0024-D5-01, 0024-D5-09: skip_validation still runs the
-// bridge but returns the assembled value unvalidated (operate adds no
-// policy); without it, operate's policy applies to the middle's value.
+// 0024-D4-10, 0024-D5-01, 0024-D5-09 (the skip_validation exception):
+// skip_validation still runs the bridge but returns the assembled value
+// unvalidated, and operate applies nothing to it; the target carries the
+// caller's constraints, so without it a value breaking them is rejected
+// by the middle itself (0024-D5-02).
 func TestLNDL_0024_D4_10_skip_validation(t *testing.T) {
 	o := newOperateBundle(t)
 	lndlBranch(t, o, "b", []string{lndlBlock(`<lact s>add(x=1, y=1)</lact>` + "\nOUT{total: [s], shout: 5}")}, "add")
@@ -592,9 +594,37 @@ func TestLNDL_0024_D4_10_skip_validation(t *testing.T) {
 	lndlBranch(t, o2, "b", []string{lndlBlock(`OUT{total: 1, shout: "abc"}`)})
 	strict := `{"type":"object","properties":{"total":{},"shout":{"type":"string","maxLength":2}},"required":["total","shout"]}`
 	if _, err := o2.operate(t, "op1", "b", `{"instruction":"i","middle":"lndl","round_budget":1,"handle_validation":"raise","response_format":`+strict+`}`); code(err) != ops.CodeParse {
-		// The target carries the constraint too: the middle rejects it
-		// itself and runs out of its one round.
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// 0024-D5-09, 0022-D4-01: outside skip_validation the middle's value
+// faces operate's own steps: with actions, the action_requests the LNDL
+// answer assembled (here a lact's list result) run in operate's act
+// stage and their responses enrich the value.
+func TestLNDL_0024_D5_09_value_faces_operate(t *testing.T) {
+	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+		"add": func(_ context.Context, a map[string]any) (any, error) {
+			x, _ := a["x"].(float64)
+			y, _ := a["y"].(float64)
+			return x + y, nil
+		},
+		"plan": func(context.Context, map[string]any) (any, error) {
+			return []any{map[string]any{"function": "add", "arguments": map[string]any{"x": 1, "y": 2}}}, nil
+		},
+	})
+	o := newOperateBundleWith(t, func(c *ops.Config) { c.Tools = tools })
+	lndlBranch(t, o, "b", []string{lndlBlock("<lact p>plan()</lact>\nOUT{total: 1, shout: \"A\", action_requests: [p]}")}, "add", "plan")
+	res, err := o.operate(t, "op1", "b", `{"instruction":"i","middle":"lndl","actions":true,"response_format":`+sumFormat+`}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := value(t, res).(map[string]any)
+	if got := compact(t, v["action_responses"]); got != `[{"arguments":{"x":1,"y":2},"function":"add","output":3}]` {
+		t.Fatalf("value %s", res.Value)
+	}
+	if tools.Calls(ops.ToolCallKey("op1/act", 0)) != 1 || tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 0)) != 1 {
+		t.Fatal("want plan run by the middle and add by operate's act stage")
 	}
 }
 
