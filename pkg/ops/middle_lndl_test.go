@@ -701,3 +701,42 @@ func TestLNDL_unusable_target(t *testing.T) {
 		t.Fatalf("err = %v after %d calls", err, o.prov.count())
 	}
 }
+
+// 0024-D1-07: parse parameters are accepted and unused: every round goes
+// to the chat model, and no reformat round runs.
+func TestLNDL_0024_D1_07_parse_parameters_unused(t *testing.T) {
+	o := newOperateBundle(t)
+	lndlBranch(t, o, "b", []string{"not lndl", lndlBlock(`OUT{total: 1, shout: "A"}`)})
+	res, err := o.operate(t, "op1", "b", `{"instruction":"i","middle":"lndl","parse_model":"scripted:nope","num_parse_retries":5,"response_format":`+sumFormat+`}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.prov.count() != 2 || o.prov.last().Model.Provider != "scripted" || o.prov.last().Model.Model != "" || len(res.LNDLRounds) != 2 {
+		t.Fatalf("%d calls, last to %v", o.prov.count(), o.prov.last().Model)
+	}
+}
+
+// 0024-D3-04, 0024-D3-09: the conservative repairs apply (curly tags, a
+// name= attribute, a lact missing ">"), and placeholders are found in
+// nested lists.
+func TestLNDL_0024_D3_04_normalized_replies(t *testing.T) {
+	tests := []struct{ name, reply, want string }{
+		{"curly tags", lndlBlock("{lact s}add(x=1, y=1){/lact}\nOUT{total: [s], shout: \"A\"}"), `{"shout":"A","total":{"sum":2}}`},
+		{"name attribute", lndlBlock("<lvar name=\"u\">loud</lvar>\nOUT{total: 1, shout: [u]}"), `{"shout":"loud","total":1}`},
+		{"missing >", lndlBlock("<lact s add(x=2, y=2)</lact>\nOUT{total: [s], shout: \"A\"}"), `{"shout":"A","total":{"sum":4}}`},
+		{"nested group", lndlBlock("<lact s>add(x=3, y=3)</lact>\nOUT{total: [[s]], shout: \"A\"}"), `{"shout":"A","total":[{"sum":6}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOperateBundle(t)
+			lndlBranch(t, o, "b", []string{tt.reply}, "add")
+			res, err := o.operate(t, "op1", "b", `{"instruction":"i","middle":"lndl","round_budget":1,"response_format":`+sumFormat+`}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Value) != tt.want {
+				t.Fatalf("value %s, want %s", res.Value, tt.want)
+			}
+		})
+	}
+}
