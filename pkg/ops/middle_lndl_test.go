@@ -295,7 +295,7 @@ func TestLNDL_0024_D2_04_guidance_and_round_messages(t *testing.T) {
 	}
 	g1, _ := ins[0].Content[ops.KeyGuidance].(string)
 	if !strings.HasPrefix(g1, strings.TrimRight(lndl.SystemPrompt, "\n")) ||
-		!strings.HasSuffix(g1, "\n\nSpecs: total(Any), shout(str), action_requests(list[: arguments, function]), action_required(bool)\n\nbe brief") {
+		!strings.HasSuffix(g1, "\n\nSpecs: total(Any), shout(str), action_requests(list[ActionRequest: arguments, function]), action_required(bool)\n\nbe brief") {
 		t.Fatalf("round 1 guidance ends %q", g1[max(0, len(g1)-200):])
 	}
 	if ins[0].Content[ops.KeyInstruction] != "do it" {
@@ -366,7 +366,7 @@ func TestLNDL_0024_D2_01_target_rendering(t *testing.T) {
 		name, data, specs string
 	}{
 		{name: "generated, in declaration order", data: `{"instruction":"i","middle":"lndl","reason":true,"skip_validation":true,"response_format":` + format + `}`,
-			specs: "Specs: zeta(str), alpha(int, optional), parts(list[Part: name, size]), reason(: confidence_score, content, title)"},
+			specs: "Specs: zeta(str), alpha(int, optional), parts(list[Part: name, size]), reason(Reason: confidence_score, content, title)"},
 		{name: "no fields, no Specs line", data: `{"instruction":"i","middle":"lndl","skip_validation":true,"response_format":{"type":"object","properties":{}}}`},
 		{name: "no target, no Specs line", data: `{"instruction":"i","middle":"lndl","skip_validation":true}`},
 	}
