@@ -65,9 +65,9 @@ var (
 	ErrLNDLActions = errors.New("ops: lndl round asks for too many actions")
 )
 
-// cliProvider is the provider name of CLI-backed models: their inner
+// cliProviderName is the provider name of CLI-backed models: their inner
 // exchanges go through the run_and_collect middle (0024-D2-08).
-const cliProvider = "cli"
+const cliProviderName = "cli"
 
 // LNDLRound is what one round of the LNDL middle did: the payload of its
 // lionbus.lndl.round signal and an item of the result's lndl_rounds.
@@ -117,7 +117,7 @@ type lndlMiddle struct {
 // (0024-D2-08). A CLI model with no run_and_collect middle served is an
 // invalid request, refused before any model call.
 func (m lndlMiddle) inner(model *ModelRef) (Middle, error) {
-	if model == nil || model.Provider != cliProvider {
+	if model == nil || model.Provider != cliProviderName {
 		return communicateMiddle{m.e}, nil
 	}
 	if m.cli != nil {
@@ -323,39 +323,37 @@ func guidanceText(g any) string {
 func (r *lndlRun) run(ctx context.Context) (*Result, error) {
 	out := &Result{BranchID: r.in.BranchID, Replayed: true}
 	var (
-		lastErr error          // the last repair error (0024-D5-04)
-		repair  error          // the previous round's repair error
-		results map[string]any // the results of the previous round's actions
+		lastErr error     // the last repair error (0024-D5-04)
+		prev    roundStep // the previous round's
 	)
 	for round := 1; round <= r.budget; round++ {
-		text, res, err := r.exchange(ctx, round, repair, results)
+		text, res, err := r.exchange(ctx, round, prev.repair, prev.executed)
 		if err != nil {
 			return nil, err
 		}
 		addUsage(&out.Usage, res.Usage)
-		out.Replayed = out.Replayed && res.Replayed
 		rec := LNDLRound{Round: round, Budget: r.budget, BudgetLeft: r.budget - round, Actions: []LNDLAction{}}
-		value, done, roundErr, executed, replayed, err := r.classify(ctx, round, text, &rec)
+		step, err := r.step(ctx, round, text, &rec)
 		if err != nil {
 			return nil, err
 		}
-		out.Replayed = out.Replayed && replayed
-		repair, results = roundErr, executed
-		if roundErr != nil {
-			lastErr = roundErr
-			rec.Error = Truncate(roundErr.Error(), MaxRoundErrorBytes)
+		out.Replayed = out.Replayed && res.Replayed && step.replayed
+		if step.repair != nil {
+			lastErr = step.repair
+			rec.Error = Truncate(step.repair.Error(), MaxRoundErrorBytes)
 		}
 		rec.Notes = len(r.notes)
 		r.rounds = append(r.rounds, rec)
 		r.m.e.emit(ctx, Signal{Type: SignalLNDLRound, Verb: r.verb, BranchID: r.in.BranchID, RequestID: r.roundID(round), Round: &rec})
-		if done {
-			raw, err := marshalValue(value)
+		if step.done {
+			raw, err := marshalValue(step.value)
 			if err != nil {
 				return nil, err
 			}
 			out.Value, out.LNDLRounds = raw, r.rounds
 			return out, nil
 		}
+		prev = step
 	}
 	return nil, r.exhausted(lastErr)
 }
@@ -421,21 +419,32 @@ func rawText(v json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// classify classifies round n's text (0024-D3), runs the actions its
-// shape selects (0024-D4) and decides (0024-D5): done with the value, or
-// the round's repair error (nil for a continue) and the results of the
-// actions it ran. rec gets the outcome and the actions. err is a failure
-// that ends the invocation.
-func (r *lndlRun) classify(ctx context.Context, n int, text string, rec *LNDLRound) (value any, done bool, roundErr error, executed map[string]any, replayed bool, err error) {
-	replayed = true
+// roundStep is what a round decided.
+type roundStep struct {
+	// done: value is the answer.
+	done  bool
+	value any
+	// repair is the round's repair error, for the next round; nil for a
+	// continue or a success.
+	repair error
+	// executed are the results of the actions the round ran, by alias.
+	executed map[string]any
+	// replayed: the round's action stage, if any, was read from history.
+	replayed bool
+}
+
+// step classifies round n's text (0024-D3), runs the actions its shape
+// selects (0024-D4) and decides (0024-D5). rec gets the outcome and the
+// actions. An error ends the invocation.
+func (r *lndlRun) step(ctx context.Context, n int, text string, rec *LNDLRound) (roundStep, error) {
 	rr := lndl.Round(lndl.RoundInput{Text: text, Target: r.target, ActionResults: r.results, Notes: r.notes})
-	retry := func(e error) (any, bool, error, map[string]any, bool, error) {
+	retry := func(e error) (roundStep, error) {
 		rec.Outcome = RoundRetry
-		return nil, false, e, nil, replayed, nil
+		return roundStep{repair: e, replayed: true}, nil
 	}
 	if rr.Outcome == lndl.OutcomeRetry {
 		if !errors.Is(rr.Err, lndl.ErrLNDL) {
-			return nil, false, nil, nil, replayed, rr.Err // 0024-D3-10
+			return roundStep{}, rr.Err // 0024-D3-10
 		}
 		return retry(rr.Err)
 	}
@@ -446,10 +455,11 @@ func (r *lndlRun) classify(ctx context.Context, n int, text string, rec *LNDLRou
 		return retry(fmt.Errorf("%w: %d lacts, at most %d run in one round", ErrLNDLActions, len(rr.Pending), MaxActionRequests))
 	}
 	r.notes = rr.Notes
-	executed, replayed, err = r.bridge(ctx, n, rr.Pending, rec)
+	executed, replayed, err := r.bridge(ctx, n, rr.Pending, rec)
 	if err != nil {
-		return nil, false, nil, nil, false, err
+		return roundStep{}, err
 	}
+	st := roundStep{executed: executed, replayed: replayed}
 	// Results by alias, for the rest of the invocation; a continue round
 	// overwrites an alias's earlier result (0024-D4-07).
 	for alias, v := range executed {
@@ -457,34 +467,34 @@ func (r *lndlRun) classify(ctx context.Context, n int, text string, rec *LNDLRou
 	}
 	if rr.Outcome == lndl.OutcomeContinue {
 		rec.Outcome = RoundContinue
-		return nil, false, nil, executed, replayed, nil
+		return st, nil
 	}
 	resolved, err := rr.Resolve(executed)
 	switch {
 	case err != nil && errors.Is(err, lndl.ErrLNDL):
-		rec.Outcome = RoundRetry
-		return nil, false, err, executed, replayed, nil
+		rec.Outcome, st.repair = RoundRetry, err
+		return st, nil
 	case err != nil:
-		return nil, false, nil, nil, false, Errorf(CodeInternal, "middle %s: round %d: %v", MiddleLNDL, n, err)
+		return roundStep{}, Errorf(CodeInternal, "middle %s: round %d: %v", MiddleLNDL, n, err)
 	}
 	// skip_validation or no target: the assembled value, results
 	// substituted (0024-D5-01, 0024-D4-10).
 	if r.in.SkipValidation || r.target == nil {
-		rec.Outcome = RoundSuccess
-		return resolved, true, nil, executed, replayed, nil
+		rec.Outcome, st.done, st.value = RoundSuccess, true, resolved
+		return st, nil
 	}
 	valid, verr := r.target.Validate(resolved)
 	switch {
 	case verr == nil:
-		rec.Outcome = RoundSuccess
-		return valid, true, nil, executed, replayed, nil
+		rec.Outcome, st.done, st.value = RoundSuccess, true, valid
+		return st, nil
 	case errors.Is(verr, lndl.ErrValidation):
 		// Never returned partially: repair text for the next round
 		// (0024-D5-02).
-		rec.Outcome = RoundRejected
-		return nil, false, verr, executed, replayed, nil
+		rec.Outcome, st.repair = RoundRejected, verr
+		return st, nil
 	}
-	return nil, false, nil, nil, false, &Error{Code: CodeInvalidRequest, Err: verr, Message: fmt.Sprintf(
+	return roundStep{}, &Error{Code: CodeInvalidRequest, Err: verr, Message: fmt.Sprintf(
 		"middle %s: the target cannot validate: %v", MiddleLNDL, verr)}
 }
 

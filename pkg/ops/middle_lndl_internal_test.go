@@ -67,7 +67,7 @@ func TestLNDLMiddle_0024_D3_02_cli_no_text_continues(t *testing.T) {
 	m := lndlMiddle{e: e, cli: cli}
 	res, err := m.Exchange(context.Background(), MiddleInput{
 		RequestID: "r/middle", BranchID: "b", Verb: "operate", Instruction: "i",
-		ChatModel: &ModelRef{Provider: cliProvider, Model: "fake"}, ResponseFormat: json.RawMessage(cliTarget),
+		ChatModel: &ModelRef{Provider: cliProviderName, Model: "fake"}, ResponseFormat: json.RawMessage(cliTarget),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestLNDLMiddle_0024_D3_02_cli_no_text_continues(t *testing.T) {
 func TestLNDLMiddle_cli_model_needs_run_and_collect(t *testing.T) {
 	e := newLNDLEngine(t)
 	_, err := lndlMiddle{e: e}.Exchange(context.Background(), MiddleInput{
-		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &ModelRef{Provider: cliProvider, Model: "fake"},
+		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &ModelRef{Provider: cliProviderName, Model: "fake"},
 	})
 	var oe *Error
 	if !errors.As(err, &oe) || oe.Code != CodeInvalidRequest || !strings.Contains(oe.Message, MiddleRunAndCollect) {
@@ -107,7 +107,7 @@ func TestLNDLMiddle_0024_D4_05_outcomes_pair_with_calls(t *testing.T) {
 		"/round1": `"` + "```lndl\\n<lact a>add(x=1, y=2)</lact>\\n<lact u>upper(s=\\\"go\\\")</lact>\\n```" + `"`,
 	}}
 	_, err := lndlMiddle{e: e, cli: cli}.Exchange(context.Background(), MiddleInput{
-		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &ModelRef{Provider: cliProvider, Model: "fake"},
+		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &ModelRef{Provider: cliProviderName, Model: "fake"},
 	})
 	var oe *Error
 	if !errors.As(err, &oe) || oe.Code != CodeInternal || !strings.Contains(oe.Message, "1 action outcomes for 2 calls") {
