@@ -49,10 +49,13 @@ func operateCommand() command {
 				setString(req.data, "action_strategy", *strategy)
 				setString(req.data, "handle_validation", *handle)
 				setString(req.data, "middle", *middle)
-				if *budget != 0 {
-					// Checked by the worker, before any model call.
-					req.data["round_budget"] = *budget
-				}
+				fs.Visit(func(f *flag.Flag) {
+					if f.Name == "round-budget" {
+						// Checked by the worker (0 too), before any
+						// model call.
+						req.data["round_budget"] = *budget
+					}
+				})
 				_, hasInstruction := req.data["instruction"]
 				_, hasInstruct := req.data["instruct"]
 				_, hasPlain := req.data["plain_content"]

@@ -37,7 +37,7 @@ func TestPublisher_operate(t *testing.T) {
 		{name: "operate lndl", args: append(n, "--json", "operate", "o2", "--instruction", "add 2 and 3", "--middle", "lndl", "--round-budget", "2",
 			"--response-format", `{"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]}`),
 			wantOut: []string{`"answer": 5`, `"lndl_rounds": [`, `"outcome": "continue"`, `"outcome": "success"`, `"budget": 2`}},
-		{name: "lndl budget 0", args: append(n, "operate", "o2", "--instruction", "x", "--middle", "lndl", "--round-budget", "-1"),
+		{name: "lndl budget 0", args: append(n, "operate", "o2", "--instruction", "x", "--middle", "lndl", "--round-budget", "0"),
 			wantCode: exitFailed, wantErr: []string{"round_budget"}},
 	}
 	for _, s := range steps {
