@@ -740,3 +740,20 @@ func TestLNDL_0024_D3_04_normalized_replies(t *testing.T) {
 		})
 	}
 }
+
+// 0024-D4-04: the request's tools selection narrows what a round may run,
+// as it narrows operate's own act stage.
+func TestLNDL_0024_D4_04_tools_selection(t *testing.T) {
+	o := newOperateBundle(t)
+	lndlBranch(t, o, "b", []string{lndlBlock("<lact s>add(x=1, y=1)</lact>\n<lact u>upper(s=\"x\")</lact>\nOUT{total: [s], shout: [u]}")}, "add", "upper")
+	res, err := o.operate(t, "op1", "b", `{"instruction":"i","middle":"lndl","tools":["add"],"skip_validation":true,"response_format":`+sumFormat+`}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact(t, res.LNDLRounds[0].Actions); got != `[{"alias":"s","function":"add"},{"alias":"u","function":"upper","error_code":"denied"}]` {
+		t.Fatalf("actions %s", got)
+	}
+	if o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 1)) != 0 {
+		t.Fatal("a tool outside the selection ran")
+	}
+}
