@@ -23,7 +23,8 @@ func operateCommand() command {
 			skip := fs.Bool("skip-validation", false, "return the answer's text: no parse, no validation, no tool calls")
 			noInvoke := fs.Bool("no-invoke-actions", false, "do not run the tool calls the model asks for")
 			clear := fs.Bool("clear-messages", false, "clear the branch's messages, atomically with this exchange")
-			middle := fs.String("middle", "", `the middle making the exchange (default "communicate")`)
+			middle := fs.String("middle", "", `the middle making the exchange: "communicate" (the default), "lndl" or a registered one`)
+			budget := fs.Int("round-budget", 0, "with --middle lndl: the most model exchanges, 1 to 10 (default 3)")
 			return func(req *request, args []string) error {
 				if err := branchArg(req, args); err != nil {
 					return err
@@ -48,6 +49,13 @@ func operateCommand() command {
 				setString(req.data, "action_strategy", *strategy)
 				setString(req.data, "handle_validation", *handle)
 				setString(req.data, "middle", *middle)
+				fs.Visit(func(f *flag.Flag) {
+					if f.Name == "round-budget" {
+						// Checked by the worker (0 too), before any
+						// model call.
+						req.data["round_budget"] = *budget
+					}
+				})
 				_, hasInstruction := req.data["instruction"]
 				_, hasInstruct := req.data["instruct"]
 				_, hasPlain := req.data["plain_content"]

@@ -48,3 +48,38 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 }
+
+// lndlBenchProvider answers round 1 with two lacts and later rounds with
+// OUT citing them.
+type lndlBenchProvider struct{}
+
+func (lndlBenchProvider) Complete(_ context.Context, call ops.Call) (*ops.Completion, error) {
+	if len(call.Instruction) > 6 && call.Instruction[:6] == "Round " {
+		return &ops.Completion{Text: "```lndl\nOUT{total: [s], shout: [u]}\n```"}, nil
+	}
+	return &ops.Completion{Text: "```lndl\n<lact s>add(x=1, y=2)</lact>\n<lact u>upper(s=\"hi\")</lact>\n```"}, nil
+}
+
+// BenchmarkEngine_operate_lndl is a two-round LNDL operate: two
+// recorded exchanges, one act stage of two calls, validation.
+func BenchmarkEngine_operate_lndl(b *testing.B) {
+	eng, err := ops.NewEngine(ops.Config{
+		Store: ops.NewMemoryStore(), Providers: ops.NewProviders(map[string]ops.Provider{"bench": lndlBenchProvider{}}),
+		Tools: actTools(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := eng.Do(ctx, ops.Request{ID: "c", Verb: "branch.create", Data: json.RawMessage(
+		`{"branch_id":"main","chat_model":"bench:m","tools":["add","upper"]}`)}); err != nil {
+		b.Fatal(err)
+	}
+	data := json.RawMessage(`{"instruction":"add and shout","middle":"lndl","clear_messages":true,"response_format":` + sumFormat + `}`)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := eng.Do(ctx, ops.Request{ID: fmt.Sprint("r", i), Verb: "operate", BranchID: "main", Data: data}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -26,7 +26,8 @@
 //   - [StreamingProvider] streams a model's answer as [Chunk]s into a
 //     [ChunkSink] ([ChunkBuffer], numbered by [Sequence]) for run;
 //   - [Middle] performs operate's one logical exchange; requests select one
-//     by name, the engine's communicate adapter or one of [Middles];
+//     by name, the engine's communicate or lndl ([MiddleLNDL]) adapter or
+//     one of [Middles];
 //   - [Operations] holds the named operations served as "op.NAME".
 //
 // # History and snapshots
@@ -100,6 +101,14 @@
 // the act stage and adds their action_responses to the result. The middle
 // records its exchange under the id "<id>/middle", the act stage its calls
 // under "<id>/act"; operate emits run.start and one terminal run signal.
+//
+// The lndl middle (ADR-0024, docs/lndl.md#the-operate-adapter) makes that
+// exchange a bounded series of rounds: the model answers in LNDL, each
+// answer is classified by lndl.Round, the tool calls a round selects run
+// through the act stage, and the first value that validates against the
+// request schema is the middle's result. Round N is recorded under
+// "<id>/middle/round<N>", its calls under "<id>/middle/round<N>/act", and
+// each round emits an lndl.round signal ([SignalLNDLRound]).
 //
 // # Model-call position
 //

@@ -48,4 +48,7 @@ type Result struct {
 	// Replayed is true when the result was read back from history because
 	// the request had already been committed.
 	Replayed bool `json:"replayed,omitempty"`
+	// LNDLRounds lists what each round of the LNDL middle did, when the
+	// request used it (operate with "middle": "lndl").
+	LNDLRounds []LNDLRound `json:"lndl_rounds,omitempty"`
 }

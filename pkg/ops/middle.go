@@ -18,7 +18,9 @@ const (
 	MiddleCommunicate = "communicate"
 	// MiddleRunAndCollect is the CLI-model exchange (to come).
 	MiddleRunAndCollect = "run_and_collect"
-	// MiddleLNDL is the LNDL adapter of ADR-0024 (to come).
+	// MiddleLNDL is the LNDL adapter of ADR-0024: a bounded series of
+	// recorded inner exchanges whose LNDL answers are assembled into the
+	// target (docs/lndl.md#the-operate-adapter).
 	MiddleLNDL = "lndl"
 )
 
@@ -82,6 +84,17 @@ type MiddleInput struct {
 	ClearMessages bool
 	// SkipValidation asks for the raw answer text, unparsed.
 	SkipValidation bool
+
+	// RoundBudget bounds the model exchanges of the LNDL middle; 0 is
+	// DefaultRoundBudget. Other middles ignore it.
+	RoundBudget int
+	// Tools, when not nil, narrows the branch's tools a middle may run
+	// itself (the LNDL middle's actions) to these names.
+	Tools []string
+	// CallerFormat is the caller's response_format as sent, which keeps
+	// the order of its properties (ResponseFormat, generated, does not);
+	// nil for none.
+	CallerFormat json.RawMessage
 }
 
 // Middle performs one logical exchange for operate (ADR-0021 D5). operate
@@ -170,13 +183,16 @@ func (e *Engine) Middles() *Middles { return e.middles }
 // a built-in name, else the registered one. An unknown name is a
 // CodeInvalidRequest error wrapping ErrUnknownMiddle.
 func (e *Engine) Middle(name string) (Middle, error) {
-	if name == MiddleCommunicate {
+	switch name {
+	case MiddleCommunicate:
 		return communicateMiddle{e}, nil
+	case MiddleLNDL:
+		return lndlMiddle{e: e}, nil
 	}
 	m, err := e.middles.Lookup(name)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
-			"unknown middle %q (built-in: %s; registered: %v)", name, MiddleCommunicate, e.middles.Names()), Err: err}
+			"unknown middle %q (built-in: %s, %s; registered: %v)", name, MiddleCommunicate, MiddleLNDL, e.middles.Names()), Err: err}
 	}
 	return m, nil
 }

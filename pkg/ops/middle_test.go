@@ -100,7 +100,8 @@ func TestEngine_Middle_selection(t *testing.T) {
 		{"built-in communicate", ops.MiddleCommunicate, ""},
 		{"registered", "upper", ""},
 		{"unknown", "nope", ops.CodeInvalidRequest},
-		{"to come", ops.MiddleLNDL, ops.CodeInvalidRequest},
+		{"built-in lndl", ops.MiddleLNDL, ""},
+		{"to come", ops.MiddleRunAndCollect, ops.CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,5 +308,5 @@ func ExampleMiddle() {
 	// Output:
 	// communicate "one exchange"
 	// upper "ONE EXCHANGE"
-	// true invalid_request: unknown middle "missing" (built-in: communicate; registered: [upper])
+	// true invalid_request: unknown middle "missing" (built-in: communicate, lndl; registered: [upper])
 }

@@ -34,6 +34,8 @@ type operateData struct {
 	ClearMessages    bool   `json:"clear_messages"`
 	Middle           string `json:"middle"`
 	InvokeActions    *bool  `json:"invoke_actions"`
+	// RoundBudget is the LNDL middle's round budget (ADR-0024 D1).
+	RoundBudget json.RawMessage `json:"round_budget"`
 
 	// Removed or refused names (0022-D1-10, 0022-D1-11): present at all,
 	// even null, they make the request invalid.
@@ -162,6 +164,9 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
 		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
 	}
+	if err := d.lndl(p); err != nil {
+		return nil, err
+	}
 	// The action stage exists with invoke_actions and actions enabled; its
 	// strategy is the request's, else the instruction's, else concurrent
 	// (0022-D1-07, 0022-D1-08 as intended); errors are always suppressed.
@@ -186,6 +191,7 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 			}
 		}
 		p.tools = slices.Clone(d.Tools)
+		p.chat.Tools = slices.Clone(d.Tools)
 	}
 	fields, err := fieldModels(d.FieldModels)
 	if err != nil {
@@ -221,3 +227,23 @@ func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, err
 // stageID derives the request id of one of operate's stages from the
 // request id, the same on every delivery.
 func stageID(requestID, stage string) string { return requestID + "/" + stage }
+
+// lndl checks round_budget and hands the LNDL middle its inputs: the
+// budget (only "middle": "lndl" takes one) and the caller's
+// response_format as sent, for its field order.
+func (d *operateData) lndl(p *operatePlan) error {
+	if d.RoundBudget != nil {
+		if p.middle != MiddleLNDL {
+			return Errorf(CodeInvalidRequest, "data.round_budget is for \"middle\": %q only", MiddleLNDL)
+		}
+		n, err := parseRoundBudget(d.RoundBudget)
+		if err != nil {
+			return err
+		}
+		p.chat.RoundBudget = n
+	}
+	if p.middle == MiddleLNDL && len(d.ResponseFormat) > 0 {
+		p.chat.CallerFormat = d.ResponseFormat
+	}
+	return nil
+}

@@ -111,8 +111,13 @@ func isObjectSchema(s map[string]any) bool {
 	return s["type"] == "object"
 }
 
+// The generated object schemas carry a title, as pydantic writes one for a
+// model: the LNDL middle shows a nested model to the model by that name
+// (Specs: reason(Reason: ...)) and binds Model.field declarations to it.
+
 func reasonSchema() map[string]any {
 	return map[string]any{
+		"title":       "Reason",
 		"description": "Why the answer is what it is.",
 		"type":        []any{"object", "null"},
 		"properties": map[string]any{
@@ -125,7 +130,8 @@ func reasonSchema() map[string]any {
 
 func actionRequestSchema() map[string]any {
 	return map[string]any{
-		"type": "object",
+		"title": "ActionRequest",
+		"type":  "object",
 		"properties": map[string]any{
 			"function":  map[string]any{"type": "string", "minLength": 1, "description": "The tool name."},
 			"arguments": map[string]any{"type": []any{"object", "null"}, "description": "The named arguments."},
@@ -136,7 +142,8 @@ func actionRequestSchema() map[string]any {
 
 func actionResponseSchema() map[string]any {
 	return map[string]any{
-		"type": "object",
+		"title": "ActionResponse",
+		"type":  "object",
 		"properties": map[string]any{
 			"id":        map[string]any{"type": "string"},
 			"function":  map[string]any{"type": "string"},

@@ -34,6 +34,9 @@ const (
 	// SignalToolError is emitted by act after a tool call failed: the tool
 	// reported an error, or the invoker could not get an outcome.
 	SignalToolError SignalType = "tool.error"
+	// SignalLNDLRound is emitted by the LNDL middle after each of its
+	// rounds, with what the round did (Signal.Round).
+	SignalLNDLRound SignalType = "lndl.round"
 )
 
 // SignalTypes returns every signal type the engine emits, in the order
@@ -41,7 +44,7 @@ const (
 func SignalTypes() []SignalType {
 	return []SignalType{
 		SignalRunStart, SignalRunEnd, SignalRunFailed, SignalMessageAdded,
-		SignalToolPre, SignalToolPost, SignalToolError,
+		SignalToolPre, SignalToolPost, SignalToolError, SignalLNDLRound,
 	}
 }
 
@@ -61,6 +64,8 @@ type Signal struct {
 	Err *Error
 	// Tool is set on the tool hook signals.
 	Tool *ToolSignal
+	// Round is set on SignalLNDLRound.
+	Round *LNDLRound
 }
 
 // ToolSignal describes the tool call of a tool hook signal. The summaries

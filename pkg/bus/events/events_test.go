@@ -220,6 +220,7 @@ func TestEventToken(t *testing.T) {
 		ops.SignalToolPre:      "tool_pre",
 		ops.SignalToolPost:     "tool_post",
 		ops.SignalToolError:    "tool_error",
+		ops.SignalLNDLRound:    "lndl_round",
 	} {
 		if got := protocol.EventToken(in); got != want {
 			t.Errorf("EventToken(%q) = %q, want %q", in, got, want)

@@ -76,17 +76,18 @@
 //
 // The events.Sink publishes each signal of the engine as a CloudEvent of
 // type lionbus.<signal type> (lionbus.run.start, lionbus.run.end,
-// lionbus.run.failed, lionbus.message.added, and act's hooks
-// lionbus.tool.pre, lionbus.tool.post and lionbus.tool.error) on
-// lion.events.<branch>.<tok>, tok being the signal type with its dots
-// replaced by underscores ([EventToken]: run_start, message_added, ...), and
-// kept in LION_EVENTS for provision.Config.EventsMaxAge. Events carry
-// branchid, requestid and the request's traceparent; their data
-// ([SignalData]: verb, branch_id, request_id, time, and the recorded message,
-// the result, the tool call or the error {code, message}) has a schema per
-// type in package schemas. For one communicate they arrive in order:
-// run.start, message.added per recorded message, then run.end or run.failed;
-// for one act, tool.pre then tool.post or tool.error per authorized call,
-// then message.added per recorded message. Observers subscribe to
+// lionbus.run.failed, lionbus.message.added, act's hooks lionbus.tool.pre,
+// lionbus.tool.post and lionbus.tool.error, and the LNDL middle's
+// lionbus.lndl.round) on lion.events.<branch>.<tok>, tok being the signal
+// type with its dots replaced by underscores ([EventToken]: run_start,
+// message_added, ...), and kept in LION_EVENTS for
+// provision.Config.EventsMaxAge. Events carry branchid, requestid and the
+// request's traceparent; their data ([SignalData]: verb, branch_id,
+// request_id, time, and the recorded message, the result, the tool call, the
+// LNDL round or the error {code, message}) has a schema per type in package
+// schemas. For one communicate they arrive in order: run.start,
+// message.added per recorded message, then run.end or run.failed; for one
+// act, tool.pre then tool.post or tool.error per authorized call, then
+// message.added per recorded message. Observers subscribe to
 // lion.events.<branch>.> or, e.g., lion.events.*.run_failed.
 package protocol

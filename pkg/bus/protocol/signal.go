@@ -22,6 +22,7 @@ const (
 	EventTypeToolPre      = EventTypePrefix + string(ops.SignalToolPre)      // lionbus.tool.pre
 	EventTypeToolPost     = EventTypePrefix + string(ops.SignalToolPost)     // lionbus.tool.post
 	EventTypeToolError    = EventTypePrefix + string(ops.SignalToolError)    // lionbus.tool.error
+	EventTypeLNDLRound    = EventTypePrefix + string(ops.SignalLNDLRound)    // lionbus.lndl.round
 )
 
 // ErrInvalidSignal is returned (wrapped) by [EventBuilder.Signal] for a signal
@@ -31,8 +32,8 @@ var ErrInvalidSignal = errors.New("protocol: signal cannot be published")
 
 // SignalData is the data of a signal event. Every signal carries Verb,
 // BranchID, RequestID and Time; run.end adds Result, run.failed Error,
-// message.added Message, and the tool hooks of act Tool (tool.error with
-// Error too). Each type has a schema in package schemas
+// message.added Message, the tool hooks of act Tool (tool.error with
+// Error too), and lndl.round Round. Each type has a schema in package schemas
 // (lionbus.run.start.json, ...).
 type SignalData struct {
 	// Verb is the verb of the request that caused the signal.
@@ -53,6 +54,8 @@ type SignalData struct {
 	// Tool is the tool call of a tool hook (tool.pre, tool.post,
 	// tool.error).
 	Tool *ops.ToolSignal `json:"tool,omitempty"`
+	// Round is what a round of the LNDL middle did (lndl.round).
+	Round *ops.LNDLRound `json:"round,omitempty"`
 }
 
 // SignalError is the error of a run.failed or tool.error event.
@@ -133,6 +136,7 @@ func (b EventBuilder) Signal(s ops.Signal, traceParent, traceState string) (ev *
 		Message:   s.Message,
 		Result:    s.Result,
 		Tool:      s.Tool,
+		Round:     s.Round,
 	}
 	if data.Time.IsZero() {
 		data.Time = time.Now().UTC()
