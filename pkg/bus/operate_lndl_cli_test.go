@@ -84,7 +84,7 @@ func TestAcceptance_operate_lndl_cli_model(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := bustest.New(t, provision.Config{})
-			tools, svc := lndlToolService()
+			tools, svc := lndlToolService(t, b)
 			startToolWorkerWith(t, b, tools, bustest.Providers(t, map[string]ops.Provider{cli.Name: prov}))
 			bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{
 				"branch_id": "ln", "tools": []string{"add", "upper"}, "chat_model": "cli:lndl"}), nil)

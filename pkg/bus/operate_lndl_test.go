@@ -12,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/tools"
 )
 
 // toolService counts the calls each tool sees.
@@ -32,36 +34,59 @@ func (s *toolService) seen(tool string) int {
 	return s.calls[tool]
 }
 
-// lndlToolService returns the invoker of the LNDL tests' tools — "add"
-// ({x, y} → x+y), "upper" ({s} → s upper-cased) and "lookup" ({key}
-// → a string) — and the service's call counts. The tools run in process;
-// serving them from a remote tool service instead changes only the
-// invoker returned here.
-func lndlToolService() (ops.Invoker, *toolService) {
+// lndlToolService serves the LNDL tests' tools — "add" ({x, y} → x+y),
+// "upper" ({s} → s upper-cased) and "lookup" ({key} → a string) — from a
+// remote tool service on b's server (the pkg/tools SDK, in a queue group,
+// registered in the registry), and returns the worker's NATS invoker of
+// the registry and the service's call counts.
+func lndlToolService(t *testing.T, b *bustest.Bus) (ops.Invoker, *toolService) {
+	t.Helper()
 	svc := &toolService{calls: map[string]int{}}
-	count := func(name string, f ops.ToolFunc) ops.ToolFunc {
-		return func(ctx context.Context, a map[string]any) (any, error) {
+	count := func(name string, f func(map[string]any) any) tools.Handler {
+		return func(_ context.Context, a map[string]any) (any, error) {
 			svc.mu.Lock()
 			svc.calls[name]++
 			svc.mu.Unlock()
-			return f(ctx, a)
+			return f(a), nil
 		}
 	}
-	return ops.NewToolFuncs(map[string]ops.ToolFunc{
-		"add": count("add", func(_ context.Context, a map[string]any) (any, error) {
-			x, _ := a["x"].(float64)
-			y, _ := a["y"].(float64)
-			return x + y, nil
-		}),
-		"upper": count("upper", func(_ context.Context, a map[string]any) (any, error) {
-			s, _ := a["s"].(string)
-			return strings.ToUpper(s), nil
-		}),
-		"lookup": count("lookup", func(_ context.Context, a map[string]any) (any, error) {
-			k, _ := a["key"].(string)
-			return "value of " + k, nil
-		}),
-	}), svc
+	obj := func(props string) json.RawMessage {
+		return json.RawMessage(`{"type":"object","properties":` + props + `}`)
+	}
+	ctx := bustest.Ctx(t)
+	served, err := tools.Serve(ctx, b.NC, tools.ServiceConfig{Name: "lndl-tools", Version: "1.0.0", Tools: []tools.Tool{
+		{Name: "add", Description: "Adds x and y.", Parameters: obj(`{"x":{"type":"number"},"y":{"type":"number"}}`),
+			Handler: count("add", func(a map[string]any) any {
+				x, _ := a["x"].(float64)
+				y, _ := a["y"].(float64)
+				return x + y
+			})},
+		{Name: "upper", Description: "Upper-cases s.", Parameters: obj(`{"s":{"type":"string"}}`),
+			Handler: count("upper", func(a map[string]any) any {
+				s, _ := a["s"].(string)
+				return strings.ToUpper(s)
+			})},
+		{Name: "lookup", Description: "Looks a key up.", Parameters: obj(`{"key":{"type":"string"}}`),
+			Handler: count("lookup", func(a map[string]any) any {
+				k, _ := a["key"].(string)
+				return "value of " + k
+			})},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = served.Stop(context.Background()) })
+	reg, err := tools.OpenRegistry(ctx, b.JS, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	bustest.WaitFor(t, 10*time.Second, "the tools in the registry", func() bool { return len(reg.List()) == 3 })
+	inv, err := tools.NewInvoker(b.NC, tools.InvokerConfig{Registry: reg, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv, svc
 }
 
 // lndlReply is a model reply with one lndl block.
@@ -84,7 +109,7 @@ const reportSchema = `{"type":"object","required":["total","shout"],"additionalP
 func lndlSetup(t *testing.T, id string, replies ...string) (*bustest.Bus, *toolService) {
 	t.Helper()
 	b := bustest.New(t, provision.Config{})
-	tools, svc := lndlToolService()
+	tools, svc := lndlToolService(t, b)
 	startToolWorker(t, b, tools)
 	bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{
 		"branch_id": id, "tools": []string{"add", "upper", "lookup"},
