@@ -61,8 +61,9 @@ lndl-vectors: ## the LNDL conformance vectors, every stage: in pkg/lndl and thro
 	$(GO) test -count=1 -run 'Conformance' ./pkg/lndl/
 	$(GO) test -count=1 -run 'TestRunLNDL_vectors' -v ./cmd/publisher/ | grep -E '^(\s*--- |ok|FAIL|PASS)'
 
-js-deps: ## npm ci in examples/js-tool (the nats.js example tool; its test runs it with node)
+js-deps: ## npm ci in examples/js-tool and examples/js-client (the nats.js examples; their tests run them with node)
 	npm ci --prefix examples/js-tool --no-audit --no-fund
+	npm ci --prefix examples/js-client --no-audit --no-fund
 
 clean: ## remove bin/
 	rm -rf $(BIN)
