@@ -1,0 +1,112 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+)
+
+// MaxBranches bounds how many branches Branches lists.
+const MaxBranches = 100_000
+
+// BranchInfo is one branch as Branches lists it.
+type BranchInfo struct {
+	// ID is the branch id.
+	ID string `json:"branch_id"`
+	// Events is how many events its history holds.
+	Events uint64 `json:"events"`
+}
+
+// Branches lists the branches that have history, sorted by id: the
+// subjects of the history stream (a branch deleted has none). It returns
+// at most MaxBranches.
+func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
+	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	st, err := c.js.Stream(ctx, c.subj.HistoryStream())
+	if err != nil {
+		return nil, fmt.Errorf("client: history stream %s: %w", c.subj.HistoryStream(), err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(c.subj.HistoryWildcard()))
+	if err != nil {
+		return nil, fmt.Errorf("client: list branches: %w", err)
+	}
+	prefix := c.subj.History("")
+	out := make([]BranchInfo, 0, len(info.State.Subjects))
+	for subject, n := range info.State.Subjects {
+		if id, ok := strings.CutPrefix(subject, prefix); ok && protocol.ValidToken(id) {
+			out = append(out, BranchInfo{ID: id, Events: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b BranchInfo) int { return strings.Compare(a.ID, b.ID) })
+	if len(out) > MaxBranches {
+		out = out[:MaxBranches]
+	}
+	return out, nil
+}
+
+// WatchOptions says where Watch starts.
+type WatchOptions struct {
+	// Since starts at the first event stored at or after this time; zero
+	// (with All false) starts with the next event published.
+	Since time.Time
+	// All starts with the first event the events stream still keeps.
+	All bool
+}
+
+// Watch calls fn with each signal event of branch (lifecycle,
+// message-added, hook and round events, from the events stream), in order,
+// until ctx ends (it then returns nil) or fn returns an error (returned).
+// Events that cannot be decoded are skipped.
+func (c *Client) Watch(ctx context.Context, branch string, opts WatchOptions, fn func(*event.Event) error) error {
+	if !protocol.ValidToken(branch) {
+		return fmt.Errorf("%w: branch %q", ErrInvalidOption, branch)
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{c.subj.Events(branch, ">")},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	}
+	switch {
+	case opts.All:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	case !opts.Since.IsZero():
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &opts.Since
+	}
+	sctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
+	cons, err := c.js.OrderedConsumer(sctx, c.subj.EventsStream(), cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("client: watch %s: %w", branch, err)
+	}
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(64, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("client: watch %s: %w", branch, err)
+		}
+		for m := range batch.Messages() {
+			ev, err := c.codec.DecodeEvent(m.Headers(), m.Data())
+			if err != nil {
+				continue
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+			return fmt.Errorf("client: watch %s: %w", branch, err)
+		}
+	}
+	return nil
+}
