@@ -16,7 +16,8 @@ const (
 	// MiddleCommunicate is the API-model exchange: communicate without its
 	// lifecycle signals (the caller owns the lifecycle).
 	MiddleCommunicate = "communicate"
-	// MiddleRunAndCollect is the CLI-model exchange (to come).
+	// MiddleRunAndCollect is the CLI-model exchange: run, its responses
+	// collected (operate's default for a CLI chat model).
 	MiddleRunAndCollect = "run_and_collect"
 	// MiddleLNDL is the LNDL adapter of ADR-0024 (to come).
 	MiddleLNDL = "lndl"
@@ -172,6 +173,9 @@ func (e *Engine) Middles() *Middles { return e.middles }
 func (e *Engine) Middle(name string) (Middle, error) {
 	if name == MiddleCommunicate {
 		return communicateMiddle{e}, nil
+	}
+	if name == MiddleRunAndCollect {
+		return runCollectMiddle{e}, nil
 	}
 	m, err := e.middles.Lookup(name)
 	if err != nil {

@@ -39,6 +39,10 @@ func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Middle == "" && e.isCLIModel(p.chat.ChatModel) {
+		// A CLI model's exchange is run_and_collect (ADR-0022 D1/D3).
+		p.middle = MiddleRunAndCollect
+	}
 	sch, err := buildSchemas(p)
 	if err != nil {
 		return nil, err
