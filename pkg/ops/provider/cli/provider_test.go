@@ -175,7 +175,7 @@ func TestProvider_Stream_exits(t *testing.T) {
 				if !clitest.Reaped(r.PID) {
 					t.Errorf("process %d still exists after Stream returned", r.PID)
 				}
-				if r.Child != 0 && !clitest.Gone(r.Child) {
+				if r.Child != 0 && !clitest.WaitGone(r.Child, 5*time.Second) {
 					t.Errorf("child process %d outlived the call", r.Child)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // FakeCLIPackage is the import path of the fake CLI.
@@ -108,4 +109,17 @@ func Gone(pid int) bool {
 // zombie is left.
 func Reaped(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// WaitGone polls [Gone] until it holds or timeout passes: a process killed
+// a moment ago may take that long to exit.
+func WaitGone(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !Gone(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
