@@ -37,6 +37,8 @@ func TestProvision_creates_everything(t *testing.T) {
 		{"PX_RESULTS", "px.reply.>", jetstream.LimitsPolicy, provision.DefaultResultsMaxAge, 1},
 		{"PX_HISTORY", "px.history.>", jetstream.LimitsPolicy, 0, -1},
 		{"PX_EVENTS", "px.events.>", jetstream.LimitsPolicy, provision.DefaultEventsMaxAge, -1},
+		{"PX_CHUNKS", "px.chunk.>", jetstream.LimitsPolicy, provision.DefaultChunksMaxAge, -1},
+		{"PX_RUNLOG", "px.runlog.>", jetstream.LimitsPolicy, provision.DefaultRunLogMaxAge, -1},
 	}
 	for _, tt := range tests {
 		st, err := js.Stream(ctx, tt.stream)
@@ -121,8 +123,8 @@ func TestProvision_concurrent_workers(t *testing.T) {
 	for range names.Name() {
 		count++
 	}
-	if count != 7 { // five streams and two KV buckets
-		t.Errorf("%d streams after concurrent provisioning, want 7", count)
+	if count != 9 { // seven streams and two KV buckets
+		t.Errorf("%d streams after concurrent provisioning, want 9", count)
 	}
 }
 
