@@ -70,6 +70,11 @@ type config struct {
 	// is set (falling back to OPENAI_BASE_URL and OPENAI_API_KEY).
 	OpenAIBaseURL string
 	OpenAIAPIKey  string
+
+	// CLIs are the coding-agent CLIs served as "cli:NAME" (--cli
+	// NAME=COMMAND, repeatable, and --cli-config FILE).
+	CLIs      cliList
+	CLIConfig string
 }
 
 const usageHeader = `Usage: worker [flags]
@@ -159,6 +164,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Demo, "demo", false, "run a short scripted demo conversation, then keep serving (and serve its tools to act)")
 
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
+	fs.Var(&c.CLIs, "cli", "define a coding-agent CLI model \"cli:NAME\" as NAME=COMMAND (repeatable; in $LIONBUS_CLI one per line); COMMAND is run with Claude Code's -p PROMPT --output-format stream-json --verbose [--resume ID] appended")
+	fs.StringVar(&c.CLIConfig, "cli-config", "", `JSON file of CLI models: [{"name": "claude", "command": ["claude", "--model", "sonnet"], "dir": "/work", "env": ["KEY=VALUE"]}]`)
 	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))
 	return fs
 }
@@ -195,6 +202,9 @@ func (c config) validate() error {
 	}
 	if err := c.Credentials.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := c.cliCommands(); err != nil {
+		errs = append(errs, fmt.Errorf("--cli, --cli-config: %w", err))
 	}
 	if c.openAIEnabled() {
 		if _, err := openai.New(c.openAIConfig()); err != nil {
