@@ -83,6 +83,11 @@ type MiddleInput struct {
 	ClearMessages bool
 	// SkipValidation asks for the raw answer text, unparsed.
 	SkipValidation bool
+	// Stream asks for the model's answer as chunks too (see
+	// communicate's "stream"); StreamID is the request id they are
+	// published under (the caller's; "" means RequestID).
+	Stream   bool
+	StreamID string
 }
 
 // Middle performs one logical exchange for operate (ADR-0021 D5). operate
@@ -205,10 +210,12 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
 		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
 		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
+		Stream: in.Stream,
 	})
 	if err != nil {
 		return nil, asError(ctx, err)
 	}
+	x.streamID = in.StreamID
 	var res *Result
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)

@@ -71,6 +71,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 	t0 := e.clock()
 	in := p.chat
 	in.RequestID, in.BranchID, in.Verb, in.Attempt = stageID(req.ID, "middle"), b.ID, req.Verb, req.Attempt
+	in.StreamID = req.ID
 	if sch != nil {
 		raw, err := marshalValue(sch.request)
 		if err != nil {

@@ -33,6 +33,7 @@ type operateData struct {
 	SkipValidation   bool   `json:"skip_validation"`
 	ClearMessages    bool   `json:"clear_messages"`
 	Middle           string `json:"middle"`
+	Stream           bool   `json:"stream"`
 	InvokeActions    *bool  `json:"invoke_actions"`
 
 	// Removed or refused names (0022-D1-10, 0022-D1-11): present at all,
@@ -161,6 +162,7 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
 		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
 		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
+		Stream: d.Stream,
 	}
 	// The action stage exists with invoke_actions and actions enabled; its
 	// strategy is the request's, else the instruction's, else concurrent

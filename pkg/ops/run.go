@@ -341,7 +341,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	st := &runState{e: e, model: x.chat}
 
-	sinks, closeSinks, err := e.openRunSinks(ctx, req, x.branch, persist)
+	sinks, closeSinks, err := e.openRunSinks(ctx, x.streamRequest(req), x.branch, persist)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -33,6 +33,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	if err != nil {
 		return nil, asError(ctx, err)
 	}
+	x.streamID = in.StreamID
 	prov, err := m.e.cliProvider(x.chat)
 	if err != nil {
 		return nil, err
