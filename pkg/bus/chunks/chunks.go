@@ -44,9 +44,43 @@ func NewOutlet(js jetstream.JetStream, res *provision.Resources, b protocol.Even
 	return &Outlet{js: js, subj: res.Subjects, builder: b}, nil
 }
 
-// OpenChunks opens the chunk stream of req.
+// OpenChunks opens the chunk stream of req. On a redelivery (Attempt >
+// 1) the seqs continue after the last chunk an earlier attempt stored, so
+// a client following the request sees the new attempt's chunks after the
+// old ones, none dropped as a duplicate and none numbered twice.
 func (o *Outlet) OpenChunks(ctx context.Context, req ops.Request) (ops.ChunkStream, error) {
-	return o.open(ctx, req, o.subj.Chunk(req.ID), o.subj.ChunksStream()), nil
+	p := o.open(ctx, req, o.subj.Chunk(req.ID), o.subj.ChunksStream())
+	if req.Attempt > 1 {
+		base, err := o.lastSeq(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		p.base = base
+	}
+	return p, nil
+}
+
+// lastSeq returns the seq of the last chunk stored for request id, 0 for
+// none.
+func (o *Outlet) lastSeq(ctx context.Context, id string) (uint64, error) {
+	st, err := o.js.Stream(ctx, o.subj.ChunksStream())
+	if err != nil {
+		return 0, fmt.Errorf("chunks: chunk stream: %w", err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, o.subj.Chunk(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("chunks: last chunk of %s: %w", id, err)
+	}
+	var c struct {
+		Data ops.Chunk `json:"data"`
+	}
+	if err := json.Unmarshal(m.Data, &c); err != nil {
+		return 0, fmt.Errorf("chunks: last chunk of %s: %w", id, err)
+	}
+	return c.Data.Seq, nil
 }
 
 func (o *Outlet) open(ctx context.Context, req ops.Request, subject, stream string) *publisher {
@@ -66,6 +100,7 @@ type publisher struct {
 	req     string
 	branch  string
 	tp      string
+	base    uint64 // added to every seq (a redelivered run's)
 
 	mu   sync.Mutex
 	futs []jetstream.PubAckFuture
@@ -73,6 +108,7 @@ type publisher struct {
 
 // Emit publishes c without waiting for the server's acknowledgement.
 func (p *publisher) Emit(_ context.Context, c ops.Chunk) error {
+	c.Seq += p.base
 	ev, err := p.b.Chunk(p.req, p.branch, p.tp, c)
 	if err != nil {
 		return err
