@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 )
 
 // A CLI model is worker configuration: --cli NAME=COMMAND (repeatable),
@@ -60,5 +68,42 @@ func TestConfig_cli_models(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The worker started with --cli serves cli:fake: a run streams the fake
+// Claude Code CLI's chunks and records its answer.
+func TestRun_serves_cli_models(t *testing.T) {
+	bin := clitest.Build(t)
+	srv := bustest.NewServer(t)
+	stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "clis", "--cli", "fake="+bin, "--name", "w1")
+	waitFor(t, 30*time.Second, "the worker to start", func() bool {
+		return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
+	})
+	nc, _ := bustest.Connect(t, srv)
+	cl, err := client.New(nc, client.Config{Prefix: "clis"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": "b1", "chat_model": "cli:fake"}); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	_, reply, err := cl.Run(ctx, "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
+		if c.Kind == ops.ChunkText {
+			text.WriteString(c.Content)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reply.Result(); err != nil || !strings.HasSuffix(text.String(), "a.txt and b.txt.") {
+		t.Errorf("answer %s, text %q", reply.Data, text.String())
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)
 	}
 }
