@@ -63,8 +63,12 @@ func runCommand() command {
 	}
 }
 
-// cancelWait bounds waiting for a cancelled run's answer.
-const cancelWait = 30 * time.Second
+// cancelWait bounds waiting for a cancelled run's answer; followLimit
+// bounds following a run.
+const (
+	cancelWait  = 30 * time.Second
+	followLimit = 24 * time.Hour
+)
 
 // sendRun submits a run and prints its chunks until its answer, which
 // sets the exit code. When ctx ends before (Ctrl-C), the cancel is sent
@@ -75,8 +79,9 @@ func sendRun(ctx context.Context, cl *client.Client, o *options, req *request, o
 		id = uuid.NewString()
 		opts = append(opts, client.WithID(id))
 	}
-	deadline, _ := ctx.Deadline()
-	fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	// A run is followed until it ends, however long: --timeout bounds
+	// connecting and sending; the worker bounds the run itself.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), followLimit)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
 		if ctx.Err() == context.Canceled || errors.Is(context.Cause(ctx), context.Canceled) {
