@@ -271,7 +271,7 @@ func TestRun_bus_errors(t *testing.T) {
 	}{
 		{name: "provider error", data: map[string]any{"instruction": "FAIL"}, wantCode: ops.CodeProvider, wantMsg: "(capacity)"},
 		{name: "benign end of stream", data: map[string]any{"instruction": "BENIGN"}},
-		{name: "deadline", data: map[string]any{"instruction": "HANG", "chat_model": map[string]any{"provider": "cli", "model": "fake", "timeout": 0.5}},
+		{name: "deadline", data: map[string]any{"instruction": "HANG", "chat_model": map[string]any{"provider": "cli", "model": "fake", "timeout": 2}},
 			wantCode: ops.CodeTimeout, wantMsg: "timeout"},
 	}
 	for _, tt := range tests {

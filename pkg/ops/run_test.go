@@ -291,8 +291,8 @@ func TestRun_endings(t *testing.T) {
 		{name: "empty error (D3-16)", data: `{"instruction":"ERREMPTY"}`, wantCode: ops.CodeProvider, wantMsg: "(empty error)", wantTexts: partial},
 		{name: "benign end of stream (D3-16)", data: `{"instruction":"BENIGN"}`, wantTexts: partial},
 		{name: "exit without an error chunk", data: `{"instruction":"CRASH"}`, wantCode: ops.CodeProvider, wantMsg: "crashed on purpose", wantTexts: partial},
-		{name: "timeout option (D3-17)", data: `{"instruction":"HANG","chat_model":{"provider":"cli","model":"fake","timeout":0.5}}`, wantCode: ops.CodeTimeout, wantMsg: "timeout exceeded", wantTexts: partial},
-		{name: "client cancel (D4-03)", data: `{"instruction":"HANG"}`, cancelAt: 500 * time.Millisecond, wantTexts: partial, wantCanc: true},
+		{name: "timeout option (D3-17)", data: `{"instruction":"HANG","chat_model":{"provider":"cli","model":"fake","timeout":2}}`, wantCode: ops.CodeTimeout, wantMsg: "timeout exceeded", wantTexts: partial},
+		{name: "client cancel (D4-03)", data: `{"instruction":"HANG"}`, cancelAt: 50 * time.Millisecond, wantTexts: partial, wantCanc: true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,10 +300,17 @@ func TestRun_endings(t *testing.T) {
 			rb := runSetup(t, nil)
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
-			if tt.cancelAt > 0 {
-				time.AfterFunc(tt.cancelAt, func() { cancel(ops.ErrCanceledByClient) })
-			}
 			id := fmt.Sprintf("r%d", i)
+			if tt.cancelAt > 0 {
+				// Cancel once the lines before the hang have arrived.
+				go func() {
+					for len(rb.outlet.chunks(id)) < 5 {
+						time.Sleep(5 * time.Millisecond)
+					}
+					time.Sleep(tt.cancelAt)
+					cancel(ops.ErrCanceledByClient)
+				}()
+			}
 			_, rv, err := rb.run(t, ctx, id, "b1", tt.data)
 			var oe *ops.Error
 			switch {
