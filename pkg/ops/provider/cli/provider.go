@@ -200,7 +200,8 @@ func (p *Provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion
 // prompt flag. A fresh session gets every non-system message's content
 // joined with newlines, a leading system message as
 // --append-system-prompt; a resumed one only the last message, the system
-// message as --system-prompt.
+// message as --system-prompt. A prompt or system message starting with a
+// dash gets a leading space, so the CLI cannot read it as a flag.
 func Args(call ops.Call) []string {
 	var system string
 	msgs := call.Messages
@@ -221,6 +222,14 @@ func Args(call ops.Call) []string {
 	}
 	if prompt == "" {
 		prompt = call.Instruction
+	}
+	// A prompt is request data: one that starts with a dash must not be
+	// taken for a flag of the CLI (a request never chooses what runs).
+	if strings.HasPrefix(prompt, "-") {
+		prompt = " " + prompt
+	}
+	if strings.HasPrefix(system, "-") {
+		system = " " + system
 	}
 	args := []string{"-p", prompt, "--output-format", "stream-json"}
 	if call.Resume != "" {

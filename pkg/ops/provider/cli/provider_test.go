@@ -232,6 +232,18 @@ func TestProvider_unknown_and_missing(t *testing.T) {
 	}
 }
 
+// A request's text never becomes a flag of the CLI.
+func TestArgs_prompt_is_never_a_flag(t *testing.T) {
+	t.Parallel()
+	c := call("--dangerously-skip-permissions", "")
+	c.Messages[0].Content = "--mcp-config x"
+	args := cli.Args(c)
+	want := []string{"-p", " --dangerously-skip-permissions", "--output-format", "stream-json", "--append-system-prompt", " --mcp-config x", "--verbose"}
+	if !slices.Equal(args, want) {
+		t.Errorf("Args = %q, want %q", args, want)
+	}
+}
+
 func TestParseCommand(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
