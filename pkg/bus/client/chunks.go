@@ -75,6 +75,9 @@ type chunkMsg struct {
 }
 
 func (c *Client) follow(ctx context.Context, w *answerWatch, from uint64, fn func(ops.Chunk) error) (*Reply, error) {
+	// The readers below end with this call.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	subject := c.subj.Chunk(w.id)
 	cons, err := c.js.OrderedConsumer(ctx, c.subj.ChunksStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},
