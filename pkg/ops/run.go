@@ -459,7 +459,8 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, persi
 	}
 	if persist && e.runLog != nil {
 		if err := e.runLog.Snapshot(ctx, req, b, false); err != nil {
-			return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: snapshot: %v", err), Err: err}
+			// Persistence serves inspection; it does not stop the run.
+			e.log.Warn().Err(err).Str("request_id", req.ID).Msg("run: stream_persist: the first snapshot failed")
 		}
 		lg, err := e.runLog.Open(ctx, req)
 		if err != nil {
