@@ -143,6 +143,7 @@ var commands = []command{
 	parseCommand(),
 	actCommand,
 	operateCommand(),
+	runCommand(),
 	{
 		name: "send", args: "VERB", summary: "send any verb (chat, op.NAME, ...) with --data and --branch",
 		define: func(fs *flag.FlagSet) func(*request, []string) error {

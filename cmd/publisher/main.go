@@ -61,6 +61,7 @@ Examples:
   publisher parse b1 --text 'It is {"city": "Lyon"}' --response-format city.json
   publisher act b1 --call add='{"x": 2, "y": 3}' --call now --strategy sequential
   publisher operate b1 --instruction "Add 2 and 3" --actions --response-format answer.json
+  publisher run --branch b1 "Fix the failing test"   # chunks as they arrive; Ctrl-C cancels the run
   publisher branch history b1
   publisher --no-wait communicate --branch b1 --instruction "later"   # prints the request id
   publisher result 0d7c3a4e-...

@@ -12,6 +12,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops/provider/anthropic"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 	"github.com/lionbus/lionbus/pkg/tools"
 )
@@ -82,6 +83,16 @@ type config struct {
 	// is set (falling back to OPENAI_BASE_URL and OPENAI_API_KEY).
 	OpenAIBaseURL string
 	OpenAIAPIKey  string
+
+	// CLIs are the coding-agent CLIs served as "cli:NAME" (--cli
+	// NAME=COMMAND, repeatable, and --cli-config FILE).
+	CLIs      cliList
+	CLIConfig string
+
+	// Anthropic Messages provider, registered as "anthropic" when either
+	// is set (falling back to ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY).
+	AnthropicBaseURL string
+	AnthropicAPIKey  string
 }
 
 const usageHeader = `Usage: worker [flags]
@@ -127,6 +138,15 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	openAIFromEnv(&c, os.LookupEnv)
+	{
+		env := anthropic.ConfigFromEnv(os.LookupEnv)
+		if c.AnthropicBaseURL == "" {
+			c.AnthropicBaseURL = env.BaseURL
+		}
+		if c.AnthropicAPIKey == "" {
+			c.AnthropicAPIKey = env.APIKey
+		}
+	}
 	if c.Name == "" {
 		host, _ := os.Hostname()
 		if host == "" {
@@ -178,6 +198,10 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", tools.DefaultApprovalTimeout, "how long to wait for the approver (with --tools-approve)")
 
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
+	fs.Var(&c.CLIs, "cli", "define a coding-agent CLI model \"cli:NAME\" as NAME=COMMAND (repeatable; in $LIONBUS_CLI one per line); COMMAND is run with Claude Code's -p PROMPT --output-format stream-json --verbose [--resume ID] appended")
+	fs.StringVar(&c.CLIConfig, "cli-config", "", `JSON file of CLI models: [{"name": "claude", "command": ["claude", "--model", "sonnet"], "dir": "/work", "env": ["KEY=VALUE"]}]`)
+	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", fmt.Sprintf("root of the Anthropic Messages API for the \"anthropic\" provider (else $%s; %s when only a key is set)", anthropic.EnvBaseURL, anthropic.DefaultBaseURL))
+	fs.StringVar(&c.AnthropicAPIKey, "anthropic-api-key", "", fmt.Sprintf("API key of the \"anthropic\" provider, never printed (else $%s)", anthropic.EnvAPIKey))
 	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))
 	return fs
 }
@@ -225,6 +249,9 @@ func (c config) validate() error {
 	}
 	if err := c.Credentials.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := c.cliCommands(); err != nil {
+		errs = append(errs, fmt.Errorf("--cli, --cli-config: %w", err))
 	}
 	if c.openAIEnabled() {
 		if _, err := openai.New(c.openAIConfig()); err != nil {

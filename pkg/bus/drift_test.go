@@ -105,8 +105,11 @@ func TestDrift_error_codes(t *testing.T) {
 // TestDrift_signal_types_have_schemas: every signal the engine emits is
 // published as lionbus.<type>, which has a schema for its data, and every
 // event schema that is neither a request, a result nor an answer is a
-// signal's.
+// signal's or the chunk event's.
 func TestDrift_signal_types_have_schemas(t *testing.T) {
+	if !schemas.Has(protocol.EventTypeChunk) {
+		t.Errorf("the chunk event has no schema %s.json", protocol.EventTypeChunk)
+	}
 	var signals []string
 	for _, st := range ops.SignalTypes() {
 		typ := protocol.EventTypePrefix + string(st)
@@ -116,7 +119,7 @@ func TestDrift_signal_types_have_schemas(t *testing.T) {
 		}
 	}
 	for _, typ := range schemas.Types() {
-		if strings.HasSuffix(typ, ".request") || strings.HasSuffix(typ, ".result") || typ == protocol.EventTypeError {
+		if strings.HasSuffix(typ, ".request") || strings.HasSuffix(typ, ".result") || typ == protocol.EventTypeError || typ == protocol.EventTypeChunk {
 			continue
 		}
 		if !slices.Contains(signals, typ) {

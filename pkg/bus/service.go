@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lionbus/lionbus/pkg/bus/chunks"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/events"
@@ -294,6 +295,16 @@ func (s *Service) build(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Chunks of runs and streamed calls become CloudEvents on
+	// <prefix>.chunk.<request id>, kept in the chunk stream.
+	outlet, err := chunks.NewOutlet(s.js, s.res, protocol.EventBuilder{Source: wcfg.Source})
+	if err != nil {
+		return err
+	}
+	runLog, err := chunks.NewRunLog(s.js, s.res, protocol.EventBuilder{Source: wcfg.Source})
+	if err != nil {
+		return err
+	}
 	engineLog := s.log.With().Str("component", "ops").Logger()
 	var st ops.Store = s.store
 	observer := cfg.Observer
@@ -319,6 +330,8 @@ func (s *Service) build(cfg Config) error {
 
 		MaxConcurrentTools: cfg.MaxConcurrentTools,
 		ContextProviders:   cfg.ContextProviders,
+		Chunks:             outlet,
+		RunLog:             runLog,
 	})
 	if err != nil {
 		return err

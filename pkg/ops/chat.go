@@ -31,6 +31,10 @@ type chatData struct {
 	Sender          string          `json:"sender"`
 	Recipient       string          `json:"recipient"`
 	PlainContent    string          `json:"plain_content"`
+	// Stream asks for the model's answer as chunks too, on the request's
+	// chunk stream, as it arrives (a provider that cannot stream answers
+	// at once); the result is the same.
+	Stream bool `json:"stream"`
 
 	// RetryInitialDelay (seconds) and RetryBackoff set the schedule of the
 	// reformat rounds (see retrySchedule); nil keeps the default.
@@ -173,7 +177,13 @@ func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model Mod
 	if e.observer != nil {
 		ctx, observed = e.observer.ModelCall(ctx, call)
 	}
-	comp, err := prov.Complete(ctx, call)
+	var comp *Completion
+	sp, streams := prov.(StreamingProvider)
+	if emit := chunkEmitter(ctx); emit != nil && streams {
+		comp, err = sp.Stream(ctx, call, emit)
+	} else {
+		comp, err = prov.Complete(ctx, call)
+	}
 	if observed != nil {
 		observed(comp, err)
 	}
@@ -254,6 +264,9 @@ type exchange struct {
 	comp   *Completion
 	usage  *Usage
 	calls  uint64
+	// streamID is the request id the exchange's chunks are published
+	// under: the request's own, or the caller's for a middle.
+	streamID string
 }
 
 // prepare decodes and checks the data and loads the branch.
@@ -299,7 +312,13 @@ func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
 	}
 	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
-	comp, err := e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+	var comp *Completion
+	var err error
+	if x.data.Stream {
+		comp, err = e.streamExchange(ctx, req, x, msgs)
+	} else {
+		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+	}
 	x.calls++
 	if err != nil {
 		return err

@@ -56,6 +56,13 @@ type Config struct {
 	// Tools runs act's tool calls; nil means no tools (every call is
 	// answered as an unknown tool).
 	Tools Invoker
+	// Chunks opens the chunk stream of each streaming request (run, and
+	// communicate or operate with "stream": true); nil means the chunks go
+	// nowhere (the answer is the same).
+	Chunks ChunkOutlet
+	// RunLog keeps the chunk logs and snapshots of runs with
+	// stream_persist; nil means stream_persist keeps nothing.
+	RunLog RunLog
 }
 
 // Engine runs operation requests against a [Store] and model [Provider]s.
@@ -74,6 +81,8 @@ type Engine struct {
 	middles    *Middles
 	prompts    *promptMemo
 	tools      toolConfig
+	chunks     ChunkOutlet
+	runLog     RunLog
 
 	contextProviders []ContextProvider
 }
@@ -100,6 +109,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
 		prompts:    newPromptMemo(0),
+		chunks:     cfg.Chunks,
+		runLog:     cfg.RunLog,
 
 		contextProviders: cfg.ContextProviders,
 		tools:            tools,
@@ -132,6 +143,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"parse":           (*Engine).parseVerb,
 		"act":             (*Engine).actVerb,
 		"operate":         (*Engine).operate,
+		"run":             (*Engine).runVerb,
 	}
 	return e, nil
 }

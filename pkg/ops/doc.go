@@ -24,7 +24,10 @@
 //     memory), and [Authorizer] gates them (Config.Authorizer,
 //     [AllowTools]);
 //   - [StreamingProvider] streams a model's answer as [Chunk]s into a
-//     [ChunkSink] ([ChunkBuffer], numbered by [Sequence]) for run;
+//     [ChunkSink] ([ChunkBuffer], numbered by [Sequence]); a [CLIProvider]
+//     is the kind run accepts; [ChunkOutlet] (Config.Chunks) carries each
+//     request's chunks out, and [RunLog] (Config.RunLog) keeps the logs of
+//     stream_persist;
 //   - [Middle] performs operate's one logical exchange; requests select one
 //     by name, the engine's communicate or lndl ([MiddleLNDL]) adapter or
 //     one of [Middles];
@@ -42,7 +45,7 @@
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
 // branch.delete, branch.history, chat, chat_and_record, communicate, parse,
-// act, operate and the registered named operations (op.NAME). The request
+// act, operate, run and the registered named operations (op.NAME). The request
 // data of each verb is described by schemas/lionbus.<verb>.request.json and its
 // result by schemas/lionbus.<verb>.result.json; field names are the ADR
 // parameter names (instruction, guidance, context, response_format,

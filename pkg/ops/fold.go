@@ -58,6 +58,10 @@ func (b *Branch) Apply(ev Event) error {
 		}
 		b.Messages = append(b.Messages, cloneMessages(ev.Messages)...)
 		b.ModelCalls += ev.ModelCalls
+		if ev.Settings != nil {
+			// A run keeps its provider session with its messages.
+			b.update(*ev.Settings, ev)
+		}
 		if ev.RequestID != "" {
 			b.remember(ev.RequestID, ev.Seq)
 		}

@@ -16,7 +16,8 @@ const (
 	// MiddleCommunicate is the API-model exchange: communicate without its
 	// lifecycle signals (the caller owns the lifecycle).
 	MiddleCommunicate = "communicate"
-	// MiddleRunAndCollect is the CLI-model exchange (to come).
+	// MiddleRunAndCollect is the CLI-model exchange: run, its responses
+	// collected (operate's default for a CLI chat model).
 	MiddleRunAndCollect = "run_and_collect"
 	// MiddleLNDL is the LNDL adapter of ADR-0024: a bounded series of
 	// recorded inner exchanges whose LNDL answers are assembled into the
@@ -95,6 +96,11 @@ type MiddleInput struct {
 	// the order of its properties (ResponseFormat, generated, does not);
 	// nil for none.
 	CallerFormat json.RawMessage
+	// Stream asks for the model's answer as chunks too (see
+	// communicate's "stream"); StreamID is the request id they are
+	// published under (the caller's; "" means RequestID).
+	Stream   bool
+	StreamID string
 }
 
 // Middle performs one logical exchange for operate (ADR-0021 D5). operate
@@ -188,6 +194,8 @@ func (e *Engine) Middle(name string) (Middle, error) {
 		return communicateMiddle{e}, nil
 	case MiddleLNDL:
 		return lndlMiddle{e: e}, nil
+	case MiddleRunAndCollect:
+		return runCollectMiddle{e}, nil
 	}
 	m, err := e.middles.Lookup(name)
 	if err != nil {
@@ -217,10 +225,12 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
 		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
 		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
+		Stream: in.Stream,
 	})
 	if err != nil {
 		return nil, asError(ctx, err)
 	}
+	x.streamID = in.StreamID
 	var res *Result
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)

@@ -39,6 +39,10 @@ func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Middle == "" && e.isCLIModel(p.chat.ChatModel) {
+		// A CLI model's exchange is run_and_collect (ADR-0022 D1/D3).
+		p.middle = MiddleRunAndCollect
+	}
 	sch, err := buildSchemas(p)
 	if err != nil {
 		return nil, err
@@ -67,6 +71,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 	t0 := e.clock()
 	in := p.chat
 	in.RequestID, in.BranchID, in.Verb, in.Attempt = stageID(req.ID, "middle"), b.ID, req.Verb, req.Attempt
+	in.StreamID = req.ID
 	if sch != nil {
 		raw, err := marshalValue(sch.request)
 		if err != nil {

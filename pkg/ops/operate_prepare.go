@@ -33,6 +33,7 @@ type operateData struct {
 	SkipValidation   bool   `json:"skip_validation"`
 	ClearMessages    bool   `json:"clear_messages"`
 	Middle           string `json:"middle"`
+	Stream           bool   `json:"stream"`
 	InvokeActions    *bool  `json:"invoke_actions"`
 	// RoundBudget is the LNDL middle's round budget (ADR-0024 D1).
 	RoundBudget json.RawMessage `json:"round_budget"`
@@ -163,6 +164,7 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
 		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
 		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
+		Stream: d.Stream,
 	}
 	if err := d.lndl(p); err != nil {
 		return nil, err

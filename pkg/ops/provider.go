@@ -63,6 +63,9 @@ type Call struct {
 	// (answered in [Completion.ToolCalls]). Nil offers none; a provider
 	// without native tool calling ignores them.
 	Tools []ToolSpec
+	// Resume is the provider session to continue (a CLI model's session
+	// id, kept by the branch); "" starts a new one.
+	Resume string
 }
 
 // ToolSpec describes a function tool offered to a model natively (see

@@ -52,6 +52,19 @@ func (s Subjects) RepliesWildcard() string { return s.Prefix + ".reply.>" }
 // Chunk is the subject of the streamed chunks of run request id.
 func (s Subjects) Chunk(id string) string { return s.Prefix + ".chunk." + id }
 
+// ChunksWildcard matches every chunk subject.
+func (s Subjects) ChunksWildcard() string { return s.Prefix + ".chunk.>" }
+
+// RunLog is the subject of the live chunk log of run request id
+// (stream_persist); RunSnapshot that of its branch snapshots.
+func (s Subjects) RunLog(id string) string { return s.Prefix + ".runlog." + id + ".chunks" }
+
+// RunSnapshot is the subject of the branch snapshots of run request id.
+func (s Subjects) RunSnapshot(id string) string { return s.Prefix + ".runlog." + id + ".snapshot" }
+
+// RunLogWildcard matches every run log and snapshot subject.
+func (s Subjects) RunLogWildcard() string { return s.Prefix + ".runlog.>" }
+
 // History is the history subject of branch.
 func (s Subjects) History(branch string) string { return s.Prefix + ".history." + branch }
 
@@ -104,6 +117,8 @@ func (s Subjects) HistoryStream() string   { return upper(s.Prefix) + "_HISTORY"
 func (s Subjects) EventsStream() string    { return upper(s.Prefix) + "_EVENTS" }
 func (s Subjects) LeasesStream() string    { return upper(s.Prefix) + "_LEASES" }
 func (s Subjects) DeadStream() string      { return upper(s.Prefix) + "_DLQ" }
+func (s Subjects) ChunksStream() string    { return upper(s.Prefix) + "_CHUNKS" }
+func (s Subjects) RunLogStream() string    { return upper(s.Prefix) + "_RUNLOG" }
 func (s Subjects) WorkersConsumer() string { return "workers" }
 func (s Subjects) BranchesBucket() string  { return s.Prefix + "_branches" }
 func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }

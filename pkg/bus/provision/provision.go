@@ -28,6 +28,8 @@ const (
 	DefaultOpsMaxMsgs      = 100_000
 	DefaultReplicas        = 1
 	DefaultResultsMaxAge   = 24 * time.Hour
+	DefaultChunksMaxAge    = time.Hour
+	DefaultRunLogMaxAge    = 7 * 24 * time.Hour
 )
 
 // RequestTimeout bounds each JetStream API request provisioning makes (a
@@ -89,6 +91,10 @@ type Config struct {
 	// DeadMaxMsgs bounds the dead-letter stream; past it the oldest entry
 	// is dropped. Default 10000; -1 means unlimited.
 	DeadMaxMsgs int64
+	// ChunksMaxAge is how long the chunks of runs (and of streamed calls)
+	// are kept in the chunk stream, for clients that subscribe late or
+	// reconnect. Default 1h.
+	ChunksMaxAge time.Duration
 
 	// DuplicateWindow is how long the ops and history streams remember a
 	// message id (the CloudEvent id) to drop duplicate publishes.
@@ -137,6 +143,11 @@ type Config struct {
 	// single server, 3 in a typical cluster). Default 1.
 	Replicas int
 
+	// RunLogMaxAge is how long the chunk logs and snapshots of runs with
+	// stream_persist are kept (a finished run's log is removed at once;
+	// an unfinished one's stays this long). Default 7 days.
+	RunLogMaxAge time.Duration
+
 	// ResultsMaxAge is how long results and errors are kept in the results
 	// stream, so that a client that was away can still read them.
 	// Default 24h.
@@ -163,6 +174,8 @@ func (c Config) WithDefaults() (Config, error) {
 		{"EventsMaxAge", &c.EventsMaxAge, DefaultEventsMaxAge},
 		{"LeaseTTL", &c.LeaseTTL, DefaultLeaseTTL},
 		{"ResultsMaxAge", &c.ResultsMaxAge, DefaultResultsMaxAge},
+		{"ChunksMaxAge", &c.ChunksMaxAge, DefaultChunksMaxAge},
+		{"RunLogMaxAge", &c.RunLogMaxAge, DefaultRunLogMaxAge},
 	}
 	for _, d := range durations {
 		switch {
@@ -234,6 +247,11 @@ type Resources struct {
 	// or could not be answered, one per request, with the reason in
 	// headers (see the worker package).
 	Dead jetstream.Stream
+	// Chunks holds the chunks of runs and streamed calls, by request.
+	Chunks jetstream.Stream
+	// RunLog holds the live chunk logs and snapshots of runs with
+	// stream_persist.
+	RunLog jetstream.Stream
 	// Workers is the shared durable pull consumer on Ops.
 	Workers jetstream.Consumer
 	// Branches is the bucket of branch snapshots.
@@ -337,6 +355,28 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 			Storage:           jetstream.FileStorage,
 			Replicas:          cfg.Replicas,
 			AllowDirect:       true,
+		}},
+		{&r.Chunks, jetstream.StreamConfig{
+			Name:        subj.ChunksStream(),
+			Description: "lionbus run chunks, one subject per request, replayable by sequence",
+			Subjects:    []string{subj.ChunksWildcard()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      cfg.ChunksMaxAge,
+			Duplicates:  cfg.DuplicateWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+			AllowDirect: true,
+		}},
+		{&r.RunLog, jetstream.StreamConfig{
+			Name:        subj.RunLogStream(),
+			Description: "lionbus run logs and snapshots of runs with stream_persist",
+			Subjects:    []string{subj.RunLogWildcard()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      cfg.RunLogMaxAge,
+			Duplicates:  cfg.DuplicateWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+			AllowDirect: true,
 		}},
 	}
 	var conflicts []error

@@ -37,6 +37,8 @@ func TestProvision_creates_everything(t *testing.T) {
 		{"PX_RESULTS", "px.reply.>", jetstream.LimitsPolicy, provision.DefaultResultsMaxAge, 1},
 		{"PX_HISTORY", "px.history.>", jetstream.LimitsPolicy, 0, -1},
 		{"PX_EVENTS", "px.events.>", jetstream.LimitsPolicy, provision.DefaultEventsMaxAge, -1},
+		{"PX_CHUNKS", "px.chunk.>", jetstream.LimitsPolicy, provision.DefaultChunksMaxAge, -1},
+		{"PX_RUNLOG", "px.runlog.>", jetstream.LimitsPolicy, provision.DefaultRunLogMaxAge, -1},
 	}
 	for _, tt := range tests {
 		st, err := js.Stream(ctx, tt.stream)
@@ -121,8 +123,8 @@ func TestProvision_concurrent_workers(t *testing.T) {
 	for range names.Name() {
 		count++
 	}
-	if count != 8 { // six streams and two KV buckets
-		t.Errorf("%d streams after concurrent provisioning, want 8", count)
+	if count != 10 { // eight streams and two KV buckets
+		t.Errorf("%d streams after concurrent provisioning, want 10", count)
 	}
 }
 

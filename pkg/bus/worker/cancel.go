@@ -2,14 +2,17 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // ErrCanceledByClient is the cause of the context of a request that was
-// cancelled by a message on its cancel subject (Subjects.Cancel).
-var ErrCanceledByClient = errors.New("worker: request cancelled by the client")
+// cancelled by a message on its cancel subject (Subjects.Cancel). It is
+// ops.ErrCanceledByClient, so that the engine tells a client's cancel
+// from a stopping worker (run ends cleanly on the first).
+var ErrCanceledByClient = ops.ErrCanceledByClient
 
 // Bounds of the cancel registry.
 const (

@@ -152,12 +152,19 @@ func (p *Provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion
 	if err != nil {
 		return nil, p.fail(err.Error(), false, err)
 	}
+	return p.call(ctx, call, body, p.send)
+}
+
+// call makes the attempts of a model call with send, retrying as Complete
+// describes.
+func (p *Provider) call(ctx context.Context, call ops.Call, body []byte,
+	send func(context.Context, []byte) (*ops.Completion, time.Duration, error)) (*ops.Completion, error) {
 	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 
 	var last error
 	for attempt := 1; ; attempt++ {
-		comp, retryAfter, err := p.send(callCtx, body)
+		comp, retryAfter, err := send(callCtx, body)
 		if err == nil {
 			return comp, nil
 		}

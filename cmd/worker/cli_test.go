@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
+)
+
+// A CLI model is worker configuration: --cli NAME=COMMAND (repeatable),
+// $LIONBUS_CLI (one per line) and --cli-config FILE.
+func TestConfig_cli_models(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "clis.json")
+	if err := os.WriteFile(file, []byte(`[{"name":"boxed","command":["claude","--model","opus"],"dir":"/tmp","env":["A=1"]}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     string
+		want    map[string][]string
+		wantErr bool
+	}{
+		{name: "flags", args: []string{"--cli", "claude=claude --model sonnet", "--cli", "dev=/opt/dev 'two words'"},
+			want: map[string][]string{"claude": {"claude", "--model", "sonnet"}, "dev": {"/opt/dev", "two words"}}},
+		{name: "environment", env: "a=claude\nb=codex exec", want: map[string][]string{"a": {"claude"}, "b": {"codex", "exec"}}},
+		{name: "config file", args: []string{"--cli-config", file}, want: map[string][]string{"boxed": {"claude", "--model", "opus"}}},
+		{name: "bad name", args: []string{"--cli", "no name=claude"}, wantErr: true},
+		{name: "defined twice", args: []string{"--cli", "a=x", "--cli", "a=y"}, wantErr: true},
+		{name: "missing file", args: []string{"--cli-config", filepath.Join(dir, "none.json")}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("LIONBUS_CLI", tt.env)
+			if tt.env == "" {
+				os.Unsetenv("LIONBUS_CLI")
+			}
+			cfg, err := parseConfig(tt.args, io.Discard)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmds, err := cfg.cliCommands()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cmds) != len(tt.want) {
+				t.Fatalf("%d CLIs, want %d", len(cmds), len(tt.want))
+			}
+			for _, c := range cmds {
+				if !slices.Equal(c.Argv, tt.want[c.Name]) {
+					t.Errorf("%s: %q, want %q", c.Name, c.Argv, tt.want[c.Name])
+				}
+			}
+		})
+	}
+}
+
+// The worker started with --cli serves cli:fake: a run streams the fake
+// Claude Code CLI's chunks and records its answer.
+func TestRun_serves_cli_models(t *testing.T) {
+	bin := clitest.Build(t)
+	srv := bustest.NewServer(t)
+	stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "clis", "--cli", "fake="+bin, "--name", "w1")
+	waitFor(t, 30*time.Second, "the worker to start", func() bool {
+		return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
+	})
+	nc, _ := bustest.Connect(t, srv)
+	cl, err := client.New(nc, client.Config{Prefix: "clis"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": "b1", "chat_model": "cli:fake"}); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	_, reply, err := cl.Run(ctx, "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
+		if c.Kind == ops.ChunkText {
+			text.WriteString(c.Content)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reply.Result(); err != nil || !strings.HasSuffix(text.String(), "a.txt and b.txt.") {
+		t.Errorf("answer %s, text %q", reply.Data, text.String())
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)
+	}
+}

@@ -1,0 +1,583 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CLIProvider is a [StreamingProvider] whose models run as a coding-agent
+// CLI (a subprocess reading its own tools and keeping its own session).
+// run accepts only the models for which IsCLI reports true (0021-D3-12).
+type CLIProvider interface {
+	StreamingProvider
+	// IsCLI reports whether model runs as an agent CLI.
+	IsCLI(model ModelRef) bool
+}
+
+// ChunkStream is the chunk sink of one request: Emit forwards a chunk
+// (numbered already), Close waits until every emitted chunk is delivered
+// (stored, for the bus) and releases the stream. Close is called once,
+// after the last Emit, also when the request fails.
+type ChunkStream interface {
+	ChunkSink
+	Close(ctx context.Context) error
+}
+
+// ChunkOutlet opens the chunk stream of a request that streams: run, and
+// communicate or operate with "stream": true. The engine numbers the
+// chunks (see [Sequence]) before they reach the stream.
+type ChunkOutlet interface {
+	OpenChunks(ctx context.Context, req Request) (ChunkStream, error)
+}
+
+// RunLog keeps what run's stream_persist asks for (0021-D3-19): a
+// snapshot of the branch at the start and at the end of the run, and a
+// live log of its chunks while it goes. Remove deletes the live log; run
+// calls it after the final snapshot, so a run that never reached its end
+// (a worker crash) leaves its log to inspect.
+type RunLog interface {
+	// Snapshot stores b as the snapshot of the run req (final: its last).
+	Snapshot(ctx context.Context, req Request, b *Branch, final bool) error
+	// Open opens the live chunk log of req.
+	Open(ctx context.Context, req Request) (ChunkStream, error)
+	// Remove deletes the live chunk log of req.
+	Remove(ctx context.Context, req Request) error
+}
+
+// ErrCanceledByClient is the cause of the context of a request that its
+// client cancelled. run ends cleanly on it, recording the partial output
+// (a run end, not a failure; 0021-D4-03); the transports cancel with it.
+var ErrCanceledByClient = errors.New("request cancelled by the client")
+
+// errRunTimeout is the cause of a run's own deadline (the model's timeout
+// option, 0021-D3-17).
+var errRunTimeout = errors.New("run() stream timeout exceeded")
+
+// Stream control: an error chunk ends the stream as a failure, a benign
+// one as a normal end.
+var (
+	errStreamFailed = errors.New("ops: the model reported an error in the stream")
+	errBenignEOS    = errors.New("ops: the stream ended (benign_eos)")
+)
+
+// emptyErrorText is what a stream error without text reports (0021-D3-16).
+const emptyErrorText = "(empty error)"
+
+// Keys of a run's result value and of its messages' metadata.
+const (
+	MetaThinking     = "thinking"
+	MetaSessionID    = "session_id"
+	metaBenignEOS    = "benign_eos"
+	metaReconnect    = "reconnect_notice"
+	metaInstruction  = "instruction"
+	metaResultSource = "run"
+)
+
+// runData is the data of a run request: communicate's instruction fields
+// and models, plus stream_persist.
+type runData struct {
+	chatData
+	// StreamPersist keeps the chunk log and the branch snapshots of the
+	// run in the RunLog (0021-D3-19).
+	StreamPersist bool `json:"stream_persist"`
+}
+
+// RunValue is the value of a run result.
+type RunValue struct {
+	// Text is the assistant responses that have text, joined with a blank
+	// line; nil when there were none.
+	Text *string `json:"text"`
+	// Responses are the texts of the recorded assistant responses, in order.
+	Responses []string `json:"responses"`
+	// SessionID is the provider session the next run resumes, if any.
+	SessionID string `json:"session_id,omitempty"`
+	// Chunks is the number of chunks the run emitted: the seq of its last.
+	Chunks uint64 `json:"chunks"`
+	// Canceled is true when the client cancelled the run (it ended
+	// cleanly, with what arrived until then).
+	Canceled bool `json:"canceled,omitempty"`
+}
+
+// isCLI reports whether model is a CLI model, and returns its provider.
+func (e *Engine) cliProvider(model ModelRef) (CLIProvider, error) {
+	prov, err := e.providers.Lookup(model.Provider)
+	if err != nil {
+		return nil, Errorf(CodeInvalidRequest, "model %s: %v", model.String(), err)
+	}
+	cp, ok := prov.(CLIProvider)
+	if !ok || !cp.IsCLI(model) {
+		return nil, Errorf(CodeInvalidRequest,
+			"run needs a CLI model (a model reference cli:NAME naming a CLI configured in the worker), not %s; use communicate for API models", model.String())
+	}
+	return cp, nil
+}
+
+// isCLIModel reports whether m names a CLI model.
+func (e *Engine) isCLIModel(m *ModelRef) bool {
+	if m == nil {
+		return false
+	}
+	_, err := e.cliProvider(*m)
+	return err == nil
+}
+
+// runVerb is run (ADR-0021 D3): the instruction and everything the CLI
+// model streams, recorded; its own lifecycle (D4).
+func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
+	var d runData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	x, err := e.prepareData(ctx, req, &d.chatData)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := e.cliProvider(x.chat)
+	if err != nil {
+		return nil, err
+	}
+	if seq, ok := x.branch.Commits[req.ID]; ok {
+		return e.replayCommitted(ctx, req, seq, replayRun)
+	}
+	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID})
+	res, _, err := e.runStream(ctx, req, x, prov, d.StreamPersist)
+	if err != nil {
+		oe := asError(ctx, err)
+		if retried(oe, req) {
+			return nil, oe
+		}
+		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Err: oe})
+		return nil, oe
+	}
+	e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Result: res})
+	return res, nil
+}
+
+// runState accumulates one run's stream into messages (0021-D3-14,
+// 0021-D3-15).
+type runState struct {
+	e     *Engine
+	model ModelRef
+
+	msgs      []Message
+	responses []string
+	text      strings.Builder
+	thinking  []string
+	meta      map[string]any
+	pending   map[string]int // tool_id → index of its action request in msgs
+	session   string
+	usage     *Usage
+	failure   string // the error chunk's text, when one ended the stream
+	chunks    uint64
+}
+
+// flush records the accumulated text as an assistant response, with the
+// thinking and the result metadata; without text it records nothing and
+// keeps them pending.
+func (s *runState) flush() {
+	if s.text.Len() == 0 {
+		return
+	}
+	text := s.text.String()
+	m := NewAssistantResponse(text, nil, s.e.clock())
+	m.Metadata = map[string]any{MetaModel: s.model.String()}
+	if len(s.thinking) > 0 {
+		m.Metadata[MetaThinking] = strings.Join(s.thinking, "\n")
+		s.thinking = nil
+	}
+	if len(s.meta) > 0 {
+		m.Metadata[MetaModelResponse] = s.meta
+		s.meta = nil
+	}
+	s.msgs = append(s.msgs, m)
+	s.responses = append(s.responses, text)
+	s.text.Reset()
+}
+
+// take folds one chunk into the state. It returns errBenignEOS or
+// errStreamFailed when the chunk ends the stream.
+func (s *runState) take(c Chunk) error {
+	switch c.Kind {
+	case ChunkSystem:
+		if id, _ := c.Metadata[MetaSessionID].(string); id != "" {
+			s.session = id
+		}
+	case ChunkThinking:
+		if c.Content != "" {
+			s.thinking = append(s.thinking, c.Content)
+		}
+	case ChunkText:
+		s.text.WriteString(c.Content)
+	case ChunkToolUse:
+		s.flush()
+		m := NewActionRequest(c.ToolName, c.ToolInput, s.e.clock())
+		if c.ToolID != "" {
+			m.Metadata = map[string]any{"tool_id": c.ToolID}
+			if s.pending == nil {
+				s.pending = map[string]int{}
+			}
+			s.pending[c.ToolID] = len(s.msgs)
+		}
+		s.msgs = append(s.msgs, m)
+	case ChunkToolResult:
+		i, ok := s.pending[c.ToolID]
+		if !ok || c.ToolID == "" {
+			return nil // an unmatched result is ignored (0021-D3-14)
+		}
+		delete(s.pending, c.ToolID)
+		errText := ""
+		if c.IsError {
+			errText = "the tool reported an error"
+		}
+		m := NewActionResponse(&s.msgs[i], c.ToolOutput, errText, s.e.clock())
+		if c.IsError {
+			m.Metadata = map[string]any{"is_error": true}
+		}
+		s.msgs = append(s.msgs, m)
+	case ChunkResult:
+		s.mergeResult(c.Metadata)
+		if id, _ := c.Metadata[MetaSessionID].(string); id != "" {
+			s.session = id
+		}
+	case ChunkError:
+		if b, _ := c.Metadata[metaBenignEOS].(bool); b {
+			return errBenignEOS
+		}
+		if b, _ := c.Metadata[metaReconnect].(bool); b {
+			s.e.log.Info().Str("notice", Truncate(c.Content, 200)).Msg("run: the model reconnects")
+			return nil
+		}
+		s.flush()
+		s.failure = c.Content
+		if strings.TrimSpace(s.failure) == "" {
+			s.failure = emptyErrorText
+		}
+		return errStreamFailed
+	}
+	return nil
+}
+
+// mergeResult merges a result chunk's metadata: numeric usage fields,
+// total_cost_usd and num_turns are summed, other keys overwritten.
+func (s *runState) mergeResult(md map[string]any) {
+	if len(md) == 0 {
+		return
+	}
+	if s.meta == nil {
+		s.meta = map[string]any{}
+	}
+	for k, v := range md {
+		switch k {
+		case "usage":
+			u, _ := v.(map[string]any)
+			old, _ := s.meta[k].(map[string]any)
+			if old == nil {
+				old = map[string]any{}
+			}
+			for uk, uv := range u {
+				if n, ok := toFloat(uv); ok {
+					o, _ := toFloat(old[uk])
+					old[uk] = o + n
+				} else {
+					old[uk] = copyValue(uv)
+				}
+			}
+			s.meta[k] = old
+			s.addUsage(u)
+		case "total_cost_usd", "num_turns":
+			if n, ok := toFloat(v); ok {
+				o, _ := toFloat(s.meta[k])
+				s.meta[k] = o + n
+				continue
+			}
+			s.meta[k] = copyValue(v)
+		default:
+			s.meta[k] = copyValue(v)
+		}
+	}
+}
+
+func (s *runState) addUsage(u map[string]any) {
+	in, okIn := toFloat(u["input_tokens"])
+	out, okOut := toFloat(u["output_tokens"])
+	if !okIn && !okOut {
+		return
+	}
+	addUsage(&s.usage, &Usage{InputTokens: int(in), OutputTokens: int(out), TotalTokens: int(in + out)})
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// runStream runs the stream of a run on x: the instruction first, then
+// the chunks; on every exit the provider's stream is over (the provider
+// stops and reaps its process) before the outcome is recorded. It returns
+// the result and the state (for run_and_collect).
+func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, persist bool) (*Result, *runState, error) {
+	t0 := e.clock()
+	history := x.branch.Messages
+	if x.data.ClearMessages {
+		history = nil
+	}
+	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
+	attempt := max(req.Attempt, 1)
+	call := Call{
+		Model: x.chat, Messages: msgs, Instruction: instructionText(x.ins.Content),
+		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
+		Resume: x.branch.Settings.ProviderSession, // 0021-D3-13
+	}
+	st := &runState{e: e, model: x.chat}
+
+	sinks, closeSinks, err := e.openRunSinks(ctx, x.streamRequest(req), x.branch, persist)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := Sequence(sinks)
+	emit := func(c Chunk) error {
+		if err := ctx.Err(); err != nil {
+			return err // cancelled: the stream stops, the outcome says why
+		}
+		if err := out.Emit(ctx, c); err != nil {
+			return &sinkError{err}
+		}
+		st.chunks++
+		return st.take(c)
+	}
+
+	// The instruction is emitted first, before any chunk is read
+	// (0021-D3-13): a system chunk carrying it.
+	err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{metaInstruction: x.ins, "branch_id": x.branch.ID}})
+	sctx, stop := ctx, context.CancelFunc(func() {})
+	if d, ok := runTimeout(x.chat); ok {
+		sctx, stop = context.WithTimeoutCause(ctx, d, errRunTimeout)
+	}
+	var comp *Completion
+	if err == nil {
+		comp, err = prov.Stream(sctx, call, emit)
+	}
+	timedOut := errors.Is(context.Cause(sctx), errRunTimeout)
+	stop()
+	x.calls = 1
+
+	// Whatever happens next is recorded even when the request's context
+	// has ended (a cancel): the commit gets its own bound.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	canceled := errors.Is(context.Cause(ctx), ErrCanceledByClient)
+	var se *sinkError
+	var operr *Error
+	switch {
+	case errors.As(err, &se):
+		closeSinks(cctx, false)
+		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
+	case err == nil, errors.Is(err, errBenignEOS):
+	case errors.Is(err, errStreamFailed):
+		operr = &Error{Code: CodeProvider, Message: classifyStreamError(x.chat.Provider, st.failure), Err: err}
+	case timedOut:
+		operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: %v after %s", errRunTimeout, mustTimeout(x.chat)), Err: err}
+	case canceled:
+		// A clean end with what arrived (0021-D4-03).
+	case ctx.Err() != nil:
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: the request's deadline passed: %v", err), Err: err}
+			break
+		}
+		// The worker stops: nothing recorded, the request runs again.
+		closeSinks(cctx, false)
+		return nil, nil, asError(ctx, err)
+	default:
+		// The provider failed without an error chunk (a CLI exiting non-zero):
+		// the partial text is kept too.
+		var pe *ProviderError
+		msg := err.Error()
+		if errors.As(err, &pe) {
+			msg = pe.Error()
+		}
+		operr = &Error{Code: CodeProvider, Message: classifyStreamError(x.chat.Provider, msg), Err: err}
+	}
+	if comp != nil && comp.SessionID != "" && st.session == "" {
+		st.session = comp.SessionID
+	}
+	st.flush()
+	if err := closeSinks(cctx, true); err != nil && operr == nil && !canceled {
+		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
+	}
+
+	val := RunValue{Responses: nonNil(st.responses), SessionID: st.session, Chunks: st.chunks, Canceled: canceled && operr == nil}
+	if joined := joinResponses(st.responses); joined != "" {
+		val.Text = &joined
+	}
+	v, merr := marshalValue(val)
+	if merr != nil {
+		return nil, nil, merr
+	}
+	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
+	ev := Event{Messages: append([]Message{x.ins}, st.msgs...), Clear: x.data.ClearMessages, ModelCalls: x.calls}
+	if st.session != "" && st.session != x.branch.Settings.ProviderSession {
+		ev.Settings = &Settings{ProviderSession: st.session}
+	}
+	out2, cerr := e.commitEvent(cctx, req, x.branch.ID, ev, res, operr)
+	if persist {
+		e.finishRunLog(cctx, req, x.branch.ID)
+	}
+	return out2, st, cerr
+}
+
+// commitTimeout bounds recording a run after its stream ended.
+const commitTimeout = 30 * time.Second
+
+// sinkError marks a chunk the sink refused.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
+
+// openRunSinks opens the request's chunk stream and, with persist, the
+// run log (after the first snapshot). close closes them; ok false means
+// the run is abandoned.
+func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, persist bool) (ChunkSink, func(context.Context, bool) error, error) {
+	var streams []ChunkStream
+	if e.chunks != nil {
+		cs, err := e.chunks.OpenChunks(ctx, req)
+		if err != nil {
+			return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: open the chunk stream: %v", err), Err: err}
+		}
+		streams = append(streams, cs)
+	}
+	if persist && e.runLog != nil {
+		if err := e.runLog.Snapshot(ctx, req, b, false); err != nil {
+			// Persistence serves inspection; it does not stop the run.
+			e.log.Warn().Err(err).Str("request_id", req.ID).Msg("run: stream_persist: the first snapshot failed")
+		}
+		lg, err := e.runLog.Open(ctx, req)
+		if err != nil {
+			return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: open the run log: %v", err), Err: err}
+		}
+		streams = append(streams, lg)
+	}
+	sink := ChunkSinkFunc(func(ctx context.Context, c Chunk) error {
+		for _, s := range streams {
+			if err := s.Emit(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	closed := false
+	closeAll := func(ctx context.Context, _ bool) error {
+		if closed {
+			return nil
+		}
+		closed = true
+		var errs []error
+		for _, s := range streams {
+			if err := s.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	return sink, closeAll, nil
+}
+
+// finishRunLog writes the final snapshot of a persisted run, then removes
+// its live log. Failures are logged: they never change the run's outcome.
+func (e *Engine) finishRunLog(ctx context.Context, req Request, branchID string) {
+	if e.runLog == nil {
+		return
+	}
+	b, err := e.load(ctx, branchID)
+	if err == nil {
+		err = e.runLog.Snapshot(ctx, req, b, true)
+	}
+	if err == nil {
+		err = e.runLog.Remove(ctx, req)
+	}
+	if err != nil {
+		e.log.Warn().Err(err).Str("request_id", req.ID).Msg("run: stream_persist cleanup failed; the run log is left")
+	}
+}
+
+// runTimeout returns the positive "timeout" option of model, in seconds
+// (0021-D3-17); anything else means none.
+func runTimeout(m ModelRef) (time.Duration, bool) {
+	n, ok := toFloat(m.Options["timeout"])
+	if !ok || n <= 0 {
+		return 0, false
+	}
+	return time.Duration(n * float64(time.Second)), true
+}
+
+func mustTimeout(m ModelRef) time.Duration {
+	d, _ := runTimeout(m)
+	return d
+}
+
+// joinResponses joins the non-empty texts with a blank line (0021-D3-20).
+func joinResponses(texts []string) string {
+	var parts []string
+	for _, t := range texts {
+		if strings.TrimSpace(t) != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// providerErrorKinds classify a stream error's text by pattern, as the
+// reference's classify_provider_error does.
+var providerErrorKinds = []struct {
+	kind     string
+	patterns []string
+}{
+	{"quota", []string{"quota", "billing", "credit balance", "rate limit", "rate_limit", "429"}},
+	{"auth", []string{"authentication", "unauthorized", "invalid api key", "api key", "401", "login"}},
+	{"context", []string{"context length", "context window", "too many tokens", "prompt is too long"}},
+	{"capacity", []string{"overloaded", "capacity", "529", "503", "unavailable"}},
+	{"unsupported_model", []string{"model not found", "unsupported model", "unknown model", "not_found_error"}},
+	{"safety", []string{"safety", "content policy", "refus"}},
+	{"stream_disconnect", []string{"disconnect", "connection reset", "broken pipe", "eof"}},
+	{"permission", []string{"permission", "forbidden", "403"}},
+}
+
+// classifyStreamError returns the message of a classified provider error
+// for text: "provider P (kind): text".
+func classifyStreamError(provider, text string) string {
+	if strings.TrimSpace(text) == "" {
+		text = emptyErrorText
+	}
+	low := strings.ToLower(text)
+	kind := "provider_error"
+	for _, k := range providerErrorKinds {
+		for _, p := range k.patterns {
+			if strings.Contains(low, p) {
+				kind = k.kind
+				break
+			}
+		}
+		if kind != "provider_error" {
+			break
+		}
+	}
+	return fmt.Sprintf("provider %s (%s): %s", provider, kind, Truncate(text, 2000))
+}

@@ -1,0 +1,53 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+)
+
+// streamRequest is the request whose chunk stream x's chunks go to: req,
+// or the caller's request for a middle.
+func (x *exchange) streamRequest(req Request) Request {
+	if x.streamID != "" && x.streamID != req.ID {
+		return Request{ID: x.streamID, Verb: req.Verb, BranchID: req.BranchID, TraceParent: req.TraceParent, Attempt: req.Attempt}
+	}
+	return req
+}
+
+type emitterKey struct{}
+
+// withChunkEmitter returns ctx carrying emit, the chunk emitter of the
+// model call made under it (see chunkEmitter).
+func withChunkEmitter(ctx context.Context, emit func(Chunk) error) context.Context {
+	return context.WithValue(ctx, emitterKey{}, emit)
+}
+
+// chunkEmitter returns the chunk emitter ctx carries, nil for none: a
+// model call with one streams when its provider can.
+func chunkEmitter(ctx context.Context) func(Chunk) error {
+	f, _ := ctx.Value(emitterKey{}).(func(Chunk) error)
+	return f
+}
+
+// streamExchange is the model call of an exchange with "stream": true:
+// the provider streams (when it can) into the request's chunk stream,
+// numbered from 1, and the completion is the same as without streaming.
+// Without a chunk outlet the call is an ordinary one.
+func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, msgs []ChatMessage) (*Completion, error) {
+	if e.chunks == nil {
+		return e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+	}
+	cs, err := e.chunks.OpenChunks(ctx, x.streamRequest(req))
+	if err != nil {
+		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("open the chunk stream: %v", err), Err: err}
+	}
+	out := Sequence(cs)
+	emit := func(c Chunk) error { return out.Emit(ctx, c) }
+	comp, err := e.complete(withChunkEmitter(ctx, emit), req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if cerr := cs.Close(cctx); cerr != nil && err == nil {
+		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("chunks could not be stored: %v", cerr), Err: cerr}
+	}
+	return comp, err
+}
