@@ -1,8 +1,5 @@
-//go:build lionbus_run
-
-// This file needs the CLI provider (pkg/ops/provider/cli) and the
-// run_and_collect middle of the run branch; it is built with the tag
-// lionbus_run until that branch is merged, then the tag goes.
+// The LNDL middle with a CLI model: the inner calls go through
+// run_and_collect and the CLI provider (pkg/ops/provider/cli).
 
 package bus_test
 

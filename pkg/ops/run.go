@@ -366,7 +366,14 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	var comp *Completion
 	if err == nil {
+		var observed func(*Completion, error)
+		if e.observer != nil {
+			sctx, observed = e.observer.ModelCall(sctx, call)
+		}
 		comp, err = prov.Stream(sctx, call, emit)
+		if observed != nil {
+			observed(comp, err)
+		}
 	}
 	timedOut := errors.Is(context.Cause(sctx), errRunTimeout)
 	stop()
