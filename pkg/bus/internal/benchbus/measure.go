@@ -25,6 +25,8 @@ type counters struct {
 	// far (the process's: server, workers and clients alike), and its
 	// live heap as of the last GC.
 	allocBytes, gcCycles, liveHeap uint64
+	// gcCPU is the runtime's estimate of the CPU time the GC has taken.
+	gcCPU time.Duration
 }
 
 // runtimeSamples are the runtime metrics a reading takes, in the order
@@ -33,6 +35,7 @@ var runtimeSamples = []metrics.Sample{
 	{Name: "/gc/heap/allocs:bytes"},
 	{Name: "/gc/cycles/total:gc-cycles"},
 	{Name: "/gc/heap/live:bytes"},
+	{Name: "/cpu/classes/gc/total:cpu-seconds"},
 }
 
 // read takes a reading of ns and the process.
@@ -41,6 +44,7 @@ func read(ns *server.Server) counters {
 	rs := slices.Clone(runtimeSamples)
 	metrics.Read(rs)
 	c.allocBytes, c.gcCycles, c.liveHeap = rs[0].Value.Uint64(), rs[1].Value.Uint64(), rs[2].Value.Uint64()
+	c.gcCPU = time.Duration(rs[3].Value.Float64() * float64(time.Second))
 	if v, err := ns.Varz(&server.VarzOptions{}); err == nil {
 		c.inMsgs, c.outMsgs, c.inBytes, c.outBytes = v.InMsgs, v.OutMsgs, v.InBytes, v.OutBytes
 		if v.JetStream.Stats != nil {
@@ -64,12 +68,13 @@ func (c counters) since(earlier counters) counters {
 		allocBytes: c.allocBytes - earlier.allocBytes,
 		gcCycles:   c.gcCycles - earlier.gcCycles,
 		liveHeap:   c.liveHeap,
+		gcCPU:      c.gcCPU - earlier.gcCPU,
 	}
 }
 
 // perOp divides the counters of a delta by n operations.
 type perOp struct {
-	cpu                  time.Duration
+	cpu, gcCPU           time.Duration
 	msgs, bytes, inBytes float64
 	jsAPI                float64
 	alloc                float64
@@ -82,6 +87,7 @@ func (c counters) per(n int) perOp {
 	f := float64(n)
 	return perOp{
 		cpu:     c.cpu / time.Duration(n),
+		gcCPU:   c.gcCPU / time.Duration(n),
 		msgs:    float64(c.inMsgs+c.outMsgs) / f,
 		bytes:   float64(c.inBytes+c.outBytes) / f,
 		inBytes: float64(c.inBytes) / f,
