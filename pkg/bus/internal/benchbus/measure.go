@@ -25,6 +25,9 @@ type counters struct {
 	// far (the process's: server, workers and clients alike), and its
 	// live heap as of the last GC.
 	allocBytes, gcCycles, liveHeap uint64
+	// scanHeap is the part of the heap the GC scans for pointers, as of
+	// the last GC: what each collection's marking costs grows with it.
+	scanHeap uint64
 	// gcCPU is the runtime's estimate of the CPU time the GC has taken.
 	gcCPU time.Duration
 }
@@ -36,6 +39,7 @@ var runtimeSamples = []metrics.Sample{
 	{Name: "/gc/cycles/total:gc-cycles"},
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/cpu/classes/gc/total:cpu-seconds"},
+	{Name: "/gc/scan/heap:bytes"},
 }
 
 // read takes a reading of ns and the process.
@@ -45,6 +49,7 @@ func read(ns *server.Server) counters {
 	metrics.Read(rs)
 	c.allocBytes, c.gcCycles, c.liveHeap = rs[0].Value.Uint64(), rs[1].Value.Uint64(), rs[2].Value.Uint64()
 	c.gcCPU = time.Duration(rs[3].Value.Float64() * float64(time.Second))
+	c.scanHeap = rs[4].Value.Uint64()
 	if v, err := ns.Varz(&server.VarzOptions{}); err == nil {
 		c.inMsgs, c.outMsgs, c.inBytes, c.outBytes = v.InMsgs, v.OutMsgs, v.InBytes, v.OutBytes
 		if v.JetStream.Stats != nil {
@@ -68,6 +73,7 @@ func (c counters) since(earlier counters) counters {
 		allocBytes: c.allocBytes - earlier.allocBytes,
 		gcCycles:   c.gcCycles - earlier.gcCycles,
 		liveHeap:   c.liveHeap,
+		scanHeap:   c.scanHeap,
 		gcCPU:      c.gcCPU - earlier.gcCPU,
 	}
 }
