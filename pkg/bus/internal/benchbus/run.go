@@ -48,6 +48,7 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 			return rep, fmt.Errorf("throughput phase: %w", err)
 		}
 		e.writeThroughput(out, rep.Throughput)
+		e.logStreams(ctx)
 	}
 	if cfg.runs("b") {
 		err = e.profiled("b", func() (err error) {
@@ -58,6 +59,7 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 			return rep, fmt.Errorf("history phase: %w", err)
 		}
 		e.writeHistory(out, rep.History)
+		e.logStreams(ctx)
 	}
 	if cfg.runs("c") {
 		err = e.profiled("c", func() (err error) {
@@ -68,6 +70,7 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 			return rep, fmt.Errorf("hot-branch phase: %w", err)
 		}
 		e.writeHot(out, rep.Hot)
+		e.logStreams(ctx)
 	}
 	if cfg.MemProfile != "" {
 		if err := writeHeapProfile(cfg.MemProfile); err != nil {
@@ -76,6 +79,21 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 	}
 	e.logf("done in %s", time.Since(t0).Round(time.Millisecond))
 	return rep, nil
+}
+
+// logStreams prints what each stream of the server holds: the state a
+// long run leaves in the server (and, the server being embedded, in this
+// process's heap).
+func (e *env) logStreams(ctx context.Context) {
+	streams := e.lionJS.ListStreams(ctx)
+	for info := range streams.Info() {
+		st := info.State
+		e.logf("stream %s: %d messages, %s, %d subjects, %d consumers",
+			info.Config.Name, st.Msgs, bytesStr(float64(st.Bytes)), st.NumSubjects, st.Consumers)
+	}
+	if err := streams.Err(); err != nil {
+		e.logf("list streams: %v", err)
+	}
 }
 
 // profiled runs the phase fn, under the CPU profile when it is the
