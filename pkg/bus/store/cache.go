@@ -12,6 +12,13 @@ import (
 // when Config.CacheBranches is 0.
 const DefaultCacheBranches = 1024
 
+// DefaultCacheBytes bounds the size of the branches a [Store] keeps in
+// memory when Config.CacheBytes is 0. A branch's size is the encoded bytes
+// it was folded from (see entry.size); in memory it takes a few times that
+// (about 3.5 times for short text messages), so the default keeps some
+// 30 MiB of branches.
+const DefaultCacheBytes = 8 << 20
+
 // entry is what a Store knows of one branch: the branch folded up to the
 // last event it has seen, and the snapshot that is stored for it. Its
 // mutex serializes the loads and appends of the branch within the
@@ -29,7 +36,16 @@ type entry struct {
 	// last copied: the next commit copies the map first.
 	shared bool
 	snap   snapState
-	elem   *list.Element
+	// size is the encoded bytes b was folded from: the snapshot and
+	// segment values it was read from and every history event applied
+	// since (since the last clear, which drops the messages before it).
+	// It stands for the memory b takes, which grows with it.
+	size int
+
+	// held is the size the cache counts for the entry and elem its place
+	// in the cache's order; both are guarded by the cache's mutex.
+	held int
+	elem *list.Element
 }
 
 // view returns b for a caller: a shallow copy whose Messages have no spare
@@ -42,13 +58,13 @@ func (e *entry) view() *ops.Branch {
 	return &v
 }
 
-// apply folds ev into the entry's branch without changing anything a
-// caller holds: EventMessages append to the shared message array (beyond
-// every caller's length) and, when the commits were handed out, to a copy
-// of them; every other event is applied to a deep copy, as it may rewrite
-// messages in place (a new system message). On failure the entry is
-// reset, to be loaded again.
-func (e *entry) apply(ev ops.Event) error {
+// apply folds ev, whose encoded size is size, into the entry's branch
+// without changing anything a caller holds: EventMessages append to the
+// shared message array (beyond every caller's length) and, when the
+// commits were handed out, to a copy of them; every other event is applied
+// to a deep copy, as it may rewrite messages in place (a new system
+// message). On failure the entry is reset, to be loaded again.
+func (e *entry) apply(ev ops.Event, size int) error {
 	if e.b == nil {
 		e.b = &ops.Branch{}
 	}
@@ -64,32 +80,46 @@ func (e *entry) apply(ev ops.Event) error {
 	e.shared = false
 	if ev.Type == ops.EventMessages && ev.Clear {
 		e.snap.rewritten = true
+		e.size = 0
 	}
 	if err := e.b.Apply(ev); err != nil {
 		e.reset()
 		return err
 	}
+	e.size += size
 	return nil
 }
 
 // reset forgets the entry's branch and snapshot state.
 func (e *entry) reset() {
-	e.b, e.shared, e.snap = nil, false, snapState{}
+	e.b, e.shared, e.snap, e.size = nil, false, snapState{}, 0
 }
 
-// cache is a least-recently-used set of entries, bounded by count.
+// cache is a least-recently-used set of entries, bounded by count and by
+// the sum of their sizes.
+//
+// The bound on bytes is there for the garbage collector as much as for
+// memory: a folded branch is many small objects with pointers (a map per
+// message), which every collection marks again, so branches kept but not
+// used make every request of the process dearer, more so the more the
+// request allocates (a long branch's).
 type cache struct {
-	mu    sync.Mutex
-	max   int
-	byID  map[string]*entry
-	order *list.List // front: most recently used
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	bytes    int // the sum of the entries' held sizes
+	byID     map[string]*entry
+	order    *list.List // front: most recently used
 }
 
-func newCache(max int) *cache {
+func newCache(max, maxBytes int) *cache {
 	if max <= 0 {
 		max = DefaultCacheBranches
 	}
-	return &cache{max: max, byID: make(map[string]*entry), order: list.New()}
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	return &cache{max: max, maxBytes: maxBytes, byID: make(map[string]*entry), order: list.New()}
 }
 
 // get returns the entry of id, creating an empty one, and marks it used.
@@ -105,11 +135,36 @@ func (c *cache) get(id string) *entry {
 	e := &entry{id: id}
 	e.elem = c.order.PushFront(e)
 	c.byID[id] = e
-	for c.order.Len() > c.max {
-		old := c.order.Remove(c.order.Back()).(*entry)
-		delete(c.byID, old.id)
-	}
+	c.evict(e)
 	return e
+}
+
+// resize counts e's current size, if e is still cached, and evicts the
+// least recently used other entries while the cache is over its bounds.
+// The caller holds e.mu. The entry just used is never evicted here, so a
+// single branch larger than the bound stays while it is in use.
+func (c *cache) resize(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID[e.id] != e {
+		return
+	}
+	c.bytes += e.size - e.held
+	e.held = e.size
+	c.evict(e)
+}
+
+// evict removes the least recently used entries other than keep while the
+// cache holds more than max entries or more than maxBytes. The caller
+// holds c.mu.
+func (c *cache) evict(keep *entry) {
+	for el := c.order.Back(); el != nil && (c.order.Len() > c.max || c.bytes > c.maxBytes); {
+		old := el.Value.(*entry)
+		el = el.Prev()
+		if old != keep {
+			c.remove(old)
+		}
+	}
 }
 
 // drop removes the entry of id, if it is e.
@@ -117,7 +172,14 @@ func (c *cache) drop(id string, e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur, ok := c.byID[id]; ok && cur == e {
-		c.order.Remove(e.elem)
-		delete(c.byID, id)
+		c.remove(e)
 	}
+}
+
+// remove takes the cached e out of the cache. The caller holds c.mu.
+func (c *cache) remove(e *entry) {
+	c.order.Remove(e.elem)
+	delete(c.byID, e.id)
+	c.bytes -= e.held
+	e.held = 0
 }

@@ -427,3 +427,60 @@ func TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds(t *testing.T
 		t.Fatalf("observer saw %d rebuilds, %d conflicts, %d snapshots; want 1, 1, 1 (3 events folded)", obs.rebuilt, obs.conflicts, obs.snapshots)
 	}
 }
+
+// TestStore_cache_evicts_by_bytes: a Store whose cached branches add up to
+// more than CacheBytes loads the least recently used one again from the
+// stream (no snapshots here, so that load is a rebuild the observer sees),
+// while the branch in use stays cached however large it is.
+func TestStore_cache_evicts_by_bytes(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := bustest.Ctx(t)
+	obs := &countingObserver{}
+	st := b.newStoreOnOwnConn(t, store.Config{
+		Observer: obs, CacheBytes: 64 << 10,
+		SnapshotEvents: 1 << 20, SnapshotBytes: 1 << 30,
+	})
+	rebuilt := func() int {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return obs.rebuilt
+	}
+	text := strings.Repeat("x", 2<<10)
+	grow := func(id string, events int) {
+		t.Helper()
+		for i := range events {
+			if _, err := st.Append(ctx, id, messagesEvent(fmt.Sprintf("%s-%d", id, i), text)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	load := func(id string, wantRebuilt int) {
+		t.Helper()
+		if _, err := st.Load(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if n := rebuilt(); n != wantRebuilt {
+			t.Fatalf("after loading %s: %d rebuilds, want %d", id, n, wantRebuilt)
+		}
+	}
+	for _, id := range []string{"big", "small", "tiny"} {
+		if _, err := st.Create(ctx, id, createdEvent("c-"+id, "sys")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// big grows past the bound (40 events of over 2 KiB): the others,
+	// used less recently, are evicted, but big stays cached while it is
+	// the branch in use.
+	grow("big", 40)
+	load("big", 0)
+	load("small", 1)
+	load("small", 1)
+	// Loading small evicted big.
+	load("big", 2)
+	// Branches under the bound together stay cached.
+	load("small", 3)
+	load("tiny", 4)
+	load("small", 4)
+	load("tiny", 4)
+}

@@ -67,6 +67,7 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 		return
 	}
 	e.snap.rev = kve.Revision()
+	size := len(kve.Value())
 	snap, err := decodeSnapshot(kve.Value())
 	if err == nil && snap.Branch.ID != e.id {
 		err = fmt.Errorf("snapshot of branch %q stored under %q", snap.Branch.ID, e.id)
@@ -90,6 +91,7 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 				var part []ops.Message
 				if part, err = decodeSegment(kve.Value(), seg.Count); err == nil {
 					msgs = append(msgs, part...)
+					size += len(kve.Value())
 					continue
 				}
 			}
@@ -101,7 +103,7 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 		covered = len(msgs)
 		b.Messages = append(msgs, b.Messages...)
 	}
-	e.b = b
+	e.b, e.size = b, size
 	e.snap = snapState{rev: e.snap.rev, seq: snap.Seq, segs: snap.Segments, covered: covered}
 }
 
@@ -130,7 +132,7 @@ func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(op
 			e.snap.rev = rev
 			rebuilt = true
 		}
-		if err := e.apply(ev); err != nil {
+		if err := e.apply(ev, size); err != nil {
 			return corrupt(fmt.Errorf("%w: replay history of branch %s: %w", ErrCorruptHistory, branchID, err))
 		}
 		e.snap.events++

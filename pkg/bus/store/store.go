@@ -95,10 +95,18 @@ type Config struct {
 	// after another writer committed first. Default DefaultAppendRetries.
 	AppendRetries int
 
-	// CacheBranches bounds how many branches the Store keeps in memory
-	// (least recently used first out). Default DefaultCacheBranches. The
-	// memory it takes is that of the branches kept.
+	// CacheBranches and CacheBytes bound the branches the Store keeps in
+	// memory (least recently used first out): how many, and the sum of
+	// their sizes, a branch's size being the encoded bytes (snapshot,
+	// segments, history events) it was folded from. The branch a request
+	// just used is kept even when it alone is larger than CacheBytes.
+	// Defaults DefaultCacheBranches and DefaultCacheBytes.
+	//
+	// Keeping a branch saves reading its snapshot, segments and newest
+	// events at its next request; the price is not only memory: every
+	// garbage collection of the process marks the kept branches again.
 	CacheBranches int
+	CacheBytes    int
 
 	// SnapshotEvents and SnapshotBytes set the snapshot cadence: a
 	// snapshot is written when this many events, or this many encoded
@@ -156,7 +164,8 @@ func (nopObserver) Rebuilt(string)              {}
 // stream's duplicate window is stored once (a creation needs none: it
 // expects the subject to be empty; nor does an event without a request id).
 //
-// The Store keeps up to Config.CacheBranches folded branches in memory.
+// The Store keeps up to Config.CacheBranches folded branches, of at most
+// Config.CacheBytes, in memory.
 // Load reads the last message of the branch's history subject and folds
 // what the cached branch has not seen (nothing, when this process made the
 // last change); Append publishes against the cached branch's sequence and
@@ -239,7 +248,7 @@ func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, 
 		retries:    cfg.AppendRetries,
 		log:        cfg.Logger,
 		obs:        cfg.Observer,
-		cache:      newCache(cfg.CacheBranches),
+		cache:      newCache(cfg.CacheBranches, cfg.CacheBytes),
 		snapEvents: cfg.SnapshotEvents,
 		snapBytes:  cfg.SnapshotBytes,
 		segBytes:   cfg.SegmentBytes,
@@ -257,6 +266,7 @@ func (s *Store) Load(ctx context.Context, branchID string) (*ops.Branch, error) 
 	e := s.cache.get(branchID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer s.cache.resize(e)
 	if err := s.refresh(ctx, e); err != nil {
 		if errors.Is(err, ops.ErrBranchNotFound) {
 			s.cache.drop(branchID, e)
@@ -295,12 +305,13 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 	e := s.cache.get(branchID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer s.cache.resize(e)
 	// Whatever the entry held belongs to a deleted branch of this id. A
 	// snapshot left behind by one is replaced at the first snapshot (it
 	// is older than this event, and a load that finds it folds from this
 	// event on).
 	e.reset()
-	if err := e.apply(ev); err != nil {
+	if err := e.apply(ev, size); err != nil {
 		return nil, fmt.Errorf("store: create branch %s: %w", branchID, err)
 	}
 	e.snap.events, e.snap.bytes = 1, size
@@ -354,6 +365,7 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 	e := s.cache.get(branchID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer s.cache.resize(e)
 	b, err := s.append(ctx, e, ev)
 	if errors.Is(err, ops.ErrBranchNotFound) {
 		e.reset()
@@ -422,7 +434,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 			continue
 		}
 		ev.Seq = ack.Sequence
-		if err := e.apply(ev); err != nil {
+		if err := e.apply(ev, size); err != nil {
 			return nil, fmt.Errorf("store: append to branch %s: %w", branchID, err)
 		}
 		e.snap.events++

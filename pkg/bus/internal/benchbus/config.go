@@ -52,6 +52,12 @@ type Config struct {
 	// CPUProfile, when set, is the file a CPU profile of the run is
 	// written to.
 	CPUProfile string
+	// ProfilePhase, when set, limits the CPU profile to that phase.
+	ProfilePhase string
+	// MemProfile, when set, is the file a heap profile is written to
+	// after the last phase, while everything the run started still
+	// holds its memory.
+	MemProfile string
 }
 
 // runs reports whether phase p is to run.
@@ -112,6 +118,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
 	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&cfg.ProfilePhase, "profile-phase", "", "limit the CPU profile to this phase (a, b or c); default the whole run")
+	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile to this file after the last phase")
 	quick := fs.Bool("quick", false, "short smoke run: 1s phases, lengths 10,100, 50 samples (flags given still apply)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -165,6 +173,9 @@ func (c Config) validate() error {
 	}
 	if c.Workers < 1 || c.Workers > 16 {
 		errs = append(errs, errors.New("-workers must be between 1 and 16"))
+	}
+	if c.ProfilePhase != "" && (c.CPUProfile == "" || !c.runs(c.ProfilePhase)) {
+		errs = append(errs, errors.New("-profile-phase needs -cpuprofile and a phase that runs"))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, errors.New("-concurrency must not be negative"))

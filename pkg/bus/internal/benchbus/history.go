@@ -145,10 +145,15 @@ func (e *env) writeHistory(w io.Writer, rows []historyRow) {
 		"worker made (history append, snapshot, events, stored answer, acks) and API requests. "+
 		"\"history bytes/op\" is what LION_HISTORY grew by, \"snapshot\" the branch's KV snapshot size after the row. "+
 		"\"JS API req/op\" is the server's JetStream API request counter, which does not count pull requests, direct gets "+
-		"(KV reads, stored-answer lookups) or publishes.\n\n",
+		"(KV reads, stored-answer lookups) or publishes. "+
+		"\"GC CPU/op\" is the Go runtime's estimate of the CPU its garbage collector took, per request, "+
+		"\"alloc/op\" the Go heap allocated per request and \"GCs\" the garbage collections during the row, "+
+		"\"live heap\" the heap live after the last of them and \"scan heap\" the part of the heap the GC scans for pointers: "+
+		"the whole process's (server, worker, client), so a large heap left by what ran before makes each collection dearer. "+
+		"The GC CPU is an estimate from wall time; on a loaded machine it over-counts.\n\n",
 		e.cfg.Samples)
 	t := newTable("exchanges", "branch", "errors", "p50", "p99", "max", "p50 / first p50", "in bytes/op", "NATS msgs/op",
-		"JS API req/op", "history bytes/op", "snapshot", "CPU/op", "model calls", "redelivered runs")
+		"JS API req/op", "history bytes/op", "snapshot", "CPU/op", "GC CPU/op", "alloc/op", "GCs", "live heap", "scan heap", "model calls", "redelivered runs")
 	var first time.Duration
 	for i, r := range rows {
 		if i == 0 {
@@ -163,7 +168,8 @@ func (e *env) writeHistory(w io.Writer, rows []historyRow) {
 		t.add(fmt.Sprintf("%d → %d", r.length, r.end), r.branch, errCell(r.errs, r.first),
 			ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max), ratio(float64(r.lat.p50), float64(first)),
 			bytesStr(p.inBytes), count(p.msgs), count2(p.jsAPI), bytesStr(histPer), bytesStr(float64(r.snapshot)),
-			us(p.cpu), fmt.Sprint(r.modelCalls), fmt.Sprint(r.redelivered))
+			us(p.cpu), us(p.gcCPU), bytesStr(p.alloc), fmt.Sprint(r.use.gcCycles), bytesStr(float64(r.use.liveHeap)), bytesStr(float64(r.use.scanHeap)),
+			fmt.Sprint(r.modelCalls), fmt.Sprint(r.redelivered))
 	}
 	t.write(w)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
 )
 
@@ -24,19 +23,6 @@ func main() {
 	// shuts down and its temporary store is removed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "benchbus: %v\n", err)
-			os.Exit(2)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(os.Stderr, "benchbus: %v\n", err)
-			os.Exit(2)
-		}
-		defer pprof.StopCPUProfile()
-	}
 	if _, err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "benchbus: %v\n", err)
 		stop()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -28,28 +30,115 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 	}
 	defer e.close()
 	e.writeHeader(out)
+	if cfg.CPUProfile != "" && cfg.ProfilePhase == "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 
 	rep := &Report{}
 	if cfg.runs("a") {
-		if rep.Throughput, err = e.phaseThroughput(ctx); err != nil {
+		err = e.profiled("a", func() (err error) {
+			rep.Throughput, err = e.phaseThroughput(ctx)
+			return err
+		})
+		if err != nil {
 			return rep, fmt.Errorf("throughput phase: %w", err)
 		}
 		e.writeThroughput(out, rep.Throughput)
+		e.logStreams(ctx)
 	}
 	if cfg.runs("b") {
-		if rep.History, err = e.phaseHistory(ctx); err != nil {
+		err = e.profiled("b", func() (err error) {
+			rep.History, err = e.phaseHistory(ctx)
+			return err
+		})
+		if err != nil {
 			return rep, fmt.Errorf("history phase: %w", err)
 		}
 		e.writeHistory(out, rep.History)
+		e.logStreams(ctx)
 	}
 	if cfg.runs("c") {
-		if rep.Hot, err = e.phaseHot(ctx); err != nil {
+		err = e.profiled("c", func() (err error) {
+			rep.Hot, err = e.phaseHot(ctx)
+			return err
+		})
+		if err != nil {
 			return rep, fmt.Errorf("hot-branch phase: %w", err)
 		}
 		e.writeHot(out, rep.Hot)
+		e.logStreams(ctx)
+	}
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			return rep, err
+		}
 	}
 	e.logf("done in %s", time.Since(t0).Round(time.Millisecond))
 	return rep, nil
+}
+
+// logStreams prints what each stream of the server holds: the state a
+// long run leaves in the server (and, the server being embedded, in this
+// process's heap).
+func (e *env) logStreams(ctx context.Context) {
+	streams := e.lionJS.ListStreams(ctx)
+	for info := range streams.Info() {
+		st := info.State
+		e.logf("stream %s: %d messages, %s, %d subjects, %d consumers",
+			info.Config.Name, st.Msgs, bytesStr(float64(st.Bytes)), st.NumSubjects, st.Consumers)
+	}
+	if err := streams.Err(); err != nil {
+		e.logf("list streams: %v", err)
+	}
+}
+
+// profiled runs the phase fn, under the CPU profile when it is the
+// phase Config.ProfilePhase names.
+func (e *env) profiled(phase string, fn func() error) error {
+	if e.cfg.ProfilePhase != phase {
+		return fn()
+	}
+	stop, err := startCPUProfile(e.cfg.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return fn()
+}
+
+// startCPUProfile starts a CPU profile written to path; stop ends it.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// writeHeapProfile collects the garbage and writes a heap profile to
+// path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // writeHeader prints the report's title and the setup.
