@@ -35,6 +35,8 @@ Sends one request to lionbus workers over NATS and prints the answer.
 Commands:
 %s  result ID                  print the stored answer of request ID (--wait to wait for it)
   cancel ID                  ask the workers to cancel request ID (it is answered "canceled")
+  branch list                the branches that have history
+  watch BRANCH               follow a branch's events live (publisher watch --help)
   dlq list|show|retry|delete dead letters: requests that failed on every delivery
                              or could not be answered (publisher dlq --help)
   tools list|show|call       the tool registry; call a tool directly (publisher tools --help)
@@ -109,6 +111,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCancel(ctx, o, given, rest[1:], stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, o, given, rest[1:], stdout, stderr)
+	case "watch":
+		return runWatch(ctx, o, given, rest[1:], stdout, stderr)
 	case "tools":
 		return runTools(ctx, o, given, rest[1:], stdin, stdout, stderr)
 	}
@@ -117,9 +121,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	name, cmdArgs := rest[0], rest[1:]
+	if name == "branch" && len(cmdArgs) > 0 && cmdArgs[0] == "list" {
+		return runBranchList(ctx, o, given, cmdArgs[1:], stdout, stderr)
+	}
 	if name == "branch" {
 		if len(cmdArgs) == 0 {
-			return usageError(stderr, errors.New("branch needs a subcommand: create, get, history, clone, clear or delete"))
+			return usageError(stderr, errors.New("branch needs a subcommand: create, get, history, clone, clear, delete or list"))
 		}
 		name, cmdArgs = "branch "+cmdArgs[0], cmdArgs[1:]
 	}

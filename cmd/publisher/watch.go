@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
+)
+
+const watchUsage = `Usage: publisher watch BRANCH [--all | --since DURATION] [--json]
+
+Follows the signal events of a branch (run start and end, messages added,
+tool hooks, LNDL rounds) as they happen, one line each, until Ctrl-C. With
+--all it starts from the oldest event the events stream keeps, with --since
+from that long ago; --json prints each event as received.
+
+Flags:
+`
+
+// runWatch is `publisher watch BRANCH`.
+func runWatch(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("publisher watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addGlobalFlags(fs, o)
+	all := fs.Bool("all", false, "start with the oldest event kept")
+	since := fs.Duration("since", 0, "start with the events of this last period, e.g. 10m")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, watchUsage)
+		fs.PrintDefaults()
+	}
+	positional, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	switch {
+	case len(positional) != 1:
+		return usageError(stderr, errors.New("watch needs exactly one argument: the branch id"))
+	case !protocol.ValidToken(positional[0]):
+		return usageError(stderr, fmt.Errorf("branch id %q: want 1 to %d characters of [A-Za-z0-9_-]", positional[0], protocol.MaxTokenLength))
+	case *all && *since != 0:
+		return usageError(stderr, errors.New("--all and --since exclude each other"))
+	case *since < 0:
+		return usageError(stderr, fmt.Errorf("--since must be positive, got %s", *since))
+	}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
+		return usageError(stderr, err)
+	}
+	if err := o.validate(); err != nil {
+		return usageError(stderr, err)
+	}
+	// --timeout bounds connecting only: watching lasts until ctx ends.
+	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	cl, nc, code := connect(cctx, o, stderr)
+	cancel()
+	if cl == nil {
+		return code
+	}
+	defer nc.Close()
+	opts := client.WatchOptions{All: *all}
+	if *since > 0 {
+		opts.Since = time.Now().Add(-*since)
+	}
+	err = cl.Watch(ctx, positional[0], opts, func(ev *event.Event) error {
+		if o.JSON {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(stdout, string(b))
+			return err
+		}
+		_, err := fmt.Fprintln(stdout, eventLine(ev))
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "publisher: watch %s: %v\n", positional[0], err)
+		return exitNoAnswer
+	}
+	return exitOK
+}
+
+// eventLine is one signal event as a line: time, type, request, and what
+// its data says in short.
+func eventLine(ev *event.Event) string {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data(), &d)
+	typ := strings.TrimPrefix(ev.Type(), "lionbus.")
+	req, _ := d["request_id"].(string)
+	var detail string
+	switch {
+	case d["message"] != nil:
+		if m, ok := d["message"].(map[string]any); ok {
+			kind, _ := m["kind"].(string)
+			detail = kind + " " + oneLine(compact(m["content"]), 100)
+		}
+	case d["tool"] != nil:
+		if t, ok := d["tool"].(map[string]any); ok {
+			fn, _ := t["function"].(string)
+			detail = fn
+			if r, ok := t["result_summary"].(string); ok && r != "" {
+				detail += " → " + oneLine(r, 80)
+			}
+		}
+	case d["error"] != nil:
+		detail = "error " + oneLine(compact(d["error"]), 100)
+	}
+	line := fmt.Sprintf("%s  %-22s %s", ev.Time().UTC().Format("15:04:05.000"), typ, req)
+	if detail != "" {
+		line += "  " + detail
+	}
+	return line
+}
+
+func compact(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// runBranchList is `publisher branch list`.
+func runBranchList(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("publisher branch list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addGlobalFlags(fs, o)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: publisher branch list [--json]\n\nLists the branches that have history, with their number of history events.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	positional, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(positional) != 0 {
+		return usageError(stderr, fmt.Errorf("branch list takes no arguments, got %q", positional))
+	}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
+		return usageError(stderr, err)
+	}
+	if err := o.validate(); err != nil {
+		return usageError(stderr, err)
+	}
+	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
+		list, err := cl.Branches(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "publisher: branch list: %v\n", err)
+			return exitNoAnswer
+		}
+		if o.JSON {
+			if list == nil {
+				list = []client.BranchInfo{}
+			}
+			b, _ := json.MarshalIndent(list, "", "  ")
+			fmt.Fprintln(stdout, string(b))
+			return exitOK
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(stdout, "no branches")
+			return exitOK
+		}
+		for _, b := range list {
+			fmt.Fprintf(stdout, "%-40s %d events\n", b.ID, b.Events)
+		}
+		return exitOK
+	})
+}
