@@ -45,7 +45,9 @@ func TestPublisher_watch_and_branch_list(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &lockedWriter{}, &lockedWriter{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"watch", "wb", "--all", "--nats", url}, strings.NewReader(""), out, errOut) }()
+	go func() {
+		done <- run(ctx, []string{"watch", "wb", "--all", "--nats", url}, strings.NewReader(""), out, errOut)
+	}()
 	bustest.WaitFor(t, 10*time.Second, "the earlier events", func() bool { return strings.Count(out.String(), "run.end") == 1 })
 	b.Do(t, "communicate", "wb", map[string]any{"instruction": "second"})
 	bustest.WaitFor(t, 10*time.Second, "the live events", func() bool { return strings.Count(out.String(), "run.end") == 2 })
