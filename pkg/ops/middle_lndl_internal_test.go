@@ -80,15 +80,16 @@ func TestLNDLMiddle_0024_D3_02_cli_no_text_continues(t *testing.T) {
 	}
 }
 
-// 0024-D2-08: without a run_and_collect middle, a CLI-backed model is an
-// invalid request, before any model call.
-func TestLNDLMiddle_cli_model_needs_run_and_collect(t *testing.T) {
+// 0024-D2-08: a CLI-backed model goes to run_and_collect; one the worker
+// was not started with (no CLI provider) is an invalid request naming the
+// provider, before any model call.
+func TestLNDLMiddle_cli_model_needs_a_cli_provider(t *testing.T) {
 	e := newLNDLEngine(t)
 	_, err := lndlMiddle{e: e}.Exchange(context.Background(), MiddleInput{
 		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &ModelRef{Provider: cliProviderName, Model: "fake"},
 	})
 	var oe *Error
-	if !errors.As(err, &oe) || oe.Code != CodeInvalidRequest || !strings.Contains(oe.Message, MiddleRunAndCollect) {
+	if !errors.As(err, &oe) || oe.Code != CodeInvalidRequest || !strings.Contains(oe.Message, `provider "cli"`) {
 		t.Fatalf("err = %v", err)
 	}
 }

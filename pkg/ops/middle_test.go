@@ -101,7 +101,7 @@ func TestEngine_Middle_selection(t *testing.T) {
 		{"registered", "upper", ""},
 		{"unknown", "nope", ops.CodeInvalidRequest},
 		{"built-in lndl", ops.MiddleLNDL, ""},
-		{"to come", ops.MiddleRunAndCollect, ops.CodeInvalidRequest},
+		{"built-in run_and_collect", ops.MiddleRunAndCollect, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
