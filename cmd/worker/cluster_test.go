@@ -1,20 +1,23 @@
-package bus_test
+package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/rs/zerolog"
 
-	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/client"
-	"github.com/lionbus/lionbus/pkg/bus/provision"
-	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
 // freePorts returns n ports free at the time of the call.
@@ -46,7 +49,7 @@ func clusterNode(t *testing.T, i int, routes []int) *server.Server {
 			urls = append(urls, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
 		}
 	}
-	opts := &server.Options{
+	ns, err := server.NewServer(&server.Options{
 		ServerName: fmt.Sprintf("n%d", i),
 		Host:       "127.0.0.1",
 		Port:       -1,
@@ -56,8 +59,7 @@ func clusterNode(t *testing.T, i int, routes []int) *server.Server {
 		StoreDir:   t.TempDir(),
 		Cluster:    server.ClusterOpts{Name: "lion", Host: "127.0.0.1", Port: routes[i]},
 		Routes:     urls,
-	}
-	ns, err := server.NewServer(opts)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,64 +71,74 @@ func clusterNode(t *testing.T, i int, routes []int) *server.Server {
 	return ns
 }
 
-// A worker started with --replicas 3 on the first node of a cluster whose
-// other nodes join 3 s later provisions its replicated streams once they
-// have joined, and serves.
+// A worker process started with --replicas 3 on the first node of a
+// cluster whose other two nodes join 3 s later waits (JetStream has no
+// quorum yet), provisions its replicated streams once they have joined,
+// serves, and drains on SIGTERM.
 func TestCluster_worker_started_before_the_other_nodes_serves_once_they_join(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	t.Parallel()
 	routes := freePorts(t, 3)
 	first := clusterNode(t, 0, routes)
-	logs := &syncBuffer{}
-	type started struct {
-		svc *bus.Service
-		err error
+	args, _ := json.Marshal([]string{"--nats", first.ClientURL(), "--replicas", "3", "--startup-timeout", "2m",
+		"--log-format", "json", "--log-level", "info", "--name", "early"})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), mainArgsEnv+"="+string(args))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan started, 1)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	serving := make(chan struct{})
 	go func() {
-		svc, err := bus.Start(context.Background(), bus.Config{
-			Connect:        client.ConnectConfig{URL: first.ClientURL(), Name: t.Name()},
-			Provision:      provision.Config{Replicas: 3},
-			StartupTimeout: 2 * time.Minute,
-			Worker:         worker.Config{FetchWait: 200 * time.Millisecond},
-			Logger:         zerolog.New(logs).Level(zerolog.InfoLevel),
-		})
-		done <- started{svc, err}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "serving prefix") {
+				close(serving)
+			}
+		}
+		exited <- cmd.Wait()
 	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
 	time.Sleep(3 * time.Second)
 	select {
-	case s := <-done:
-		t.Fatalf("Start returned before the cluster had a quorum: %v", s.err)
+	case <-serving:
+		t.Fatal("the worker served before the cluster had a quorum")
+	case err := <-exited:
+		t.Fatalf("the worker exited before the other nodes joined: %v\n%s", err, stderr)
 	default:
 	}
 	clusterNode(t, 1, routes)
 	clusterNode(t, 2, routes)
-	var s started
 	select {
-	case s = <-done:
+	case <-serving:
+	case err := <-exited:
+		t.Fatalf("the worker exited: %v\n%s", err, stderr)
 	case <-time.After(2*time.Minute + 10*time.Second):
-		t.Fatalf("Start did not return\n%s", logs)
+		t.Fatalf("the worker did not serve once the nodes joined\n%s", stderr)
 	}
-	if s.err != nil {
-		t.Fatalf("Start: %v\n%s", s.err, logs)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.svc.Stop(ctx)
-		s.svc.Close()
-	})
-	info, err := s.svc.Resources().Ops.Info(context.Background())
-	if err != nil || info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
-		t.Fatalf("ops stream: %v %+v", err, info)
-	}
+
 	nc, err := client.Connect(context.Background(), client.ConnectConfig{URL: first.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, _ := protocol.NewSubjects("")
+	info, err := js.StreamInfo(subj.OpsStream())
+	if err != nil || info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("ops stream: %v %+v", err, info)
+	}
 	cl, err := client.New(nc, client.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +154,18 @@ func TestCluster_worker_started_before_the_other_nodes_serves_once_they_join(t *
 	} {
 		r, err := cl.Do(ctx, req.verb, req.branch, req.data)
 		if err != nil || r.Err() != nil {
-			t.Fatalf("%s: %v %v\n%s", req.verb, err, r.Err(), logs)
+			t.Fatalf("%s: %v %v\n%s", req.verb, err, r.Err(), stderr)
 		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no exit after SIGTERM\n%s", stderr)
 	}
 }
