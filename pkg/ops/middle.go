@@ -101,6 +101,9 @@ type MiddleInput struct {
 	// published under (the caller's; "" means RequestID).
 	Stream   bool
 	StreamID string
+	// StreamPersist asks run_and_collect to keep its run's live chunk log
+	// and snapshots (run's stream_persist); other middles ignore it.
+	StreamPersist bool
 }
 
 // Middle performs one logical exchange for operate (ADR-0021 D5). operate

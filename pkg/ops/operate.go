@@ -39,8 +39,10 @@ func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Middle == "" && e.isCLIModel(p.chat.ChatModel) {
-		// A CLI model's exchange is run_and_collect (ADR-0022 D1/D3).
+	if d.Middle == "" && (p.runParams || e.isCLIModel(p.chat.ChatModel)) {
+		// Run parameters, or a CLI model, select run_and_collect
+		// (0022-D1-04, 0022-D3-02); run refuses a model that is not a CLI
+		// one, with guidance (0021-D3-12).
 		p.middle = MiddleRunAndCollect
 	}
 	sch, err := buildSchemas(p)

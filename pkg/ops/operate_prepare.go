@@ -34,7 +34,12 @@ type operateData struct {
 	ClearMessages    bool   `json:"clear_messages"`
 	Middle           string `json:"middle"`
 	Stream           bool   `json:"stream"`
-	InvokeActions    *bool  `json:"invoke_actions"`
+	// StreamPersist selects run parameters (run_and_collect) and is
+	// handed to the run (0022-D1-04, 0022-D1-05). The persistence
+	// directories of the original have no equivalent: runs persist in
+	// JetStream, configured on the worker.
+	StreamPersist *bool `json:"stream_persist"`
+	InvokeActions *bool `json:"invoke_actions"`
 	// RoundBudget is the LNDL middle's round budget (ADR-0024 D1).
 	RoundBudget json.RawMessage `json:"round_budget"`
 
@@ -67,6 +72,9 @@ type operatePlan struct {
 	chat MiddleInput
 	// middle is the name of the middle to call.
 	middle string
+	// runParams is set when the request asks for run parameters
+	// (stream_persist given): the default middle is then run_and_collect.
+	runParams bool
 	// format is the caller's response_format and its compiled form (the
 	// outer validation target, 0022-D2-01); nil for none.
 	format    map[string]any
@@ -165,6 +173,12 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
 		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
 		Stream: d.Stream,
+	}
+	if d.StreamPersist != nil {
+		// Copied as given, false included (0022-D1-05); present at all, it
+		// asks for run parameters (0022-D1-04).
+		p.chat.StreamPersist = *d.StreamPersist
+		p.runParams = true
 	}
 	if err := d.lndl(p); err != nil {
 		return nil, err

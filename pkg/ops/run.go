@@ -438,7 +438,9 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	out2, cerr := e.commitEvent(cctx, req, x.branch.ID, ev, res, operr)
 	if persist {
-		e.finishRunLog(cctx, req, x.branch.ID)
+		// Under the id the log was opened with (the caller's, for a
+		// middle's run).
+		e.finishRunLog(cctx, x.streamRequest(req), x.branch.ID)
 	}
 	return out2, st, cerr
 }

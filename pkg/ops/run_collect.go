@@ -42,7 +42,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
-		res, _, err = m.e.runStream(ctx, req, x, prov, false)
+		res, _, err = m.e.runStream(ctx, req, x, prov, in.StreamPersist)
 	}
 	if err != nil {
 		return nil, asError(ctx, err)

@@ -388,6 +388,7 @@ func TestRunAndCollect_middle(t *testing.T) {
 }
 
 // ADR-0022 D1/D3: operate with a CLI chat model runs run_and_collect.
+// 0022-D3-02: a CLI chat model selects run_and_collect for operate.
 func TestOperate_selects_run_and_collect_for_CLI_models(t *testing.T) {
 	t.Parallel()
 	rb := runSetup(t, nil)
@@ -404,5 +405,102 @@ func TestOperate_selects_run_and_collect_for_CLI_models(t *testing.T) {
 	}
 	if got := rb.signals.types("o1"); got[0] != "run.start" || got[len(got)-1] != "run.end" || slices.Index(got[1:], "run.start") >= 0 {
 		t.Errorf("signals %v", got)
+	}
+}
+
+// recordingRunLog is a RunLog counting what runs ask of it.
+type recordingRunLog struct {
+	mu                         sync.Mutex
+	snapshots, opened, removed map[string]int
+}
+
+func newRecordingRunLog() *recordingRunLog {
+	return &recordingRunLog{snapshots: map[string]int{}, opened: map[string]int{}, removed: map[string]int{}}
+}
+
+func (l *recordingRunLog) Snapshot(_ context.Context, req ops.Request, _ *ops.Branch, _ bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.snapshots[req.ID]++
+	return nil
+}
+
+func (l *recordingRunLog) Open(_ context.Context, req ops.Request) (ops.ChunkStream, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened[req.ID]++
+	return chunkStream{&ops.ChunkBuffer{}, func() {}}, nil
+}
+
+func (l *recordingRunLog) Remove(_ context.Context, req ops.Request) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.removed[req.ID]++
+	return nil
+}
+
+func (l *recordingRunLog) counts(id string) [3]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return [3]int{l.snapshots[id], l.opened[id], l.removed[id]}
+}
+
+// 0022-D1-04, 0022-D1-05: stream_persist in an operate request asks for
+// run parameters, so the exchange is run_and_collect (which needs a CLI
+// model, and refuses an API one with guidance rather than falling back),
+// and its value is handed to the run as given: true keeps the run log and
+// snapshots, false (given) keeps none.
+func TestOperate_stream_persist_selects_run_parameters(t *testing.T) {
+	t.Parallel()
+	bin := clitest.Build(t)
+	dir := t.TempDir()
+	prov, err := cli.New(cli.Command{Name: "fake", Argv: []string{bin}, Env: []string{"FAKECLI_DIR=" + dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLog := newRecordingRunLog()
+	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), RunLog: runLog, Chunks: &chunkOutlet{},
+		Providers: ops.NewProviders(map[string]ops.Provider{"cli": prov, "scripted": scripted.New()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, model := range map[string]string{"cli-b": "cli:fake", "api-b": "scripted:echo"} {
+		if _, err := eng.Do(context.Background(), ops.Request{ID: "create-" + id, Verb: "branch.create", BranchID: id,
+			Data: json.RawMessage(fmt.Sprintf(`{"chat_model":%q}`, model))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, id, branch, extra string
+		wantCode                ops.Code
+		wantCLIRuns             int
+		wantLog                 [3]int // snapshots, logs opened, logs removed
+	}{
+		{"persist true on a CLI model", "p1", "cli-b", `,"stream_persist":true`, "", 1, [3]int{2, 1, 1}},
+		{"persist false given, CLI model", "p2", "cli-b", `,"stream_persist":false`, "", 1, [3]int{}},
+		{"persist on an API model: run parameters, refused", "p3", "api-b", `,"stream_persist":false`, ops.CodeInvalidRequest, 0, [3]int{}},
+		{"no persist, API model: communicate", "p4", "api-b", ``, "", 0, [3]int{}},
+	}
+	for _, tt := range tests {
+		before := len(clitest.Records(t, dir))
+		data := `{"instruction":"list the files","skip_validation":true` + tt.extra + `}`
+		if err := schemas.Validate("lionbus.operate.request", []byte(data)); err != nil {
+			t.Fatalf("%s: request data does not match its schema: %v", tt.name, err)
+		}
+		_, err := eng.Do(context.Background(), ops.Request{ID: tt.id, Verb: "operate", BranchID: tt.branch,
+			Data: json.RawMessage(data), LastAttempt: true})
+		var oe *ops.Error
+		switch {
+		case tt.wantCode == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.wantCode != "" && (!errors.As(err, &oe) || oe.Code != tt.wantCode || !strings.Contains(oe.Message, "cli:")):
+			t.Errorf("%s: err %v, want %s with guidance naming cli:NAME", tt.name, err, tt.wantCode)
+		}
+		if n := len(clitest.Records(t, dir)) - before; n != tt.wantCLIRuns {
+			t.Errorf("%s: the CLI ran %d times, want %d", tt.name, n, tt.wantCLIRuns)
+		}
+		if got := runLog.counts(tt.id); got != tt.wantLog {
+			t.Errorf("%s: run log (snapshots, opened, removed) %v, want %v", tt.name, got, tt.wantLog)
+		}
 	}
 }
