@@ -66,6 +66,12 @@ var (
 
 // Config configures a [Client]. The zero value is usable.
 type Config struct {
+	// APIPrefix, when set, replaces "$JS.API" as the prefix of the
+	// JetStream API requests that read stored answers ([Client.Result]):
+	// the subject under which a tenant account imports the lionbus
+	// account's results stream API (see deploy/README.md). "" means the
+	// connection's own account's JetStream.
+	APIPrefix string
 	// AwaitTimeout bounds Await and Do when ctx has no deadline.
 	// Default DefaultAwaitTimeout.
 	AwaitTimeout time.Duration
@@ -113,7 +119,12 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
 	}
-	js, err := jetstream.New(nc)
+	var js jetstream.JetStream
+	if cfg.APIPrefix != "" {
+		js, err = jetstream.NewWithAPIPrefix(nc, cfg.APIPrefix)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
