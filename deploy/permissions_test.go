@@ -448,3 +448,77 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSingleAccount_permissions starts nats-server from nats/nats.conf
+// (without its cluster) and a worker with the user worker, and checks the
+// rules of one account: the client's request is answered end to end
+// through its own inbox, the worker's inbox and the client's are private,
+// and the client can neither take requests, forge answers or tool results,
+// nor change streams or the tool registry.
+func TestSingleAccount_permissions(t *testing.T) {
+	vars := []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "NATS_SYS_PASSWORD"}
+	s := startConfServer(t, "nats/nats.conf", vars)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc, err := bus.Start(ctx, bus.Config{
+		Connect: client.ConnectConfig{
+			URL: s.ClientURL(), User: "worker", Password: password("LIONBUS_WORKER_PASSWORD"), InboxPrefix: "_INBOX_worker",
+		},
+		Worker: worker.Config{FetchWait: 200 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatalf("start the worker: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Stop(ctx)
+		svc.Close()
+	})
+
+	nc, err := client.Connect(ctx, client.ConnectConfig{
+		URL: s.ClientURL(), User: "client", Password: password("LIONBUS_CLIENT_PASSWORD"), InboxPrefix: "_INBOX.client",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cl, err := client.New(nc, client.Config{Timeout: 10 * time.Second, AwaitTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := collect(t, nc, "_INBOX.client.answers")
+
+	t.Run("client/request answered, stored answer read, answer in its inbox", func(t *testing.T) {
+		id := uuid.NewString()
+		do(t, cl, "branch.create", "", map[string]any{"branch_id": "b1", "chat_model": "scripted:echo"},
+			client.WithID(id), client.WithReplyTo("_INBOX.client.answers"))
+		if _, err := cl.Result(ctx, id); err != nil {
+			t.Fatalf("Result: %v", err)
+		}
+		waitFor(t, "the answer in the client's inbox", func() bool { return len(inbox()) == 1 })
+	})
+	t.Run("client/refused", func(t *testing.T) {
+		p := connectProbe(t, s, "client", "LIONBUS_CLIENT_PASSWORD", "_INBOX.client")
+		for _, subj := range []string{"_INBOX.>", "_INBOX_worker.>", "lion.ops.>", "lion.history.>", "lion.tool.>"} {
+			p.cannotSubscribe(subj)
+		}
+		for _, subj := range []string{"lion.reply.x", "lion.history.b1", "_INBOX_worker.x.1", "$KV.lion_tools.x",
+			"$JS.API.STREAM.PURGE.LION_HISTORY", "$JS.API.STREAM.DELETE.LION_OPS", "$JS.API.CONSUMER.MSG.NEXT.LION_OPS.workers"} {
+			p.cannotPublish(subj)
+		}
+	})
+	t.Run("client/plain inbox refused", func(t *testing.T) {
+		p := connectProbe(t, s, "client", "LIONBUS_CLIENT_PASSWORD", "_INBOX")
+		p.cannotSubscribe("_INBOX.x")
+	})
+	t.Run("worker/refused", func(t *testing.T) {
+		p := connectProbe(t, s, "worker", "LIONBUS_WORKER_PASSWORD", "_INBOX_worker")
+		for _, subj := range []string{"_INBOX.>", "_INBOX.client.>", ">"} {
+			p.cannotSubscribe(subj)
+		}
+		for _, subj := range []string{"other.ops.x", "$KV.other.x", "$SYS.REQ.SERVER.PING"} {
+			p.cannotPublish(subj)
+		}
+	})
+}
