@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -245,7 +246,7 @@ func TestTenants_permissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	acmeWorker := startTenantWorker(t, s, "acme", inv)
-	startTenantWorker(t, s, "globex", nil)
+	globexWorker := startTenantWorker(t, s, "globex", nil)
 
 	// The tool results bucket is made by the platform (here as the worker).
 	if _, err := acmeWorker.JetStream().CreateKeyValue(context.Background(), jetstream.KeyValueConfig{
@@ -394,6 +395,47 @@ func TestTenants_permissions(t *testing.T) {
 		}
 	})
 
+	t.Run("worker/a tool entry naming another tenant's subject goes nowhere", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// The tool service may write its own entry, with any subject.
+		p := connectProbe(t, s, "tool-weather", "LIONBUS_TOOL_WEATHER_PASSWORD", "_INBOX_tool_weather")
+		js, err := jetstream.New(p.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.KeyValue(ctx, "acme_tools")
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry, _ := json.Marshal(tools.Entry{Name: "weather", Description: "d", Parameters: json.RawMessage(`{"type":"object"}`), Subject: "globex.ops.communicate"})
+		if _, err := kv.Put(ctx, "weather", entry); err != nil {
+			t.Fatalf("put its own entry: %v", err)
+		}
+		ops0 := streamMsgs(t, globexWorker.JetStream(), "GLOBEX_OPS")
+		reg, err := tools.OpenRegistry(ctx, acmeWorker.JetStream(), "acme", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = reg.Close() }()
+		waitFor(t, "the entry", func() bool {
+			e, err := reg.Lookup(ctx, "weather")
+			return err == nil && e.Subject == "globex.ops.communicate"
+		})
+		regInv, err := tools.NewInvoker(invNC, tools.InvokerConfig{Prefix: "acme", Registry: reg, Timeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := regInv.Invoke(ctx, ops.ToolInvocation{Function: "weather", IdempotencyKey: "k2", RequestID: "r2"})
+		if err == nil {
+			t.Fatalf("Invoke through another tenant's subject = %+v, want an error", out)
+		}
+		t.Logf("Invoke: %v", err)
+		time.Sleep(200 * time.Millisecond)
+		if n := streamMsgs(t, globexWorker.JetStream(), "GLOBEX_OPS"); n != ops0 {
+			t.Errorf("GLOBEX_OPS went from %d to %d messages: acme's worker wrote into globex", ops0, n)
+		}
+	})
 	t.Run("second tenant/its own branch, request answered", func(t *testing.T) {
 		// globex has no branch "shared": acme's is not visible.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -435,6 +477,23 @@ func TestTenants_permissions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// streamMsgs is how many messages the stream name has received (its last
+// sequence: the work queue LION_OPS deletes what it has delivered).
+func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
 }
 
 // waitFor fails the test unless cond holds within 10 s.
