@@ -310,13 +310,18 @@ func TestTenants_permissions(t *testing.T) {
 			"$JS.API.STREAM.PURGE.ACME_HISTORY",
 			"$JS.API.STREAM.DELETE.ACME_OPS",
 			"$JS.API.CONSUMER.MSG.NEXT.ACME_OPS.workers",
+			"lionbus.api.STREAM.INFO.ACME_HISTORY", // read history
+			"lionbus.api.DIRECT.GET.ACME_HISTORY.acme.history.shared",
 		} {
 			p.cannotPublish(subj)
 		}
 	})
-	t.Run("client/another client's inbox", func(t *testing.T) {
+	t.Run("client/another client's inbox, verbs granted one by one", func(t *testing.T) {
 		carol := connectProbe(t, s, "carol", "ACME_CAROL_PASSWORD", "_INBOX.carol")
 		carol.cannotSubscribe("_INBOX.alice.>")
+		// carol's grant names verbs: she may read a branch, not delete it.
+		carol.cannotPublish("acme.ops.branch.delete")
+		carol.cannotPublish("acme.ops.branch.clone")
 		// carol's requests work with her own inbox.
 		_, carolNC := tenantClient(t, s, "carol", "ACME_CAROL_PASSWORD", "acme")
 		carolCl, err := client.New(carolNC, client.Config{Prefix: "acme", APIPrefix: tenantAPIPrefix})
