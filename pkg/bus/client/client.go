@@ -70,7 +70,8 @@ type Config struct {
 	// JetStream API requests that read stored answers ([Client.Result]):
 	// the subject under which a tenant account imports the lionbus
 	// account's results stream API (see deploy/README.md). "" means the
-	// connection's own account's JetStream.
+	// connection's own account's JetStream. It must be a literal subject
+	// (a JetStream domain's "$JS.<domain>.API" is one).
 	APIPrefix string
 	// AwaitTimeout bounds Await and Do when ctx has no deadline.
 	// Default DefaultAwaitTimeout.
@@ -121,6 +122,10 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	}
 	var js jetstream.JetStream
 	if cfg.APIPrefix != "" {
+		// A JetStream domain's API ($JS.<domain>.API) is a $ subject.
+		if err := literalPrefix("JetStream API prefix", strings.TrimPrefix(cfg.APIPrefix, "$")); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
 		js, err = jetstream.NewWithAPIPrefix(nc, cfg.APIPrefix)
 	} else {
 		js, err = jetstream.New(nc)

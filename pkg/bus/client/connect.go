@@ -269,25 +269,25 @@ const maxInboxPrefix = 128
 // subjects: 1 to 128 bytes of dot-separated, non-empty tokens of printable
 // ASCII without wildcards ("*", ">"), and not a "$" subject (those belong
 // to the server and JetStream).
-func ValidInboxPrefix(p string) error {
+func ValidInboxPrefix(p string) error { return literalPrefix("inbox prefix", p) }
+
+// literalPrefix checks p as ValidInboxPrefix does; what names p in errors.
+func literalPrefix(what, p string) error {
 	switch {
 	case p == "":
-		return errors.New("inbox prefix is empty")
+		return fmt.Errorf("%s is empty", what)
 	case len(p) > maxInboxPrefix:
-		return fmt.Errorf("inbox prefix is longer than %d bytes", maxInboxPrefix)
+		return fmt.Errorf("%s is longer than %d bytes", what, maxInboxPrefix)
 	case strings.HasPrefix(p, "$"):
-		return fmt.Errorf("inbox prefix %q is a $ subject", p)
+		return fmt.Errorf("%s %q is a $ subject", what, p)
 	}
 	for _, tok := range strings.Split(p, ".") {
 		if tok == "" {
-			return fmt.Errorf("inbox prefix %q has an empty token", p)
-		}
-		if tok == "*" || tok == ">" {
-			return fmt.Errorf("inbox prefix %q has a wildcard", p)
+			return fmt.Errorf("%s %q has an empty token", what, p)
 		}
 		for _, r := range tok {
 			if r <= ' ' || r >= 0x7f || r == '*' || r == '>' {
-				return fmt.Errorf("inbox prefix %q has a wildcard, a space or a character that is not printable ASCII", p)
+				return fmt.Errorf("%s %q has a wildcard, a space or a character that is not printable ASCII", what, p)
 			}
 		}
 	}
