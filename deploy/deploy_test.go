@@ -58,11 +58,37 @@ func TestNATSConfig_parses(t *testing.T) {
 	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME"} {
 		t.Setenv(v, "test-"+strings.ToLower(v))
 	}
-	opts, err := server.ProcessConfigFile("nats/nats.conf")
-	if err != nil {
-		t.Fatalf("nats/nats.conf: %v", err)
+	for _, v := range tenantPasswords {
+		t.Setenv(v, password(v))
 	}
-	if len(opts.Accounts) == 0 && len(opts.Users) == 0 {
-		t.Error("nats/nats.conf defines no users or accounts")
+	for _, conf := range []string{"nats/nats.conf", "nats/tenants.conf"} {
+		opts, err := server.ProcessConfigFile(conf)
+		if err != nil {
+			t.Fatalf("%s: %v", conf, err)
+		}
+		if len(opts.Accounts) == 0 && len(opts.Users) == 0 {
+			t.Errorf("%s defines no users or accounts", conf)
+		}
+	}
+}
+
+// The Kubernetes ConfigMap carries the same accounts and permissions as
+// nats/nats.conf (which the permission tests check), only indented.
+func TestKubernetes_NATS_accounts_match_nats_conf(t *testing.T) {
+	block := func(s string) string {
+		start, end := strings.Index(s, "accounts {"), strings.Index(s, "system_account: SYS")
+		if start < 0 || end < start {
+			t.Fatal("no accounts block: the check saw nothing")
+		}
+		var lines []string
+		for _, l := range strings.Split(s[start:end], "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	if block(read(t, "k8s/nats.yaml")) != block(read(t, "nats/nats.conf")) {
+		t.Error("the accounts of k8s/nats.yaml differ from nats/nats.conf's")
 	}
 }

@@ -31,6 +31,9 @@ type options struct {
 	ID      string
 	Branch  string
 	Data    string
+
+	// APIPrefix is client.Config.APIPrefix (--js-api-prefix).
+	APIPrefix string
 }
 
 // newOptions returns the options with their defaults.
@@ -43,6 +46,7 @@ func newOptions() *options {
 var envFlags = map[string]bool{
 	"nats": true, "user": true, "password": true, "token": true, "nkey": true, "creds": true,
 	"tls-cert": true, "tls-key": true, "tls-ca": true, "prefix": true, "timeout": true,
+	"inbox-prefix": true, "js-api-prefix": true,
 }
 
 // addGlobalFlags declares the global flags on fs, bound to o, with o's
@@ -53,6 +57,7 @@ func addGlobalFlags(fs *flag.FlagSet, o *options) {
 	o.Credentials.Register(fs)
 
 	fs.StringVar(&o.Prefix, "prefix", o.Prefix, "subject prefix of the lionbus deployment")
+	fs.StringVar(&o.APIPrefix, "js-api-prefix", o.APIPrefix, "where the account imports lionbus's JetStream API, for reading stored answers (a tenant: lionbus.api); default $JS.API")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on connecting, sending and waiting for the answer")
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "send the request, print its id and exit without waiting (read it later with 'result ID')")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print the answer's data as JSON (the result data, or the error data)")

@@ -163,7 +163,7 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*client.Client,
 		fmt.Fprintf(stderr, "publisher: cannot connect to NATS at %s: %v\n", client.RedactURL(o.NATSURL), err)
 		return nil, nil, exitNoAnswer
 	}
-	cl, err := client.New(nc, client.Config{Prefix: o.Prefix, Timeout: o.Timeout, AwaitTimeout: o.Timeout, Source: "/lionbus/publisher"})
+	cl, err := client.New(nc, client.Config{Prefix: o.Prefix, APIPrefix: o.APIPrefix, Timeout: o.Timeout, AwaitTimeout: o.Timeout, Source: "/lionbus/publisher"})
 	if err != nil {
 		nc.Close()
 		return nil, nil, usageError(stderr, err)

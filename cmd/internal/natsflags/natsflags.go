@@ -27,11 +27,12 @@ type Credentials struct {
 	TLSCert      string
 	TLSKey       string
 	TLSCA        string
+	InboxPrefix  string
 }
 
 // Register declares --user, --password, --password-file, --token,
 // --token-file, --nkey, --creds,
-// --tls-cert, --tls-key and --tls-ca on fs, bound to c, with c's current
+// --tls-cert, --tls-key, --tls-ca and --inbox-prefix on fs, bound to c, with c's current
 // values as defaults (so that declaring them again on another flag set
 // keeps what an earlier one parsed).
 func (c *Credentials) Register(fs *flag.FlagSet) {
@@ -45,10 +46,13 @@ func (c *Credentials) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS client certificate file")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS client private key file")
 	fs.StringVar(&c.TLSCA, "tls-ca", c.TLSCA, "TLS certificate authority file to verify the server")
+	fs.StringVar(&c.InboxPrefix, "inbox-prefix", c.InboxPrefix, "prefix of the connection's reply subjects instead of _INBOX (the one the server's permissions give this user)")
 }
 
 // Validate checks what flag parsing alone cannot: a TLS client certificate
-// needs its key and the other way round.
+// needs its key and the other way round, a secret comes from its flag or
+// its file, and an inbox prefix is a literal subject
+// (client.ValidInboxPrefix).
 func (c Credentials) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
@@ -58,6 +62,11 @@ func (c Credentials) Validate() error {
 	}
 	if c.Token != "" && c.TokenFile != "" {
 		return errors.New("--token and --token-file exclude each other")
+	}
+	if c.InboxPrefix != "" {
+		if err := client.ValidInboxPrefix(c.InboxPrefix); err != nil {
+			return fmt.Errorf("--inbox-prefix: %w", err)
+		}
 	}
 	return nil
 }
@@ -95,6 +104,7 @@ func (c Credentials) ConnectConfig(url, name string, timeout time.Duration) clie
 		TLSCertFile:  c.TLSCert,
 		TLSKeyFile:   c.TLSKey,
 		TLSCAFile:    c.TLSCA,
+		InboxPrefix:  c.InboxPrefix,
 		Name:         name,
 		Timeout:      timeout,
 	}

@@ -21,17 +21,18 @@ func TestCredentials_flags_to_connect_config(t *testing.T) {
 			}
 		}},
 		{name: "all", args: []string{"--user", "u", "--password", "p", "--token", "t", "--nkey", "n.seed", "--creds", "x.creds",
-			"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem"},
+			"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem", "--inbox-prefix", "_INBOX.u"},
 			check: func(t *testing.T, c Credentials) {
 				cc := c.ConnectConfig("nats://h:4222", "conn", 3*time.Second)
 				if cc.URL != "nats://h:4222" || cc.Name != "conn" || cc.Timeout != 3*time.Second ||
 					cc.User != "u" || cc.Password != "p" || cc.Token != "t" || cc.NKeySeedFile != "n.seed" || cc.CredsFile != "x.creds" ||
-					cc.TLSCertFile != "c.pem" || cc.TLSKeyFile != "k.pem" || cc.TLSCAFile != "ca.pem" {
+					cc.TLSCertFile != "c.pem" || cc.TLSKeyFile != "k.pem" || cc.TLSCAFile != "ca.pem" || cc.InboxPrefix != "_INBOX.u" {
 					t.Errorf("connect config = %+v", cc)
 				}
 			}},
 		{name: "cert without key", args: []string{"--tls-cert", "c.pem"}, wantErr: "--tls-cert and --tls-key go together"},
 		{name: "key without cert", args: []string{"--tls-key", "k.pem"}, wantErr: "--tls-cert and --tls-key go together"},
+		{name: "inbox prefix with a wildcard", args: []string{"--inbox-prefix", "_INBOX.>"}, wantErr: "--inbox-prefix"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,6 +66,13 @@ var (
 
 // Config configures a [Client]. The zero value is usable.
 type Config struct {
+	// APIPrefix, when set, replaces "$JS.API" as the prefix of the
+	// JetStream API requests that read stored answers ([Client.Result]):
+	// the subject under which a tenant account imports the lionbus
+	// account's results stream API (see deploy/README.md). "" means the
+	// connection's own account's JetStream. It must be a literal subject
+	// (a JetStream domain's "$JS.<domain>.API" is one).
+	APIPrefix string
 	// AwaitTimeout bounds Await and Do when ctx has no deadline.
 	// Default DefaultAwaitTimeout.
 	AwaitTimeout time.Duration
@@ -113,7 +120,16 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
 	}
-	js, err := jetstream.New(nc)
+	var js jetstream.JetStream
+	if cfg.APIPrefix != "" {
+		// A JetStream domain's API ($JS.<domain>.API) is a $ subject.
+		if err := literalPrefix("JetStream API prefix", strings.TrimPrefix(cfg.APIPrefix, "$")); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		js, err = jetstream.NewWithAPIPrefix(nc, cfg.APIPrefix)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}

@@ -42,6 +42,16 @@ func TestClient_invalid_options(t *testing.T) {
 			}
 		})
 	}
+	for _, p := range []string{"lionbus.>", "lionbus..api", "lionbus.api.", "$"} {
+		if _, err := client.New(b.NC, client.Config{APIPrefix: p}); !errors.Is(err, client.ErrInvalidOption) {
+			t.Errorf("New with APIPrefix %q = %v, want ErrInvalidOption", p, err)
+		}
+	}
+	for _, p := range []string{"lionbus.api", "$JS.hub.API"} {
+		if _, err := client.New(b.NC, client.Config{APIPrefix: p}); err != nil {
+			t.Errorf("New with APIPrefix %q = %v", p, err)
+		}
+	}
 	for _, id := range []string{"", "a.b", "*"} {
 		if _, err := b.Client.Result(bustest.Ctx(t), id); !errors.Is(err, client.ErrInvalidOption) {
 			t.Errorf("Result(%q) = %v, want ErrInvalidOption", id, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,15 @@ type ConnectConfig struct {
 
 	// NKeySeedFile is a file holding a user nkey seed.
 	NKeySeedFile string
+
+	// InboxPrefix replaces "_INBOX" as the prefix of the connection's
+	// reply subjects (JetStream deliveries and acknowledgements, request
+	// replies), so that the server's permissions can give each user an
+	// inbox no other user may subscribe to: a user allowed to subscribe
+	// to "_INBOX.alice.>" only connects with InboxPrefix "_INBOX.alice".
+	// It must be a literal subject (see [ValidInboxPrefix]). "" means
+	// "_INBOX".
+	InboxPrefix string
 
 	// Name is the connection name shown by the server's monitoring.
 	// Default "lionbus".
@@ -187,6 +197,11 @@ func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, er
 	if cfg.Timeout < 0 {
 		return nil, "", fmt.Errorf("%w: negative connect timeout %s", ErrInvalidConfig, cfg.Timeout)
 	}
+	if cfg.InboxPrefix != "" {
+		if err := ValidInboxPrefix(cfg.InboxPrefix); err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	url := cfg.URL
 	if url == "" {
 		url = DefaultURL
@@ -234,6 +249,9 @@ func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, er
 	case cfg.CredsFile != "":
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
 	}
+	if cfg.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
+	}
 	if cfg.TLSCAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
 	}
@@ -241,4 +259,37 @@ func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, er
 		opts = append(opts, nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile))
 	}
 	return opts, url, nil
+}
+
+// maxInboxPrefix bounds an inbox prefix: reply subjects add about 45 bytes
+// to it, and subjects stay short.
+const maxInboxPrefix = 128
+
+// ValidInboxPrefix returns nil when p can prefix a connection's reply
+// subjects: 1 to 128 bytes of dot-separated, non-empty tokens of printable
+// ASCII without wildcards ("*", ">"), and not a "$" subject (those belong
+// to the server and JetStream).
+func ValidInboxPrefix(p string) error { return literalPrefix("inbox prefix", p) }
+
+// literalPrefix checks p as ValidInboxPrefix does; what names p in errors.
+func literalPrefix(what, p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(p) > maxInboxPrefix:
+		return fmt.Errorf("%s is longer than %d bytes", what, maxInboxPrefix)
+	case strings.HasPrefix(p, "$"):
+		return fmt.Errorf("%s %q is a $ subject", what, p)
+	}
+	for _, tok := range strings.Split(p, ".") {
+		if tok == "" {
+			return fmt.Errorf("%s %q has an empty token", what, p)
+		}
+		for _, r := range tok {
+			if r <= ' ' || r >= 0x7f || r == '*' || r == '>' {
+				return fmt.Errorf("%s %q has a wildcard, a space or a character that is not printable ASCII", what, p)
+			}
+		}
+	}
+	return nil
 }

@@ -255,6 +255,12 @@ func TestConnect_rejects_bad_config(t *testing.T) {
 		{"password without user", client.ConnectConfig{Password: "b"}},
 		{"cert without key", client.ConnectConfig{TLSCertFile: "c.pem"}},
 		{"negative timeout", client.ConnectConfig{Timeout: -time.Second}},
+		{"inbox prefix with a wildcard", client.ConnectConfig{InboxPrefix: "_INBOX.*"}},
+		{"inbox prefix ending in a dot", client.ConnectConfig{InboxPrefix: "_INBOX.alice."}},
+		{"inbox prefix with an empty token", client.ConnectConfig{InboxPrefix: "_INBOX..alice"}},
+		{"inbox prefix with a space", client.ConnectConfig{InboxPrefix: "_INBOX.al ice"}},
+		{"inbox prefix of the system", client.ConnectConfig{InboxPrefix: "$JS.alice"}},
+		{"inbox prefix too long", client.ConnectConfig{InboxPrefix: strings.Repeat("a", 129)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,4 +407,67 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A connection with an inbox prefix receives its replies under it, so that
+// a user allowed to subscribe to its own inbox only can still make requests;
+// without the prefix, the same user's requests are refused.
+func TestConnect_inbox_prefix(t *testing.T) {
+	t.Parallel()
+	opts := &server.Options{Users: []*server.User{
+		{Username: "alice", Password: "pw", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{"svc"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.alice.>"}},
+		}},
+		{Username: "svc", Password: "pw"},
+	}}
+	s := runServer(t, opts)
+	ctx := context.Background()
+	svc, err := client.Connect(ctx, client.ConnectConfig{URL: s.ClientURL(), User: "svc", Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if _, err := svc.Subscribe("svc", func(m *nats.Msg) { _ = m.Respond([]byte(m.Reply)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	nc, err := client.Connect(ctx, client.ConnectConfig{URL: s.ClientURL(), User: "alice", Password: "pw", InboxPrefix: "_INBOX.alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	m, err := nc.Request("svc", nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("request with the inbox prefix: %v", err)
+	}
+	if !strings.HasPrefix(string(m.Data), "_INBOX.alice.") {
+		t.Errorf("reply subject %q is not under _INBOX.alice.", m.Data)
+	}
+
+	plain, err := client.Connect(ctx, client.ConnectConfig{URL: s.ClientURL(), User: "alice", Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Request("svc", nil, time.Second); err == nil {
+		t.Error("request without the inbox prefix succeeded; want it refused")
+	}
+}
+
+func TestValidInboxPrefix(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"_INBOX", "_INBOX.alice", "_INBOX_worker", "inbox.tenant-a.alice_1"} {
+		if err := client.ValidInboxPrefix(p); err != nil {
+			t.Errorf("ValidInboxPrefix(%q) = %v, want nil", p, err)
+		}
+	}
+	for _, p := range []string{"", ".x", "x.", "a..b", "a.>", "a.*", "a*b", "a b", "a\tb", "$SYS.x", "été"} {
+		if err := client.ValidInboxPrefix(p); err == nil {
+			t.Errorf("ValidInboxPrefix(%q) = nil, want an error", p)
+		}
+	}
 }
