@@ -212,7 +212,7 @@ func TestPublisher_usage_errors(t *testing.T) {
 }
 
 func TestGlobalFromEnv(t *testing.T) {
-	env := map[string]string{"LIONBUS_PREFIX": "envp", "LIONBUS_BRANCH": "ignored", "LIONBUS_TIMEOUT": "5s"}
+	env := map[string]string{"LIONBUS_PREFIX": "envp", "LIONBUS_BRANCH": "ignored", "LIONBUS_TIMEOUT": "5s", "LIONBUS_TOKEN_FILE": "/run/secrets/tok"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	tests := []struct {
 		args        []string
@@ -234,8 +234,8 @@ func TestGlobalFromEnv(t *testing.T) {
 		if err := globalFromEnv(fs, given, envFlags, lookup); err != nil {
 			t.Fatal(err)
 		}
-		if o.Prefix != tc.wantPrefix || o.Timeout != tc.wantTimeout || o.Branch != "" {
-			t.Errorf("args %v: prefix %q timeout %s branch %q", tc.args, o.Prefix, o.Timeout, o.Branch)
+		if o.Prefix != tc.wantPrefix || o.Timeout != tc.wantTimeout || o.Branch != "" || o.TokenFile != "/run/secrets/tok" {
+			t.Errorf("args %v: prefix %q timeout %s branch %q token file %q", tc.args, o.Prefix, o.Timeout, o.Branch, o.TokenFile)
 		}
 	}
 }

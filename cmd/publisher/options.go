@@ -46,7 +46,7 @@ func newOptions() *options {
 var envFlags = map[string]bool{
 	"nats": true, "user": true, "password": true, "token": true, "nkey": true, "creds": true,
 	"tls-cert": true, "tls-key": true, "tls-ca": true, "prefix": true, "timeout": true,
-	"inbox-prefix": true, "js-api-prefix": true,
+	"inbox-prefix": true, "js-api-prefix": true, "password-file": true, "token-file": true,
 }
 
 // addGlobalFlags declares the global flags on fs, bound to o, with o's
