@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,24 +10,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
-
-// lockedWriter is a bytes.Buffer safe for one writer and one reader.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 func TestPublisher_watch_and_branch_list(t *testing.T) {
 	t.Parallel()
@@ -43,7 +23,7 @@ func TestPublisher_watch_and_branch_list(t *testing.T) {
 
 	// watch --all: the earlier run's events, then the next one's live.
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &lockedWriter{}, &lockedWriter{}
+	out, errOut := &lockedBuffer{}, &lockedBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"watch", "wb", "--all", "--nats", url}, strings.NewReader(""), out, errOut)

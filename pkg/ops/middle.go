@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -203,9 +204,28 @@ func (e *Engine) Middle(name string) (Middle, error) {
 	m, err := e.middles.Lookup(name)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
-			"unknown middle %q (built-in: %s, %s; registered: %v)", name, MiddleCommunicate, MiddleLNDL, e.middles.Names()), Err: err}
+			"unknown middle %q (built-in: %s; registered: %v)", name, strings.Join(builtinMiddles, ", "), e.middles.Names()), Err: err}
 	}
 	return m, nil
+}
+
+// exchange is the request and the chat data with which a built-in middle
+// named name makes in's exchange: keyed by in.RequestID, with in.Verb or
+// else name as the verb.
+func (in MiddleInput) exchange(name string) (Request, *chatData, error) {
+	if in.RequestID == "" {
+		return Request{}, nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", name)
+	}
+	verb := in.Verb
+	if verb == "" {
+		verb = name
+	}
+	return Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}, &chatData{
+		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
+		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
+		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
+		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
+	}, nil
 }
 
 // communicateMiddle is communicate as a middle: the same exchange, parse and
@@ -215,21 +235,12 @@ type communicateMiddle struct{ e *Engine }
 
 // Exchange runs communicate's exchange for in.
 func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
-	if in.RequestID == "" {
-		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleCommunicate)
+	req, d, err := in.exchange(MiddleCommunicate)
+	if err != nil {
+		return nil, err
 	}
-	verb := in.Verb
-	if verb == "" {
-		verb = MiddleCommunicate
-	}
-	req := Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}
-	x, err := m.e.prepareData(ctx, req, &chatData{
-		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
-		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
-		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
-		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
-		Stream: in.Stream,
-	})
+	d.Stream = in.Stream
+	x, err := m.e.prepareData(ctx, req, d)
 	if err != nil {
 		return nil, asError(ctx, err)
 	}

@@ -308,5 +308,5 @@ func ExampleMiddle() {
 	// Output:
 	// communicate "one exchange"
 	// upper "ONE EXCHANGE"
-	// true invalid_request: unknown middle "missing" (built-in: communicate, lndl; registered: [upper])
+	// true invalid_request: unknown middle "missing" (built-in: communicate, lndl, run_and_collect; registered: [upper])
 }

@@ -16,20 +16,11 @@ type runCollectMiddle struct{ e *Engine }
 
 // Exchange runs run_and_collect for in.
 func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
-	if in.RequestID == "" {
-		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleRunAndCollect)
+	req, d, err := in.exchange(MiddleRunAndCollect)
+	if err != nil {
+		return nil, err
 	}
-	verb := in.Verb
-	if verb == "" {
-		verb = MiddleRunAndCollect
-	}
-	req := Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}
-	x, err := m.e.prepareData(ctx, req, &chatData{
-		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
-		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
-		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
-		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
-	})
+	x, err := m.e.prepareData(ctx, req, d)
 	if err != nil {
 		return nil, asError(ctx, err)
 	}

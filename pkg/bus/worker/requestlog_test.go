@@ -1,11 +1,9 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,23 +15,12 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the worker's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(msg string) []map[string]any {
+// lines returns the log lines of message msg, decoded.
+func (l *logLines) lines(msg string) []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(l.buf.String(), "\n") {
 		var m map[string]any
 		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == msg {
 			out = append(out, m)
@@ -60,7 +47,7 @@ func TestWorker_logs_one_line_per_answered_request(t *testing.T) {
 		t.Run(tt.level, func(t *testing.T) {
 			t.Parallel()
 			b := bustest.New(t, provision.Config{})
-			var buf lockedBuffer
+			var buf logLines
 			h := worker.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
 				if req.Verb == "op.bad" {
 					return nil, ops.Errorf(ops.CodeInvalidRequest, "no good")
