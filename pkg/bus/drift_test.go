@@ -28,6 +28,8 @@ func schemaVerbs(kind string) []string {
 // TestDrift_served_verbs_have_request_and_result_schemas: a verb lives in
 // the engine's verb table, a request schema and a result schema; the three
 // must name the same verbs, so that a verb added to one alone fails here.
+// 0021-D1-05: the engine's verb table is the one authoritative list of the
+// verbs served, and the schemas are checked against it.
 func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
 	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore()})
 	if err != nil {
