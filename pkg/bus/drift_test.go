@@ -3,6 +3,7 @@ package bus_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +29,8 @@ func schemaVerbs(kind string) []string {
 // TestDrift_served_verbs_have_request_and_result_schemas: a verb lives in
 // the engine's verb table, a request schema and a result schema; the three
 // must name the same verbs, so that a verb added to one alone fails here.
+// 0021-D1-05: the engine's verb table is the one authoritative list of the
+// verbs served, and the schemas are checked against it.
 func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
 	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore()})
 	if err != nil {
@@ -124,6 +127,57 @@ func TestDrift_signal_types_have_schemas(t *testing.T) {
 		}
 		if !slices.Contains(signals, typ) {
 			t.Errorf("schema %s is of no signal the engine emits", typ)
+		}
+	}
+}
+
+// TestDrift_protocol_verb_table: 0021-D1-05, the docs side. The verb table
+// of docs/protocol.md lists every verb the engine serves as served, with a
+// section of its own, and lists as "not yet" only verbs the engine does not
+// serve.
+func TestDrift_protocol_verb_table(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := eng.Verbs()
+	// A row: | [`v1`, `v2`](#anchor) | served? | ...
+	row := regexp.MustCompile("^\\| \\[([^\\]]+)\\]\\(#([^)]+)\\) \\| ([^|]+) \\|")
+	name := regexp.MustCompile("`([^`]+)`")
+	documented := map[string]bool{}
+	var notYet []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		for _, n := range name.FindAllStringSubmatch(m[1], -1) {
+			verb := n[1]
+			if strings.HasPrefix(strings.TrimSpace(m[3]), "not yet") {
+				notYet = append(notYet, verb)
+				continue
+			}
+			documented[verb] = true
+			if slices.Contains(served, verb) && m[2] != strings.ReplaceAll(verb, ".", "") {
+				t.Errorf("the row of %s links #%s, not its own section", verb, m[2])
+			}
+		}
+	}
+	if len(documented) == 0 || len(notYet) == 0 {
+		t.Fatalf("no verb table found in docs/protocol.md (served %v, not yet %v)", documented, notYet)
+	}
+	for _, v := range served {
+		if !documented[v] {
+			t.Errorf("served verb %s has no row of its own in the verb table of docs/protocol.md", v)
+		}
+	}
+	for _, v := range notYet {
+		if slices.Contains(served, v) {
+			t.Errorf("docs/protocol.md lists %s as not served yet, but the engine serves it", v)
 		}
 	}
 }

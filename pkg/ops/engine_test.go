@@ -409,6 +409,10 @@ func TestEngine_communicate(t *testing.T) {
 			requests: []string{`{"instruction":"q","skip_validation":true,"response_format":` + schema + `}`},
 			want:     []string{`"four"`}, wantCalls: 1, wantMsgs: 2,
 		},
+		// 0021-D3-06: with request_fields and no response_format the keys
+		// are matched to the fields (here by similarity: Answr, confidance),
+		// keys that are no field are dropped, and a field not found is
+		// left out of the value ({} for a reply without JSON).
 		{
 			name: "request fields", model: replies(`"{'Answr': 'four', confidance: 0.9, extra: 1,}"`, `"no json"`),
 			requests: []string{`{"instruction":"q","request_fields":{"answer":"str","confidence":"float"}}`, `{"instruction":"q","request_fields":["answer"]}`},

@@ -185,7 +185,8 @@ func TestOperate_0022_D3_D4_fixed_middle(t *testing.T) {
 			if calls != tt.actions {
 				t.Fatalf("%d tool calls, want %d", calls, tt.actions)
 			}
-			// 0022-D3-03, 0022-D2-08: exactly one middle call, never retried.
+			// 0022-D3-03, 0022-D2-08, 0021-D5-01: exactly one middle call,
+			// never retried.
 			if n := len(o.fixed.ins); n != 1 {
 				t.Fatalf("%d middle calls, want 1", n)
 			}

@@ -96,6 +96,8 @@ func TestOperations_Register(t *testing.T) {
 
 // 0021-D2-05: every built-in verb the engine serves is reserved, so a named
 // operation can never redefine one.
+// 0021-D1-05: the verbs served are all in the one list of the layer's verb
+// names (builtinVerbs), which the reservation checks.
 func TestOperations_engine_verbs_are_reserved(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

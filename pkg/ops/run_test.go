@@ -504,3 +504,86 @@ func TestOperate_stream_persist_selects_run_parameters(t *testing.T) {
 		}
 	}
 }
+
+// 0021-D4-06: the run under operate (run_and_collect, its middle) emits no
+// lifecycle of its own, yet cleans up as a run does on every way out: its
+// chunk streams are closed, the CLI process is reaped, the final snapshot
+// is written and the live log removed; operate alone starts and ends.
+func TestOperate_0021_D4_06_nested_run_cleans_up(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		instruction  string
+		wantCode     ops.Code
+		wantTerminal string
+	}{
+		{name: "a clean end", instruction: "list the files", wantTerminal: "run.end"},
+		{name: "an error chunk", instruction: "FAIL", wantCode: ops.CodeProvider, wantTerminal: "run.failed"},
+		{name: "the CLI exits without an error chunk", instruction: "CRASH", wantCode: ops.CodeProvider, wantTerminal: "run.failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bin := clitest.Build(t)
+			dir := t.TempDir()
+			prov, err := cli.New(cli.Command{Name: "fake", Argv: []string{bin}, Env: []string{"FAKECLI_DIR=" + dir}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prov.KillGrace = 300 * time.Millisecond
+			runLog := newRecordingRunLog()
+			outlet := &chunkOutlet{}
+			signals := &signalRecorder{}
+			eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), RunLog: runLog, Chunks: outlet, Signals: signals,
+				Providers: ops.NewProviders(map[string]ops.Provider{"cli": prov})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := eng.Do(ctx, ops.Request{ID: "create", Verb: "branch.create", BranchID: "b", Data: json.RawMessage(`{"chat_model":"cli:fake"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			data := fmt.Sprintf(`{"instruction":%q,"skip_validation":true,"stream_persist":true}`, tt.instruction)
+			if err := schemas.Validate("lionbus.operate.request", []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+			_, err = eng.Do(ctx, ops.Request{ID: "op", Verb: "operate", BranchID: "b", Data: json.RawMessage(data), LastAttempt: true})
+			if code(err) != tt.wantCode {
+				t.Fatalf("operate: %v, want code %q", err, tt.wantCode)
+			}
+			// The lifecycle is operate's alone.
+			if got := signals.types("op"); len(got) < 2 || got[0] != "run.start" || got[len(got)-1] != tt.wantTerminal ||
+				slices.Contains(got[1:], "run.start") || slices.Contains(got[:len(got)-1], "run.end") || slices.Contains(got[:len(got)-1], "run.failed") {
+				t.Errorf("operate's signals %v, want one start and one %s", got, tt.wantTerminal)
+			}
+			signals.mu.Lock()
+			for _, s := range signals.signals {
+				if s.RequestID != "op" && strings.HasPrefix(string(s.Type), "run.") {
+					t.Errorf("the nested run emitted %s as %q", s.Type, s.RequestID)
+				}
+			}
+			signals.mu.Unlock()
+			// The cleanup is the run's all the same.
+			if got := runLog.counts("op"); got != [3]int{2, 1, 1} {
+				t.Errorf("run log (snapshots, opened, removed) %v, want [2 1 1]", got)
+			}
+			outlet.mu.Lock()
+			if len(outlet.byReq) == 0 {
+				t.Error("the run opened no chunk stream")
+			}
+			for id := range outlet.byReq {
+				if outlet.closed[id] != 1 {
+					t.Errorf("the chunk stream of %q was closed %d times, want once", id, outlet.closed[id])
+				}
+			}
+			outlet.mu.Unlock()
+			recs := clitest.Records(t, dir)
+			if len(recs) != 1 {
+				t.Fatalf("the CLI ran %d times, want once", len(recs))
+			}
+			if !clitest.Reaped(recs[0].PID) {
+				t.Errorf("CLI process %d still exists", recs[0].PID)
+			}
+		})
+	}
+}
