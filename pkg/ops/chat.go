@@ -312,6 +312,9 @@ func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
 	}
 	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
+	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
+		return err
+	}
 	var comp *Completion
 	var err error
 	if x.data.Stream {

@@ -25,6 +25,11 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives operational logs; nil means no logging.
 	Logger *zerolog.Logger
+	// MaxPromptBytes bounds the text of the messages of one model call
+	// (the branch's history as a prompt, plus the instruction): a request
+	// whose prompt is larger is refused before the call. 0 means
+	// DefaultMaxPromptBytes.
+	MaxPromptBytes int
 	// MaxConcurrentTools bounds how many tool calls one act request runs
 	// at once with the concurrent strategy; 0 means
 	// DefaultMaxConcurrentTools.
@@ -74,6 +79,7 @@ type Engine struct {
 	log        zerolog.Logger
 	clock      func() time.Time
 	observer   Observer
+	maxPrompt  int
 	signals    Signals
 	sleep      func(context.Context, time.Duration) error
 	verbs      map[string]verbFunc
@@ -104,6 +110,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		log:        zerolog.Nop(),
 		clock:      cfg.Clock,
 		observer:   cfg.Observer,
+		maxPrompt:  cfg.MaxPromptBytes,
 		signals:    cfg.Signals,
 		sleep:      cfg.Sleep,
 		operations: cfg.Operations,
@@ -126,6 +133,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
+	}
+	if e.maxPrompt <= 0 {
+		e.maxPrompt = DefaultMaxPromptBytes
 	}
 	if e.clock == nil {
 		e.clock = time.Now

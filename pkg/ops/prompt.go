@@ -30,6 +30,24 @@ func buildPrompt(system string, history []Message, current Message) []ChatMessag
 // promptFold is buildPrompt's state after some of the history: the turns
 // rendered so far and the action responses waiting for the next
 // instruction.
+// DefaultMaxPromptBytes is the default bound of one model call's prompt
+// text (Config.MaxPromptBytes): 32 MiB, far above what any model's context
+// takes, so that only a branch grown without bound meets it.
+const DefaultMaxPromptBytes = 32 << 20
+
+// checkPrompt refuses a prompt of more than max bytes of text: the branch is
+// too long to be sent as one conversation.
+func checkPrompt(branch string, msgs []ChatMessage, max int) error {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+	}
+	if n > max {
+		return Errorf(CodeInvalidRequest, "branch %s is too long for one model call: its prompt is %d bytes, over the bound of %d; send clear_messages, or clear or clone the branch", branch, n, max)
+	}
+	return nil
+}
+
 type promptFold struct {
 	out     []ChatMessage
 	pending []any

@@ -333,6 +333,9 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
+	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
+		return nil, nil, err
+	}
 	attempt := max(req.Attempt, 1)
 	call := Call{
 		Model: x.chat, Messages: msgs, Instruction: instructionText(x.ins.Content),
