@@ -1,0 +1,37 @@
+package natsflags
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSuggest(t *testing.T) {
+	candidates := []string{"nats", "creds", "timeout", "tls-ca", "prefix"}
+	tests := []struct{ name, want string }{
+		{"nats", "nats"},
+		{"nat", "nats"},
+		{"cred", "creds"},
+		{"timout", "timeout"},
+		{"tls-cz", "tls-ca"},
+		{"pre", "prefix"},
+		{"frobnicate", ""},
+	}
+	for _, tc := range tests {
+		if got := Suggest(tc.name, candidates); got != tc.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	environ := []string{"LIONBUS_NATS=x", "LIONBUS_NAT=y", "LIONBUS_CONTEXT=c", "LIONBUS_ZZZZZZZZ=1", "PATH=/bin", "LIONBUS_TLS_C=ca"}
+	got := UnknownEnv(environ, []string{"nats", "tls-ca", "creds"}, []string{"LIONBUS_CONTEXT"})
+	want := []string{
+		"environment variable LIONBUS_NAT is not used: no flag --nat (did you mean LIONBUS_NATS?)",
+		"environment variable LIONBUS_TLS_C is not used: no flag --tls-c (did you mean LIONBUS_TLS_CA?)",
+		"environment variable LIONBUS_ZZZZZZZZ is not used: no flag --zzzzzzzz",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("UnknownEnv =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
