@@ -67,7 +67,7 @@ func UnknownEnv(environ, flags, extra []string) []string {
 		if !strings.HasPrefix(k, EnvPrefix) || slices.Contains(known, k) {
 			continue
 		}
-		w := fmt.Sprintf("environment variable %s is not used: no flag --%s", k, strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, EnvPrefix), "_", "-")))
+		w := fmt.Sprintf("environment variable %s is ignored: it names no setting read from the environment", k)
 		if s := Suggest(k, known); s != "" {
 			w += fmt.Sprintf(" (did you mean %s?)", s)
 		}

@@ -27,9 +27,9 @@ func TestUnknownEnv(t *testing.T) {
 	environ := []string{"LIONBUS_NATS=x", "LIONBUS_NAT=y", "LIONBUS_CONTEXT=c", "LIONBUS_ZZZZZZZZ=1", "PATH=/bin", "LIONBUS_TLS_C=ca"}
 	got := UnknownEnv(environ, []string{"nats", "tls-ca", "creds"}, []string{"LIONBUS_CONTEXT"})
 	want := []string{
-		"environment variable LIONBUS_NAT is not used: no flag --nat (did you mean LIONBUS_NATS?)",
-		"environment variable LIONBUS_TLS_C is not used: no flag --tls-c (did you mean LIONBUS_TLS_CA?)",
-		"environment variable LIONBUS_ZZZZZZZZ is not used: no flag --zzzzzzzz",
+		"environment variable LIONBUS_NAT is ignored: it names no setting read from the environment (did you mean LIONBUS_NATS?)",
+		"environment variable LIONBUS_TLS_C is ignored: it names no setting read from the environment (did you mean LIONBUS_TLS_CA?)",
+		"environment variable LIONBUS_ZZZZZZZZ is ignored: it names no setting read from the environment",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("UnknownEnv =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
