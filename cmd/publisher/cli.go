@@ -150,7 +150,7 @@ func (a *app) newRoot() *cobra.Command {
 			return nil
 		},
 	}
-	for _, cmd := range []*cobra.Command{dlq, tools, lndl} {
+	for _, cmd := range []*cobra.Command{dlq, tools, lndl, a.contextCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}
@@ -285,6 +285,9 @@ func (a *app) prepare(cmd *cobra.Command) (code int, ok bool) {
 		}
 	default:
 		return usageError(a.stderr, fmt.Errorf("-o %q: want table or json", a.output)), false
+	}
+	if err := a.applyContext(given); err != nil {
+		return usageError(a.stderr, err), false
 	}
 	if err := globalFromEnv(a.global, given, envFlags, a.lookupEnv); err != nil {
 		return usageError(a.stderr, err), false

@@ -31,6 +31,8 @@ type options struct {
 	ID      string
 	Branch  string
 	Data    string
+	// Context names the saved connection settings to use (--nats-context).
+	Context string
 }
 
 // newOptions returns the options with their defaults.
@@ -43,6 +45,7 @@ func newOptions() *options {
 var envFlags = map[string]bool{
 	"nats": true, "user": true, "password": true, "token": true, "nkey": true, "creds": true,
 	"tls-cert": true, "tls-key": true, "tls-ca": true, "prefix": true, "timeout": true,
+	contextFlag: true,
 }
 
 // addGlobalFlags declares the global flags on fs, bound to o, with o's
@@ -59,6 +62,7 @@ func addGlobalFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.Binary, "binary", o.Binary, "send the request in CloudEvents binary mode (ce- headers) instead of structured mode")
 	fs.StringVar(&o.ID, "request-id", o.ID, "request id (default a new UUID); sending the same id twice runs the request once")
 	fs.StringVar(&o.Branch, "branch", o.Branch, "branch id (the branchid attribute)")
+	fs.StringVar(&o.Context, contextFlag, o.Context, "saved connection settings to use instead of the selected ones (publisher context --help)")
 	fs.StringVar(&o.Data, "data", o.Data, "request data: a JSON file, or - for standard input; flags of the command are merged into it")
 }
 
