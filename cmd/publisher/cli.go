@@ -86,6 +86,9 @@ func (a *app) newRoot() *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(flagError)
 	addGoFlags(root.PersistentFlags(), a.global)
+	_ = root.RegisterFlagCompletionFunc(contextFlag, func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return contextNames(cmd, nil, toComplete)
+	})
 	root.AddGroup(&cobra.Group{ID: "requests", Title: "Requests:"}, &cobra.Group{ID: "admin", Title: "Administration:"})
 
 	branch := a.group("branch", "Administer branches: create, get, history, clone, clear, delete, list",

@@ -55,6 +55,8 @@ func TestPublisher_contexts(t *testing.T) {
 		{name: "--nats-context unknown", args: []string{"--nats-context", "ghost", "branch", "get", "c1"},
 			wantCode: exitUsage, wantErr: []string{`no context "ghost"`}},
 		{name: "still the selected one", args: []string{"communicate", "c1", "--instruction", "hello"}, wantOut: []string{"hello\n"}},
+		{name: "completion of a context name", args: []string{"__complete", "context", "select", ""}, wantOutRE: `(?s)^local\nnowhere\nwithfile\n:4\n`},
+		{name: "completion of --nats-context", args: []string{"__complete", "--nats-context", "n"}, wantOut: []string{"nowhere\n"}},
 		{name: "rm", args: []string{"context", "rm", "local"}, wantOut: []string{"context local removed"}},
 		{name: "none selected after rm", args: []string{"context", "show"}, wantCode: exitUsage, wantErr: []string{"no context is selected"}},
 	}
