@@ -360,13 +360,13 @@ func upperFirst(s string) string {
 }
 
 // warnEnv prints a warning for every LIONBUS_* variable of environ that
-// the publisher does not read.
+// looks like a misspelling of one the publisher reads.
 func warnEnv(environ []string, stderr io.Writer) {
 	var names []string
 	for name := range envFlags {
 		names = append(names, name)
 	}
-	for _, w := range natsflags.UnknownEnv(environ, names, nil) {
+	for _, w := range natsflags.MisspelledEnv(environ, names, nil) {
 		fmt.Fprintf(stderr, "publisher: warning: %s\n", w)
 	}
 }

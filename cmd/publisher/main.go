@@ -41,8 +41,9 @@ Exit codes:
 
 Flags may come before or after the command. Connection flags can also be
 set in the environment as LIONBUS_<FLAG> (LIONBUS_NATS, LIONBUS_CREDS,
-LIONBUS_PREFIX, ...); a flag wins over the environment, and a LIONBUS_*
-variable that names no such flag is reported.`
+LIONBUS_PREFIX, ...); a flag wins over the environment, which wins over the
+saved connection settings (publisher context --help). A misspelled LIONBUS_*
+variable is reported.`
 
 // rootExamples are the examples of the publisher's help.
 const rootExamples = `  publisher branch create --id b1 --system "Be brief." --chat-model scripted:echo

@@ -114,11 +114,11 @@ func flagError(cmd *cobra.Command, err error) error {
 }
 
 // warnEnv prints a warning for every LIONBUS_* variable of environ that
-// names none of the worker's flags.
+// looks like a misspelling of one of the worker's flags.
 func warnEnv(environ []string, stderr io.Writer) {
 	var names []string
 	newFlagSet(&config{}, io.Discard).VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	for _, w := range natsflags.UnknownEnv(environ, names, nil) {
+	for _, w := range natsflags.MisspelledEnv(environ, names, nil) {
 		fmt.Fprintf(stderr, "worker: warning: %s\n", w)
 	}
 }

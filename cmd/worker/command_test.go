@@ -67,7 +67,8 @@ func TestRun_version_from_ldflags(t *testing.T) {
 func TestRun_warns_of_misspelled_environment_variables(t *testing.T) {
 	defer func(e func() []string) { environ = e }(environ)
 	environ = func() []string {
-		return []string{"LIONBUS_CONCURENCY=4", "LIONBUS_DRAIN_TIMEOUT=5s", "LIONBUS_OPENAI_API_KEY=k", "OPENAI_API_KEY=k"}
+		return []string{"LIONBUS_CONCURENCY=4", "LIONBUS_DRAIN_TIMEOUT=5s", "LIONBUS_OPENAI_API_KEY=k", "OPENAI_API_KEY=k",
+			"LIONBUS_NATS_CONTEXT=prod"}
 	}
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"version"}, &stdout, &stderr); code != exitOK {
@@ -78,6 +79,6 @@ func TestRun_warns_of_misspelled_environment_variables(t *testing.T) {
 		t.Errorf("stderr = %q, want a warning matching %s", stderr.String(), want)
 	}
 	if n := strings.Count(stderr.String(), "warning"); n != 1 {
-		t.Errorf("%d warnings, want 1 (the variables read are not reported):\n%s", n, stderr.String())
+		t.Errorf("%d warnings, want 1 (neither the variables read nor the publisher's are reported):\n%s", n, stderr.String())
 	}
 }

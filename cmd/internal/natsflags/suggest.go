@@ -51,12 +51,13 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
-// UnknownEnv returns a warning for every variable of environ (os.Environ's
-// form, KEY=VALUE) that starts with [EnvPrefix] but names none of flags
-// (flag names, as [EnvName] turns them into variables) nor extra (whole
-// variable names read otherwise), with the likely intended variable when
-// there is one. The warnings are sorted.
-func UnknownEnv(environ, flags, extra []string) []string {
+// MisspelledEnv returns a warning for every variable of environ (os.Environ's
+// form, KEY=VALUE) that starts with [EnvPrefix], names none of flags (flag
+// names, as [EnvName] turns them into variables) nor extra (whole variable
+// names read otherwise), and is close to one of them (see [Suggest]): a
+// likely misspelling, with the variable meant. A variable close to none is
+// left alone: it may be another lionbus command's. The warnings are sorted.
+func MisspelledEnv(environ, flags, extra []string) []string {
 	known := slices.Clone(extra)
 	for _, f := range flags {
 		known = append(known, EnvName(f))
@@ -67,11 +68,9 @@ func UnknownEnv(environ, flags, extra []string) []string {
 		if !strings.HasPrefix(k, EnvPrefix) || slices.Contains(known, k) {
 			continue
 		}
-		w := fmt.Sprintf("environment variable %s is ignored: it names no setting read from the environment", k)
 		if s := Suggest(k, known); s != "" {
-			w += fmt.Sprintf(" (did you mean %s?)", s)
+			out = append(out, fmt.Sprintf("environment variable %s is ignored: it names no setting read from the environment (did you mean %s?)", k, s))
 		}
-		out = append(out, w)
 	}
 	slices.Sort(out)
 	return out
