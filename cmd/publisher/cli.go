@@ -197,7 +197,13 @@ func (a *app) leaf(use, short, long string, define func(fs *flag.FlagSet) func(a
 func addGoFlags(pfs *pflag.FlagSet, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		pf := pflag.PFlagFromGoFlag(f)
-		pf.Value = goSetter{fs: fs, name: f.Name, typ: pf.Value.Type(), value: f.Value}
+		typ := pf.Value.Type()
+		switch typ {
+		case "bool", "duration", "float64", "int", "int64", "string", "uint", "uint64":
+		default:
+			typ = "string" // a flag.Value of the command's own (repeatable flags)
+		}
+		pf.Value = goSetter{fs: fs, name: f.Name, typ: typ, value: f.Value}
 		pfs.AddFlag(pf)
 	})
 }

@@ -2,9 +2,11 @@
 // their answers: branch administration, communicate, parse, act, any other verb
 // with raw data, stored results, and the LNDL tools (publisher lndl --help).
 //
-// The main function is thin: run parses the command line, sends one
-// request through the Go client of pkg/bus and returns the exit code (see
-// the usage text). Run `publisher --help` for the commands and flags.
+// The main function is thin: run parses the command line (a cobra command
+// tree, see cli.go), sends one request through the Go client of pkg/bus
+// and returns the exit code (see the help). Run `publisher --help` for the
+// commands and flags, `publisher context --help` for saved connection
+// settings.
 package main
 
 import (
