@@ -148,8 +148,10 @@ func (a *app) newRoot() *cobra.Command {
 		Short:              "LNDL tools (publisher lndl --help)",
 		Long:               lndlUsage,
 		DisableFlagParsing: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			a.code = runLNDL(a.ctx, args, a.stdin, a.stdout, a.stderr)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// lndl parses its own flags, after the stage; global flags
+			// before "lndl" have no use there.
+			a.code = runLNDL(a.ctx, skipFlags(args, cmd.InheritedFlags()), a.stdin, a.stdout, a.stderr)
 			return nil
 		},
 	}
@@ -355,6 +357,27 @@ func flagError(cmd *cobra.Command, err error) error {
 		}
 	}
 	return &usageErr{msg + "; see '" + cmd.CommandPath() + " --help'"}
+}
+
+// skipFlags returns args without the flags of fs (and their values) that
+// lead them.
+func skipFlags(args []string, fs *pflag.FlagSet) []string {
+	for len(args) > 0 {
+		name, hasValue := strings.CutPrefix(args[0], "--")
+		if !hasValue || name == "" {
+			return args
+		}
+		name, _, withValue := strings.Cut(name, "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			return args
+		}
+		if !withValue && f.NoOptDefVal == "" && len(args) > 1 {
+			args = args[1:] // the value
+		}
+		args = args[1:]
+	}
+	return args
 }
 
 // upperFirst returns s with its first letter in upper case.
