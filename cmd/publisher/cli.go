@@ -159,6 +159,7 @@ func (a *app) newRoot() *cobra.Command {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}
+	root.SetHelpCommand(a.helpCommand(root))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the publisher's version",
@@ -168,6 +169,47 @@ func (a *app) newRoot() *cobra.Command {
 		},
 	})
 	return root
+}
+
+// helpCommand is `publisher help [COMMAND...]`: the help of a command, on
+// stdout; an unknown one is a usage error with a suggestion.
+func (a *app) helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command: publisher help branch create.",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() || c.Name() == "help" {
+					names = append(names, c.Name()+"\t"+c.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				parent := root
+				if err == nil {
+					parent = cmd
+				}
+				name := strings.Join(args, " ")
+				msg := fmt.Sprintf("no help for %q: no such command", name)
+				if len(rest) > 0 {
+					if s := suggestCommand(parent, rest[0]); s != "" {
+						msg += fmt.Sprintf(" (did you mean %q?)", strings.TrimSpace(strings.TrimPrefix(parent.CommandPath(), root.Name())+" "+s))
+					}
+				}
+				return &usageErr{msg}
+			}
+			return cmd.Help()
+		},
+	}
 }
 
 // leaf is a command that runs: define declares its own flags on fs and

@@ -34,6 +34,8 @@ func TestPublisher_command_line(t *testing.T) {
 		{name: "lndl after global flags", stdin: `{"type":"object","properties":{"a":{"type":"string"}}}`,
 			args: []string{"--timeout", "5s", "--json", "lndl", "render"}, wantOut: []string{`"specs": "Specs: a(str)"`}},
 		{name: "lndl --help", args: []string{"lndl", "--help"}, wantOut: []string{"Usage: publisher lndl"}},
+		{name: "help of an unknown command", args: []string{"help", "branch", "craete"},
+			wantCode: exitUsage, wantErr: []string{`no help for "branch craete": no such command (did you mean "branch create"?)`}},
 		{name: "--version", args: []string{"--version"}, wantOutRE: `^publisher version \S+`},
 		{name: "version", args: []string{"version"}, wantOutRE: `^publisher version \S+`},
 		{name: "completion bash", args: []string{"completion", "bash"}, wantOut: []string{"bash completion", "__start_publisher"}},
