@@ -437,7 +437,7 @@ func warnEnv(environ []string, stderr io.Writer) {
 	for name := range envFlags {
 		names = append(names, name)
 	}
-	for _, w := range natsflags.MisspelledEnv(environ, names, nil) {
+	for _, w := range natsflags.MisspelledEnv(environ, names, []string{natsflags.EnvName(contextFlag)}) {
 		fmt.Fprintf(stderr, "publisher: warning: %s\n", w)
 	}
 }

@@ -61,12 +61,12 @@ func TestPublisher_version_from_ldflags(t *testing.T) {
 func TestPublisher_warns_of_misspelled_environment_variables(t *testing.T) {
 	defer func(e func() []string) { environ = e }(environ)
 	environ = func() []string {
-		return []string{"LIONBUS_NAT=nats://x", "LIONBUS_PREFIX=lion", "HOME=/root", "LIONBUS_CONCURRENCY=8"}
+		return []string{"LIONBUS_NAT=nats://x", "LIONBUS_PREFIX=lion", "HOME=/root", "LIONBUS_CONCURRENCY=8", "LIONBUS_NATS_CONTEXT=prod"}
 	}
 	code, stdout, stderr := call(t, "", "version")
 	step{name: "misspelled", wantOut: []string{"publisher version"},
 		wantErr: []string{"publisher: warning: environment variable LIONBUS_NAT is ignored", "did you mean LIONBUS_NATS?"}}.check(t, code, stdout, stderr)
-	if strings.Contains(stderr, "LIONBUS_PREFIX") || strings.Contains(stderr, "LIONBUS_CONCURRENCY") {
+	if strings.Contains(stderr, "LIONBUS_PREFIX") || strings.Contains(stderr, "LIONBUS_CONCURRENCY") || strings.Contains(stderr, "LIONBUS_NATS_CONTEXT") {
 		t.Errorf("a variable that is read, or the worker's, is reported:\n%s", stderr)
 	}
 }

@@ -30,8 +30,19 @@ import (
 // (--context is communicate's extra material).
 const contextFlag = "nats-context"
 
-// contextSettings are the global flags a context may hold.
-var contextSettings = []string{"nats", "user", "password-file", "token-file", "nkey", "creds", "tls-cert", "tls-key", "tls-ca", "prefix", "timeout"}
+// contextSettings are the global flags a context may hold: those that say
+// where and how to connect (envFlags) but a secret itself, and the files
+// that hold the secrets.
+func contextSettings() []string {
+	out := []string{"password-file", "token-file"}
+	for name := range envFlags {
+		if name != "password" && name != "token" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // fileSettings are the settings that name a file, saved as absolute paths.
 var fileSettings = []string{"password-file", "token-file", "nkey", "creds", "tls-cert", "tls-key", "tls-ca"}
@@ -83,7 +94,7 @@ func (s contextStore) load(name string) (map[string]string, error) {
 		return nil, fmt.Errorf("context %q: %s: %w", name, s.path(name), err)
 	}
 	for k := range settings {
-		if !slices.Contains(contextSettings, k) {
+		if !slices.Contains(contextSettings(), k) {
 			return nil, fmt.Errorf("context %q: unknown setting %q in %s", name, k, s.path(name))
 		}
 	}
@@ -152,7 +163,7 @@ func (a *app) applyContext(given map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range contextSettings {
+	for _, k := range contextSettings() {
 		v, ok := settings[k]
 		if !ok || given[k] {
 			continue
@@ -308,7 +319,7 @@ func (a *app) contextSave(cmd *cobra.Command, name string, sel bool) int {
 		}
 	}
 	settings := map[string]string{}
-	for _, k := range contextSettings {
+	for _, k := range contextSettings() {
 		if !cmd.Flags().Changed(k) {
 			continue
 		}

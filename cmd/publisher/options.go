@@ -20,6 +20,9 @@ const (
 
 // options are the flags every command accepts, before or after its name.
 type options struct {
+	// Context names the saved connection settings to use (--nats-context).
+	Context string
+
 	NATSURL string
 	natsflags.Credentials
 
@@ -31,8 +34,6 @@ type options struct {
 	ID      string
 	Branch  string
 	Data    string
-	// Context names the saved connection settings to use (--nats-context).
-	Context string
 }
 
 // newOptions returns the options with their defaults.
@@ -45,7 +46,6 @@ func newOptions() *options {
 var envFlags = map[string]bool{
 	"nats": true, "user": true, "password": true, "token": true, "nkey": true, "creds": true,
 	"tls-cert": true, "tls-key": true, "tls-ca": true, "prefix": true, "timeout": true,
-	contextFlag: true,
 }
 
 // addGlobalFlags declares the global flags on fs, bound to o, with o's
