@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "worker: %v\nRun 'worker --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "worker: %v; see 'worker --help'\n", err)
 		return exitUsage
 	}
 	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
