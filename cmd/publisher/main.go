@@ -88,7 +88,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return a.code
 }
 
+// usageError prints err as a usage error, on one line, and returns
+// exitUsage.
 func usageError(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "publisher: %v\nRun 'publisher --help' for usage.\n", err)
+	fmt.Fprintf(stderr, "publisher: %v; see 'publisher --help'\n", err)
 	return exitUsage
 }
