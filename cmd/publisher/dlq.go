@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -16,12 +15,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
-const dlqUsage = `Usage: publisher dlq list [--limit N] [--json]
-       publisher dlq show KEY [--json]
-       publisher dlq retry KEY
-       publisher dlq delete KEY
-
-The dead-letter stream keeps the requests that failed on every delivery or
+// dlqLong describes the dlq commands in their help.
+const dlqLong = `The dead-letter stream keeps the requests that failed on every delivery or
 could not be answered, with the reason. KEY is the request id, or seq-N for
 a request whose id could not be read (as list prints it).
 
@@ -29,52 +24,36 @@ a request whose id could not be read (as list prints it).
   show     the reason, the request's headers and its body
   retry    publish the request again as a new request (a new id, printed;
            the extension retryof names the original) and remove the entry
-  delete   remove the entry
+  delete   remove the entry`
 
-Flags:
-`
-
-// runDLQ is `publisher dlq ...`.
-func runDLQ(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("publisher dlq", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addGlobalFlags(fs, o)
+// dlqList is `publisher dlq list`.
+func (a *app) dlqList(fs *flag.FlagSet) func([]string) int {
 	limit := fs.Int("limit", 100, fmt.Sprintf("list at most this many (at most %d)", client.MaxDeadLetters))
-	fs.Usage = func() {
-		fmt.Fprint(stderr, dlqUsage)
-		fs.PrintDefaults()
+	return func(args []string) int {
+		return runDLQ(a.ctx, a.o, "list", *limit, args, a.stdout, a.stderr)
 	}
-	positional, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+}
+
+// dlqKey is `publisher dlq show|retry|delete KEY`.
+func (a *app) dlqKey(sub string) func(fs *flag.FlagSet) func([]string) int {
+	return func(*flag.FlagSet) func([]string) int {
+		return func(args []string) int {
+			return runDLQ(a.ctx, a.o, sub, 0, args, a.stdout, a.stderr)
+		}
 	}
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	if len(positional) == 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	sub, rest := positional[0], positional[1:]
+}
+
+// runDLQ runs dlq subcommand sub with its arguments rest.
+func runDLQ(ctx context.Context, o *options, sub string, limit int, rest []string, stdout, stderr io.Writer) int {
 	want := 1
 	if sub == "list" {
 		want = 0
-	}
-	if !slices.Contains([]string{"list", "show", "retry", "delete"}, sub) {
-		return usageError(stderr, fmt.Errorf("dlq: unknown subcommand %q (list, show, retry or delete)", sub))
 	}
 	if len(rest) != want {
 		return usageError(stderr, fmt.Errorf("dlq %s takes %d argument(s), got %d", sub, want, len(rest)))
 	}
 	if want == 1 && !protocol.ValidToken(rest[0]) {
 		return usageError(stderr, fmt.Errorf("dead-letter key %q: want 1 to %d characters of [A-Za-z0-9_-]", rest[0], protocol.MaxTokenLength))
-	}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
-		return usageError(stderr, err)
-	}
-	if err := o.validate(); err != nil {
-		return usageError(stderr, err)
 	}
 	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
 		fail := func(err error) int {
@@ -86,7 +65,7 @@ func runDLQ(ctx context.Context, o *options, given map[string]bool, args []strin
 		}
 		switch sub {
 		case "list":
-			list, err := cl.DeadLetters(ctx, *limit)
+			list, err := cl.DeadLetters(ctx, limit)
 			if err != nil {
 				return fail(err)
 			}

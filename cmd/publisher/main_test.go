@@ -182,10 +182,10 @@ func TestPublisher_no_answer_exit_codes(t *testing.T) {
 
 func TestPublisher_usage_errors(t *testing.T) {
 	steps := []step{
-		{name: "no command", wantCode: exitUsage, wantErr: []string{"Usage: publisher"}},
+		{name: "no command", wantCode: exitUsage, wantErr: []string{"Usage:", "publisher [command]"}},
 		{name: "help", args: []string{"help"}, wantCode: exitOK, wantOut: []string{"Exit codes:", "branch create"}},
-		{name: "--help", args: []string{"--help"}, wantCode: exitOK, wantErr: []string{"Exit codes:"}},
-		{name: "command help", args: []string{"communicate", "--help"}, wantCode: exitOK, wantErr: []string{"Usage: publisher communicate", "-response-format"}},
+		{name: "--help", args: []string{"--help"}, wantCode: exitOK, wantOut: []string{"Exit codes:"}},
+		{name: "command help", args: []string{"communicate", "--help"}, wantCode: exitOK, wantOut: []string{"Usage:", "publisher communicate [BRANCH]", "--response-format"}},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitUsage, wantErr: []string{`unknown command "frobnicate"`}},
 		{name: "branch alone", args: []string{"branch"}, wantCode: exitUsage, wantErr: []string{"branch needs a subcommand"}},
 		{name: "unknown branch verb", args: []string{"branch", "rename"}, wantCode: exitUsage, wantErr: []string{`unknown command "branch rename"`}},

@@ -20,6 +20,9 @@ const (
 
 // options are the flags every command accepts, before or after its name.
 type options struct {
+	// Context names the saved connection settings to use (--nats-context).
+	Context string
+
 	NATSURL string
 	natsflags.Credentials
 
@@ -64,6 +67,7 @@ func addGlobalFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.Binary, "binary", o.Binary, "send the request in CloudEvents binary mode (ce- headers) instead of structured mode")
 	fs.StringVar(&o.ID, "request-id", o.ID, "request id (default a new UUID); sending the same id twice runs the request once")
 	fs.StringVar(&o.Branch, "branch", o.Branch, "branch id (the branchid attribute)")
+	fs.StringVar(&o.Context, contextFlag, o.Context, "saved connection settings to use instead of the selected ones (publisher context --help)")
 	fs.StringVar(&o.Data, "data", o.Data, "request data: a JSON file, or - for standard input; flags of the command are merged into it")
 }
 

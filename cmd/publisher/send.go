@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -51,93 +49,69 @@ func send(ctx context.Context, o *options, req *request, stdout, stderr io.Write
 	})
 }
 
-// runResult is `publisher result ID`: print the stored answer of a request.
-func runResult(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
-	fs := idFlagSet("result", "Prints the stored answer (result or error) of request ID.", o, stderr)
+// resultLong and cancelLong describe result and cancel in their help.
+const (
+	resultLong = "Prints the stored answer (result or error) of request ID."
+	cancelLong = "Asks the workers to cancel request ID: a running request stops and is answered\nwith the code canceled; an answered request is not affected."
+)
+
+// result is `publisher result ID`: print the stored answer of a request.
+func (a *app) result(fs *flag.FlagSet) func([]string) int {
 	wait := fs.Bool("wait", false, "wait (at most --timeout) for the answer when none is stored yet")
-	id, code, ok := parseRequestID(fs, o, given, args, stderr)
-	if !ok {
-		return code
+	return func(args []string) int {
+		id, err := requestIDArg("result", args)
+		if err != nil {
+			return usageError(a.stderr, err)
+		}
+		stdout, stderr := a.stdout, a.stderr
+		return withClient(a.ctx, a.o, stderr, func(ctx context.Context, cl *client.Client) int {
+			var reply *client.Reply
+			var err error
+			if *wait {
+				reply, err = cl.Await(ctx, id)
+			} else {
+				reply, err = cl.Result(ctx, id)
+			}
+			switch {
+			case errors.Is(err, client.ErrNoResult):
+				fmt.Fprintf(stderr, "publisher: no answer is stored for request %s (not answered yet, unknown, or expired)\n", id)
+				return exitNoResult
+			case err != nil:
+				fmt.Fprintf(stderr, "publisher: result of %s: %v\n", id, err)
+				return exitNoAnswer
+			}
+			return printReply(a.o, reply, stdout, stderr)
+		})
 	}
-	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
-		var reply *client.Reply
-		var err error
-		if *wait {
-			reply, err = cl.Await(ctx, id)
-		} else {
-			reply, err = cl.Result(ctx, id)
-		}
-		switch {
-		case errors.Is(err, client.ErrNoResult):
-			fmt.Fprintf(stderr, "publisher: no answer is stored for request %s (not answered yet, unknown, or expired)\n", id)
-			return exitNoResult
-		case err != nil:
-			fmt.Fprintf(stderr, "publisher: result of %s: %v\n", id, err)
-			return exitNoAnswer
-		}
-		return printReply(o, reply, stdout, stderr)
-	})
 }
 
-// runCancel is `publisher cancel ID`: ask the workers to cancel a request.
-func runCancel(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
-	fs := idFlagSet("cancel", "Asks the workers to cancel request ID: a running request stops and is answered\nwith the code canceled; an answered request is not affected.", o, stderr)
-	id, code, ok := parseRequestID(fs, o, given, args, stderr)
-	if !ok {
-		return code
-	}
-	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
-		if err := cl.Cancel(ctx, id); err != nil {
-			fmt.Fprintf(stderr, "publisher: cancel %s: %v\n", id, err)
-			return exitNoAnswer
+// cancel is `publisher cancel ID`: ask the workers to cancel a request.
+func (a *app) cancel(*flag.FlagSet) func([]string) int {
+	return func(args []string) int {
+		id, err := requestIDArg("cancel", args)
+		if err != nil {
+			return usageError(a.stderr, err)
 		}
-		fmt.Fprintf(stdout, "cancel sent for request %s\n", id)
-		return exitOK
-	})
+		return withClient(a.ctx, a.o, a.stderr, func(ctx context.Context, cl *client.Client) int {
+			if err := cl.Cancel(ctx, id); err != nil {
+				fmt.Fprintf(a.stderr, "publisher: cancel %s: %v\n", id, err)
+				return exitNoAnswer
+			}
+			fmt.Fprintf(a.stdout, "cancel sent for request %s\n", id)
+			return exitOK
+		})
+	}
 }
 
-// idFlagSet is the flag set of a command whose one argument is a request
-// id (result, cancel): the global flags and a usage text saying what the
-// command does.
-func idFlagSet(name, what string, o *options, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("publisher "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addGlobalFlags(fs, o)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: publisher %s [flags] ID\n\n%s\n\nFlags:\n", name, what)
-		fs.PrintDefaults()
+// requestIDArg checks the one request id argument of command name.
+func requestIDArg(name string, args []string) (string, error) {
+	if len(args) != 1 {
+		return "", fmt.Errorf("%s needs exactly one argument: the request id", name)
 	}
-	return fs
-}
-
-// parseRequestID parses the flags and the one request id argument of a
-// command made by idFlagSet, adds the connection flags from the
-// environment and checks the options. When ok is false the command ends
-// with code (help was printed, or a usage error).
-func parseRequestID(fs *flag.FlagSet, o *options, given map[string]bool, args []string, stderr io.Writer) (id string, code int, ok bool) {
-	name := strings.TrimPrefix(fs.Name(), "publisher ")
-	positional, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return "", exitOK, false
+	if !protocol.ValidToken(args[0]) {
+		return "", fmt.Errorf("request id %q: want 1 to %d characters of [A-Za-z0-9_-]", args[0], protocol.MaxTokenLength)
 	}
-	if err != nil {
-		return "", usageError(stderr, err), false
-	}
-	if len(positional) != 1 {
-		return "", usageError(stderr, fmt.Errorf("%s needs exactly one argument: the request id", name)), false
-	}
-	id = positional[0]
-	if !protocol.ValidToken(id) {
-		return "", usageError(stderr, fmt.Errorf("request id %q: want 1 to %d characters of [A-Za-z0-9_-]", id, protocol.MaxTokenLength)), false
-	}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
-		return "", usageError(stderr, err), false
-	}
-	if err := o.validate(); err != nil {
-		return "", usageError(stderr, err), false
-	}
-	return id, exitOK, true
+	return args[0], nil
 }
 
 // withClient connects within --timeout and runs do with the client and

@@ -20,9 +20,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/tools"
 )
 
-const toolsUsage = `Usage: publisher tools list|show|call [flags] [NAME]
-
-The tool registry (KV bucket <prefix>_tools) and its tools:
+// toolsLong describes the tools commands in their help.
+const toolsLong = `The tool registry (KV bucket <prefix>_tools) and its tools:
 
   tools list                      the registered tools: name, version, subject, description
   tools show NAME                 one tool's registry entry, with its parameters schema
@@ -31,53 +30,36 @@ The tool registry (KV bucket <prefix>_tools) and its tools:
 
 With --json, list and show print the entries as JSON, and call prints the
 whole result ({"output": ...} or {"error": {...}}). call exits 1 when the
-tool answers an error, 3 when no service answers in time.
+tool answers an error, 3 when no service answers in time.`
 
-Flags:
-`
+// toolsCmd is `publisher tools list|show|call`.
+func (a *app) toolsCmd(sub string) func(fs *flag.FlagSet) func([]string) int {
+	return func(fs *flag.FlagSet) func([]string) int {
+		callArgs, key := new(string), new(string)
+		if sub == "call" {
+			callArgs = fs.String("args", "{}", "the arguments, a JSON object, a file, or - for standard input")
+			key = fs.String("key", "", "the idempotency key (default: a new one; the same key answers the first result again)")
+		}
+		return func(args []string) int {
+			return runTools(a.ctx, a.o, sub, *callArgs, *key, args, a.stdin, a.stdout, a.stderr)
+		}
+	}
+}
 
-// runTools is `publisher tools ...`.
-func runTools(ctx context.Context, o *options, given map[string]bool, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		return usageError(stderr, errors.New("tools needs a subcommand: list, show or call"))
-	}
-	sub := args[0]
-	fs := flag.NewFlagSet("publisher tools "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addGlobalFlags(fs, o)
-	callArgs := fs.String("args", "{}", "call: the arguments, a JSON object, a file, or - for standard input")
-	key := fs.String("key", "", "call: the idempotency key (default: a new one; the same key answers the first result again)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, toolsUsage)
-		fs.PrintDefaults()
-	}
-	positional, err := parseInterleaved(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
-		return usageError(stderr, err)
-	}
-	if err := o.validate(); err != nil {
-		return usageError(stderr, err)
-	}
+// runTools runs tools subcommand sub with its arguments positional.
+func runTools(ctx context.Context, o *options, sub, callArgs, key string, positional []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	want := map[string]int{"list": 0, "show": 1, "call": 1}
-	n, ok := want[sub]
+	n := want[sub]
 	switch {
-	case !ok:
-		return usageError(stderr, fmt.Errorf("unknown tools subcommand %q: want list, show or call", sub))
 	case len(positional) != n:
 		return usageError(stderr, fmt.Errorf("tools %s takes %d argument(s), got %d", sub, n, len(positional)))
 	case n == 1 && !protocol.ValidToken(positional[0]):
 		return usageError(stderr, fmt.Errorf("tool name %q: want 1 to %d characters of [A-Za-z0-9_-]", positional[0], protocol.MaxTokenLength))
 	}
+	var err error
 	var arguments map[string]any
 	if sub == "call" {
-		if arguments, err = readArgs(*callArgs, stdin); err != nil {
+		if arguments, err = readArgs(callArgs, stdin); err != nil {
 			return usageError(stderr, err)
 		}
 	}
@@ -118,11 +100,11 @@ func runTools(ctx context.Context, o *options, given map[string]bool, args []str
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	if *key == "" {
-		*key = "publisher-" + uuid.NewString()
+	if key == "" {
+		key = "publisher-" + uuid.NewString()
 	}
 	t0 := time.Now()
-	out, err := inv.Invoke(ctx, ops.ToolInvocation{Function: positional[0], Arguments: arguments, IdempotencyKey: *key, RequestID: *key})
+	out, err := inv.Invoke(ctx, ops.ToolInvocation{Function: positional[0], Arguments: arguments, IdempotencyKey: key, RequestID: key})
 	if err != nil {
 		fmt.Fprintf(stderr, "publisher: tools call %s: %v\n", positional[0], err)
 		if errors.Is(err, ops.ErrNoTool) {

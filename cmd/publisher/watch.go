@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -17,50 +16,35 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
-const watchUsage = `Usage: publisher watch BRANCH [--all | --since DURATION] [--json]
-
-Follows the signal events of a branch (run start and end, messages added,
+// watchLong and branchListLong describe watch and branch list in their help.
+const (
+	branchListLong = "Lists the branches that have history, with their number of history events."
+	watchLong      = `Follows the signal events of a branch (run start and end, messages added,
 tool hooks, LNDL rounds) as they happen, one line each, until Ctrl-C. With
 --all it starts from the oldest event the events stream keeps, with --since
-from that long ago; --json prints each event as received.
+from that long ago; --json prints each event as received.`
+)
 
-Flags:
-`
-
-// runWatch is `publisher watch BRANCH`.
-func runWatch(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("publisher watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addGlobalFlags(fs, o)
+// watch is `publisher watch BRANCH`.
+func (a *app) watch(fs *flag.FlagSet) func([]string) int {
 	all := fs.Bool("all", false, "start with the oldest event kept")
 	since := fs.Duration("since", 0, "start with the events of this last period, e.g. 10m")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, watchUsage)
-		fs.PrintDefaults()
+	return func(positional []string) int {
+		return runWatch(a.ctx, a.o, *all, *since, positional, a.stdout, a.stderr)
 	}
-	positional, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return usageError(stderr, err)
-	}
+}
+
+// runWatch follows the events of the branch of positional.
+func runWatch(ctx context.Context, o *options, all bool, since time.Duration, positional []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(positional) != 1:
 		return usageError(stderr, errors.New("watch needs exactly one argument: the branch id"))
 	case !protocol.ValidToken(positional[0]):
 		return usageError(stderr, fmt.Errorf("branch id %q: want 1 to %d characters of [A-Za-z0-9_-]", positional[0], protocol.MaxTokenLength))
-	case *all && *since != 0:
+	case all && since != 0:
 		return usageError(stderr, errors.New("--all and --since exclude each other"))
-	case *since < 0:
-		return usageError(stderr, fmt.Errorf("--since must be positive, got %s", *since))
-	}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
-		return usageError(stderr, err)
-	}
-	if err := o.validate(); err != nil {
-		return usageError(stderr, err)
+	case since < 0:
+		return usageError(stderr, fmt.Errorf("--since must be positive, got %s", since))
 	}
 	// --timeout bounds connecting only: watching lasts until ctx ends.
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -70,11 +54,11 @@ func runWatch(ctx context.Context, o *options, given map[string]bool, args []str
 		return code
 	}
 	defer nc.Close()
-	opts := client.WatchOptions{All: *all}
-	if *since > 0 {
-		opts.Since = time.Now().Add(-*since)
+	opts := client.WatchOptions{All: all}
+	if since > 0 {
+		opts.Since = time.Now().Add(-since)
 	}
-	err = cl.Watch(ctx, positional[0], opts, func(ev *event.Event) error {
+	err := cl.Watch(ctx, positional[0], opts, func(ev *event.Event) error {
 		if o.JSON {
 			b, err := json.Marshal(ev)
 			if err != nil {
@@ -133,31 +117,17 @@ func compact(v any) string {
 	return string(b)
 }
 
-// runBranchList is `publisher branch list`.
-func runBranchList(ctx context.Context, o *options, given map[string]bool, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("publisher branch list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addGlobalFlags(fs, o)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: publisher branch list [--json]\n\nLists the branches that have history, with their number of history events.\n\nFlags:\n")
-		fs.PrintDefaults()
+// branchList is `publisher branch list`.
+func (a *app) branchList(*flag.FlagSet) func([]string) int {
+	return func(positional []string) int {
+		return runBranchList(a.ctx, a.o, positional, a.stdout, a.stderr)
 	}
-	positional, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return usageError(stderr, err)
-	}
+}
+
+// runBranchList lists the branches.
+func runBranchList(ctx context.Context, o *options, positional []string, stdout, stderr io.Writer) int {
 	if len(positional) != 0 {
 		return usageError(stderr, fmt.Errorf("branch list takes no arguments, got %q", positional))
-	}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if err := globalFromEnv(fs, given, envFlags, os.LookupEnv); err != nil {
-		return usageError(stderr, err)
-	}
-	if err := o.validate(); err != nil {
-		return usageError(stderr, err)
 	}
 	return withClient(ctx, o, stderr, func(ctx context.Context, cl *client.Client) int {
 		list, err := cl.Branches(ctx)

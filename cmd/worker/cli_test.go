@@ -45,7 +45,7 @@ func TestConfig_cli_models(t *testing.T) {
 			if tt.env == "" {
 				os.Unsetenv("LIONBUS_CLI")
 			}
-			cfg, err := parseConfig(tt.args, io.Discard)
+			cfg, err := parseConfig(tt.args, io.Discard, io.Discard)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatal("no error")

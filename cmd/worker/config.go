@@ -95,9 +95,8 @@ type config struct {
 	AnthropicAPIKey  string
 }
 
-const usageHeader = `Usage: worker [flags]
-
-Runs a lionbus worker: it consumes operation requests (CloudEvents on
+// workerLong is the description of the worker in its help.
+const workerLong = `Runs a lionbus worker: it consumes operation requests (CloudEvents on
 <prefix>.ops.<verb>) from JetStream, runs them and publishes each result or
 error on the request's reply subject.
 
@@ -114,25 +113,37 @@ either is set, model references "openai:MODEL" are served by that
 OpenAI-compatible Chat Completions API (next to the "scripted" provider).
 
 Exit status: 0 after a clean shutdown, 1 when the worker cannot start,
-connect or provision (or stops unexpectedly), 2 on a usage error.
+connect or provision (or stops unexpectedly), 2 on a usage error. A drain
+that had to abandon in-flight requests (left for redelivery) still exits 0,
+and logs that it did.`
 
-  worker --demo                       embedded NATS + a scripted demo conversation
+// workerExamples are the examples of the worker's help.
+const workerExamples = `  worker --demo                       embedded NATS + a scripted demo conversation
   worker --store-dir ./data/nats      embedded NATS, state kept across restarts
   worker --nats nats://nats:4222 --creds worker.creds --concurrency 32
-
-Flags:
-`
+  worker --nats nats://nats:4222 --connect-timeout 2m   # waits for a server that is not up yet
+  source <(worker completion bash)`
 
 // parseConfig parses the worker's command line. It returns errHelp when
-// help was printed, and a usage error for bad flags or values.
-func parseConfig(args []string, stderr io.Writer) (config, error) {
+// help, the version or a completion script was printed on stdout instead,
+// and a usage error for bad flags or values.
+func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	var c config
 	fs := newFlagSet(&c, stderr)
-	if err := fs.Parse(args); err != nil {
+	parsed := false
+	root := newCommand(fs, stdout, stderr, func(args []string) error {
+		parsed = true
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected argument %q", args[0])
+		}
+		return nil
+	})
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if !parsed {
+		return c, errHelp
 	}
 	if err := flagsFromEnv(fs, os.LookupEnv); err != nil {
 		return c, err
@@ -161,10 +172,6 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHeader)
-		fs.PrintDefaults()
-	}
 
 	fs.StringVar(&c.Host, "host", "127.0.0.1", "embedded server: interface to listen on (beyond localhost, --user/--password or --token must be set)")
 	fs.IntVar(&c.Port, "port", defaultPort, "embedded server: client port (-1 picks a free port)")
@@ -173,7 +180,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 
 	fs.StringVar(&c.NATSURL, "nats", "", "join the NATS deployment at this URL (comma-separated list allowed) instead of starting an embedded server")
 	c.Credentials.Register(fs)
-	fs.DurationVar(&c.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for the NATS connection")
+	fs.DurationVar(&c.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for the NATS connection; a server that is not up yet is tried again until then")
 	fs.DurationVar(&c.StartupTimeout, "startup-timeout", 2*time.Minute, "how long to wait for JetStream to be ready (a new cluster electing its leader) before giving up")
 
 	fs.StringVar(&c.Prefix, "prefix", "lion", "subject prefix of every subject, stream and bucket")

@@ -72,7 +72,7 @@ func blockingWorkerMain(raw string) int {
 		fmt.Fprintf(os.Stderr, "blocking worker: arguments: %v\n", err)
 		return exitUsage
 	}
-	cfg, err := parseConfig(args, os.Stderr)
+	cfg, err := parseConfig(args, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)
 		return exitUsage

@@ -36,12 +36,13 @@ func main() {
 // run parses args, serves until ctx ends and returns the exit code. Human
 // output (the NATS URL, the demo) goes to stdout, logs to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseConfig(args, stderr)
+	warnEnv(environ(), stderr)
+	cfg, err := parseConfig(args, stdout, stderr)
 	if errors.Is(err, errHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "worker: %v\nRun 'worker --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "worker: %v; see 'worker --help'\n", err)
 		return exitUsage
 	}
 	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)

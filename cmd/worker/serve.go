@@ -185,7 +185,7 @@ func stop(svc *bus.Service, drainTimeout time.Duration, log zerolog.Logger) erro
 	defer cancel()
 	err := svc.Stop(ctx)
 	if errors.Is(err, worker.ErrDrainTimeout) {
-		log.Warn().Err(err).Msg("drain timed out")
+		log.Warn().Err(err).Msg("drain timed out: in-flight requests were abandoned (cancelled, left for redelivery to another worker); exiting 0")
 		return nil
 	}
 	if err == nil {
