@@ -13,7 +13,9 @@ PKGS      ?= ./...
 # hung test from eating a whole CI run.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-LDFLAGS   ?= -s -w
+# The version --version prints: the git description of the checkout.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   ?= -s -w -X main.version=$(VERSION)
 BINARIES  := worker publisher
 
 .PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean js-deps
