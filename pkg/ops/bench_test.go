@@ -3,7 +3,9 @@ package ops_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -81,5 +83,43 @@ func BenchmarkEngine_operate_lndl(b *testing.B) {
 		if _, err := eng.Do(ctx, ops.Request{ID: fmt.Sprint("r", i), Verb: "operate", BranchID: "main", Data: data}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEngine_refuse_deep_schema: the cost of refusing a communicate
+// whose response_format is nested 9,000 deep (226 KB, the request that
+// held a worker for minutes before schemas were bounded), next to the
+// accepted worst case, a schema right at the bounds (64 deep).
+func BenchmarkEngine_refuse_deep_schema(b *testing.B) {
+	providers := ops.NewProviders(nil)
+	if err := scripted.Register(providers); err != nil {
+		b.Fatal(err)
+	}
+	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := eng.Do(ctx, ops.Request{ID: "c", Verb: "branch.create", Data: json.RawMessage(`{"branch_id":"main","chat_model":"scripted:echo"}`)}); err != nil {
+		b.Fatal(err)
+	}
+	nested := func(depth int) string {
+		return strings.Repeat(`{"type":"array","items":`, depth) + `{"type":"string"}` + strings.Repeat("}", depth)
+	}
+	for _, bc := range []struct {
+		name   string
+		depth  int
+		refuse bool
+	}{{"9000_deep_refused", 9000, true}, {"64_deep_accepted", ops.MaxSchemaDepth - 1, false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			data := json.RawMessage(`{"instruction":"[]","clear_messages":true,"skip_validation":true,"response_format":` + nested(bc.depth) + `}`)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				_, err := eng.Do(ctx, ops.Request{ID: fmt.Sprint(bc.name, i), Verb: "communicate", BranchID: "main", Data: data})
+				if refused := errors.Is(err, ops.ErrSchemaTooComplex); refused != bc.refuse {
+					b.Fatalf("err = %v, want refused %v", err, bc.refuse)
+				}
+			}
+		})
 	}
 }

@@ -40,6 +40,41 @@ var ErrSchemaTooComplex = errors.New("schema too complex")
 // MaxSchemaDepth objects and arrays deep and holds at most MaxSchemaNodes
 // values. It walks doc without recursion, in time linear in its size.
 func CheckSchemaShape(doc any) error {
+	return checkShape(doc)
+}
+
+// checkRawDepth refuses JSON text nested deeper than MaxSchemaDepth objects
+// and arrays, by a scan of its bytes, before anything decodes it: decoding
+// a 9,000-deep schema allocates megabytes just to be refused. It agrees
+// with CheckSchemaShape's depth rule on valid JSON (FuzzCheckRawDepth); it
+// does not validate the text.
+func checkRawDepth(raw []byte) error {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxSchemaDepth {
+				return fmt.Errorf("%w: nested deeper than %d", ErrSchemaTooComplex, MaxSchemaDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+func checkShape(doc any) error {
 	type item struct {
 		v     any
 		depth int
@@ -100,6 +135,9 @@ func compileResponseSchema(raw []byte) (*responseSchema, error) {
 	key := sha256.Sum256(raw)
 	if s, ok := schemaCache.get(key); ok {
 		return s, nil
+	}
+	if err := checkRawDepth(raw); err != nil {
+		return nil, err
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -175,6 +213,9 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil, nil
 	}
+	if err := checkRawDepth(raw); err != nil {
+		return nil, nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("data.response_format is not a usable JSON Schema: %v", err), Err: err}
+	}
 	var schema map[string]any
 	if err := json.Unmarshal(raw, &schema); err != nil {
 		if isOutOfRange(err) {
@@ -184,7 +225,7 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 	}
 	v, err := compileResponseSchema(raw)
 	if err != nil {
-		return nil, nil, Errorf(CodeInvalidRequest, "data.response_format is not a usable JSON Schema: %v", err)
+		return nil, nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("data.response_format is not a usable JSON Schema: %v", err), Err: err}
 	}
 	return schema, v, nil
 }
