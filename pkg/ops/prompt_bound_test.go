@@ -55,4 +55,3 @@ func TestEngine_prompt_bound(t *testing.T) {
 		t.Fatalf("clear_messages on the long branch: %v", err)
 	}
 }
-
