@@ -333,15 +333,9 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	if err := e.storeInstruction(ctx, req, x); err != nil {
 		return nil, nil, err
 	}
-	// The prompt is the history before the instruction: a redelivered run
-	// finds its instruction recorded already, and sends it once, last.
 	var history []Message
 	if !x.data.ClearMessages {
-		for _, m := range x.branch.Messages {
-			if m.ID != x.ins.ID {
-				history = append(history, m)
-			}
-		}
+		history = withoutMessage(x.branch.Messages, x.ins.ID)
 	}
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
 	attempt := max(req.Attempt, 1)
@@ -557,6 +551,26 @@ func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *Branch,
 		before = []Message{ins}
 	}
 	return e.replayCommittedAfter(ctx, req, before, seq, sig)
+}
+
+// withoutMessage returns ms without the message id: the history a run's
+// prompt is built from, without its own instruction, which a redelivered
+// run finds recorded already and sends once, last. ms is returned as it
+// is when it does not hold id (a first attempt: the prompt memo then
+// sees the branch's own messages), resliced when id is its last message.
+func withoutMessage(ms []Message, id string) []Message {
+	i := len(ms) - 1
+	for i >= 0 && ms[i].ID != id {
+		i--
+	}
+	switch {
+	case i < 0:
+		return ms
+	case i == len(ms)-1:
+		return ms[:i:i]
+	}
+	out := make([]Message, 0, len(ms)-1)
+	return append(append(out, ms[:i]...), ms[i+1:]...)
 }
 
 // commitTimeout bounds recording a run after its stream ended.
