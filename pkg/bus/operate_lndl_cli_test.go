@@ -65,13 +65,20 @@ func TestAcceptance_operate_lndl_cli_model(t *testing.T) {
 		replies []string
 		stages  string
 	}{
-		{name: "two rounds", replies: []string{lacts, out}, stages: "/middle/round1: instruction assistant_response\n" +
+		// Each round's instruction is stored before its stream, in its own
+		// stage event (0021-D3-13).
+		{name: "two rounds", replies: []string{lacts, out}, stages: "/middle/round1/instruction: instruction\n" +
+			"/middle/round1: assistant_response\n" +
 			"/middle/round1/act: action_request action_response action_request action_response\n" +
-			"/middle/round2: instruction assistant_response"},
-		{name: "no text first", replies: []string{"", lacts, out}, stages: "/middle/round1: instruction\n" +
-			"/middle/round2: instruction assistant_response\n" +
+			"/middle/round2/instruction: instruction\n" +
+			"/middle/round2: assistant_response"},
+		{name: "no text first", replies: []string{"", lacts, out}, stages: "/middle/round1/instruction: instruction\n" +
+			"/middle/round1: \n" +
+			"/middle/round2/instruction: instruction\n" +
+			"/middle/round2: assistant_response\n" +
 			"/middle/round2/act: action_request action_response action_request action_response\n" +
-			"/middle/round3: instruction assistant_response"},
+			"/middle/round3/instruction: instruction\n" +
+			"/middle/round3: assistant_response"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

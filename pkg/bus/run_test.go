@@ -152,6 +152,13 @@ func TestRun_bus_chunks_then_answer(t *testing.T) {
 	if ms[2].Content["function"] != "Bash" || ms[3].Content["output"] != "a.txt\nb.txt" {
 		t.Errorf("action messages %v / %v", ms[2].Content, ms[3].Content)
 	}
+	// The instruction is its own event, stored before the stream; the
+	// final event, under the request id, holds the rest (0021-D3-13).
+	hist := rb.History(t, "b1")[1:]
+	if len(hist) != 2 || hist[0].RequestID != id+"/instruction" || hist[1].RequestID != id ||
+		len(hist[0].Messages) != 1 || hist[0].Messages[0].ID != ms[0].ID || len(hist[1].Messages) != len(ms)-1 {
+		t.Errorf("history events %+v", hist)
+	}
 	// The raw messages: CloudEvents of type lionbus.run.chunk, valid
 	// against their schema, on lion.chunk.<id>, in seq order.
 	for i := range got {

@@ -454,22 +454,28 @@ const (
 // have died after the commit and before them. Observers see them again
 // with the same event ids (see ops.Signal), so a repeat is recognisable.
 func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64, sig replaySignals) (*Result, error) {
-	evs, err := e.store.History(ctx, req.BranchID, seq-1, 1)
+	return e.replayCommittedAfter(ctx, req, nil, seq, sig)
+}
+
+// replayCommittedAfter is replayCommitted for an operation that recorded
+// the messages before in an earlier stage event (run's instruction): their
+// message.added signals come first, as when it ran.
+func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before []Message, seq uint64, sig replaySignals) (*Result, error) {
+	ev, err := e.committedEvent(ctx, req.BranchID, req.ID, seq)
 	if err != nil {
-		return nil, storeErr("history", err)
+		return nil, err
 	}
-	if len(evs) == 0 || evs[0].Seq != seq || evs[0].RequestID != req.ID {
-		return nil, Errorf(CodeInternal, "committed event %d of request %q not found in the history of branch %q", seq, req.ID, req.BranchID)
-	}
-	res, oerr := committedOutcome(evs[0].Result, req)
+	res, oerr := committedOutcome(ev.Result, req)
 	if sig == replayQuiet {
 		return res, oerr
 	}
 	if sig == replayRun {
 		e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID})
 	}
-	for i := range evs[0].Messages {
-		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Message: &evs[0].Messages[i]})
+	for _, msgs := range [][]Message{before, ev.Messages} {
+		for i := range msgs {
+			e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Message: &msgs[i]})
+		}
 	}
 	if sig == replayRun {
 		if oerr != nil {
@@ -479,6 +485,19 @@ func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64, s
 		}
 	}
 	return res, oerr
+}
+
+// committedEvent reads the event at seq of branchID's history, which the
+// branch's commits say requestID recorded.
+func (e *Engine) committedEvent(ctx context.Context, branchID, requestID string, seq uint64) (*Event, error) {
+	evs, err := e.store.History(ctx, branchID, seq-1, 1)
+	if err != nil {
+		return nil, storeErr("history", err)
+	}
+	if len(evs) == 0 || evs[0].Seq != seq || evs[0].RequestID != requestID {
+		return nil, Errorf(CodeInternal, "committed event %d of request %q not found in the history of branch %q", seq, requestID, branchID)
+	}
+	return &evs[0], nil
 }
 
 // committedOutcome decodes the outcome an EventMessages recorded: a

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -140,7 +141,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	if seq, ok := x.branch.Commits[req.ID]; ok {
-		return e.replayCommitted(ctx, req, seq, replayRun)
+		return e.replayRunCommitted(ctx, req, x.branch, seq, replayRun)
 	}
 	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID})
 	res, _, err := e.runStream(ctx, req, x, prov, d.StreamPersist)
@@ -321,17 +322,21 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// runStream runs the stream of a run on x: the instruction first, then
-// the chunks; on every exit the provider's stream is over (the provider
-// stops and reaps its process) before the outcome is recorded. It returns
-// the result and the state (for run_and_collect).
+// runStream runs the stream of a run on x: the instruction first, stored
+// in its own event (see storeInstruction) and emitted as chunk 1, then the
+// chunks; on every exit the provider's stream is over (the provider stops
+// and reaps its process) before the outcome is recorded, in the final
+// event under req.ID. It returns the result and the state (for
+// run_and_collect).
 func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, persist bool) (*Result, *runState, error) {
 	t0 := e.clock()
-	history := x.branch.Messages
-	if x.data.ClearMessages {
-		history = nil
+	if err := e.storeInstruction(ctx, req, x); err != nil {
+		return nil, nil, err
 	}
-	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+	var history []Message
+	if !x.data.ClearMessages {
+		history = withoutMessage(x.branch.Messages, x.ins.ID)
+	}
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
 	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
 		return nil, nil, err
@@ -360,8 +365,8 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		return st.take(c)
 	}
 
-	// The instruction is emitted first, before any chunk is read
-	// (0021-D3-13): a system chunk carrying it.
+	// The instruction, stored already, is emitted first, before any chunk
+	// is read (0021-D3-13): a system chunk carrying it.
 	err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{metaInstruction: x.ins, "branch_id": x.branch.ID}})
 	sctx, stop := ctx, context.CancelFunc(func() {})
 	if d, ok := runTimeout(x.chat); ok {
@@ -435,7 +440,8 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		return nil, nil, merr
 	}
 	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
-	ev := Event{Messages: append([]Message{x.ins}, st.msgs...), Clear: x.data.ClearMessages, ModelCalls: x.calls}
+	// The instruction and the clearing are in the instruction's event.
+	ev := Event{Messages: st.msgs, ModelCalls: x.calls}
 	if st.session != "" && st.session != x.branch.Settings.ProviderSession {
 		ev.Settings = &Settings{ProviderSession: st.session}
 	}
@@ -446,6 +452,128 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		e.finishRunLog(cctx, x.streamRequest(req), x.branch.ID)
 	}
 	return out2, st, cerr
+}
+
+// stageInstruction names the stage event of a run's instruction: its id
+// is stageID(request id, stageInstruction).
+const stageInstruction = "instruction"
+
+// storeInstruction sets x.ins and records it before the stream starts
+// (0021-D3-13), as its own event under the stage id of req's instruction,
+// with the clearing x asks for, then emits its message.added. The rest of
+// the run is recorded in the final event under req.ID, so history shows
+// the instruction first even when the worker dies mid-run; the
+// redelivered run finds the instruction committed, takes it as recorded
+// (emitting its message.added again, as a replay does) and streams again.
+// An instruction event without a final event is an attempt that did not
+// end (yet).
+func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange) error {
+	id := stageID(req.ID, stageInstruction)
+	signal := func() {
+		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Message: &x.ins})
+	}
+	if seq, ok := x.branch.Commits[id]; ok {
+		ins, err := e.committedInstruction(ctx, x.branch.ID, id, seq)
+		if err != nil {
+			return err
+		}
+		x.ins = ins
+		signal()
+		return nil
+	}
+	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+	outcome, err := encodeOutcome(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
+	if err != nil {
+		return err
+	}
+	// A client's cancel before the stream still ends the run cleanly, with
+	// the instruction recorded: storing it ignores that cancel.
+	sctx := ctx
+	if errors.Is(context.Cause(ctx), ErrCanceledByClient) {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+	}
+	ev := Event{
+		Type: EventMessages, RequestID: id, Time: e.clock(), BranchID: x.branch.ID,
+		Messages: []Message{x.ins}, Clear: x.data.ClearMessages, Result: outcome,
+	}
+	nb, err := e.store.Append(sctx, x.branch.ID, ev)
+	switch {
+	case errors.Is(err, ErrAlreadyCommitted):
+		// A concurrent duplicate stored it first: its instruction is the one.
+		seq, ok := uint64(0), false
+		if nb != nil {
+			seq, ok = nb.Commits[id]
+		}
+		if !ok {
+			if nb, err = e.load(ctx, x.branch.ID); err != nil {
+				return err
+			}
+			if seq, ok = nb.Commits[id]; !ok {
+				return Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", id, x.branch.ID)
+			}
+		}
+		if x.ins, err = e.committedInstruction(ctx, x.branch.ID, id, seq); err != nil {
+			return err
+		}
+	case errors.Is(err, ErrBranchNotFound):
+		return Errorf(CodeBranchNotFound, "branch %q was deleted during the request", x.branch.ID)
+	case err != nil:
+		return storeErr("append", err)
+	}
+	signal()
+	return nil
+}
+
+// committedInstruction returns the instruction that the stage event id
+// recorded at seq.
+func (e *Engine) committedInstruction(ctx context.Context, branchID, id string, seq uint64) (Message, error) {
+	ev, err := e.committedEvent(ctx, branchID, id, seq)
+	if err != nil {
+		return Message{}, err
+	}
+	for _, m := range ev.Messages {
+		if m.Kind == KindInstruction {
+			return m, nil
+		}
+	}
+	return Message{}, Errorf(CodeInternal, "the instruction event %d of request %q on branch %q holds no instruction", seq, id, branchID)
+}
+
+// replayRunCommitted answers a run (or run_and_collect) whose final event
+// is committed at seq from history: the instruction's message.added comes
+// first, from its stage event, then the final event's, as when it ran.
+func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *Branch, seq uint64, sig replaySignals) (*Result, error) {
+	var before []Message
+	if iseq, ok := b.Commits[stageID(req.ID, stageInstruction)]; ok && iseq < seq {
+		ins, err := e.committedInstruction(ctx, b.ID, stageID(req.ID, stageInstruction), iseq)
+		if err != nil {
+			return nil, err
+		}
+		before = []Message{ins}
+	}
+	return e.replayCommittedAfter(ctx, req, before, seq, sig)
+}
+
+// withoutMessage returns ms without the message id: the history a run's
+// prompt is built from, without its own instruction, which a redelivered
+// run finds recorded already and sends once, last. ms is returned as it
+// is when it does not hold id (a first attempt: the prompt memo then
+// sees the branch's own messages), resliced when id is its last message.
+func withoutMessage(ms []Message, id string) []Message {
+	i := len(ms) - 1
+	for i >= 0 && ms[i].ID != id {
+		i--
+	}
+	switch {
+	case i < 0:
+		return ms
+	case i == len(ms)-1:
+		return ms[:i:i]
+	}
+	out := make([]Message, 0, len(ms)-1)
+	return append(append(out, ms[:i]...), ms[i+1:]...)
 }
 
 // commitTimeout bounds recording a run after its stream ended.

@@ -31,7 +31,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	}
 	var res *Result
 	if seq, ok := x.branch.Commits[req.ID]; ok {
-		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)
+		res, err = m.e.replayRunCommitted(ctx, req, x.branch, seq, replayMessages)
 	} else {
 		res, _, err = m.e.runStream(ctx, req, x, prov, in.StreamPersist)
 	}

@@ -197,6 +197,17 @@ func TestRun_records_the_stream(t *testing.T) {
 	if req.Content["function"] != "Bash" || resp.Content["output"] != "a.txt\nb.txt" || resp.Content["action_request_id"] != req.ID {
 		t.Errorf("action messages %v / %v", req.Content, resp.Content)
 	}
+	// The instruction is its own event, stored before the stream; the
+	// final event, under the request id, holds the rest (0021-D3-13).
+	evs, err := rb.store.History(context.Background(), "b1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = evs[1:]
+	if len(evs) != 2 || evs[0].RequestID != "r1/instruction" || evs[1].RequestID != "r1" ||
+		len(evs[0].Messages) != 1 || evs[0].Messages[0].ID != ms[1].ID || !slices.Equal(msgKinds(evs[1].Messages), wantKinds[1:]) {
+		t.Errorf("history events %+v", evs)
+	}
 	if rv.Text == nil || *rv.Text != strings.Join(wantTexts, "\n\n") || !strings.HasPrefix(rv.SessionID, "sess-") {
 		t.Errorf("value %+v", rv)
 	}
