@@ -220,7 +220,11 @@ func asError(ctx context.Context, err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Error{Code: CodeTimeout, Message: err.Error(), Temporary: true, Err: err}
 	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
-		return &Error{Code: CodeCanceled, Message: err.Error(), Err: err}
+		// Cancelled by its client, the request is over; cancelled by
+		// anything else (its worker stopping), it runs again elsewhere:
+		// temporary, so that this attempt emits no terminal signal.
+		byClient := errors.Is(err, ErrCanceledByClient) || errors.Is(context.Cause(ctx), ErrCanceledByClient)
+		return &Error{Code: CodeCanceled, Message: err.Error(), Temporary: !byClient, Err: err}
 	}
 	return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
 }
