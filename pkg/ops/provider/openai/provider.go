@@ -252,16 +252,18 @@ func retryable(err error) bool {
 	return errors.Is(err, ErrConnection)
 }
 
-// send makes one attempt. retryAfter is the wait an error answer asked
-// for, or -1 when it asked for none.
-func (p *Provider) send(ctx context.Context, body []byte) (comp *ops.Completion, retryAfter time.Duration, err error) {
-	retryAfter = -1
+// post sends body to the endpoint, asking for accept, and returns the
+// response when its status is 2xx (the caller closes its body). Otherwise
+// it returns the error, with the wait the answer asked for (Retry-After),
+// or -1 when it asked for none.
+func (p *Provider) post(ctx context.Context, body []byte, accept string) (*http.Response, time.Duration, error) {
+	retryAfter := time.Duration(-1)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, retryAfter, fmt.Errorf("%w: %v", ErrInvalidCall, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "lionbus")
 	if p.key != "" {
 		req.Header.Set("Authorization", "Bearer "+p.key)
@@ -270,9 +272,8 @@ func (p *Provider) send(ctx context.Context, body []byte) (comp *ops.Completion,
 	if err != nil {
 		return nil, retryAfter, fmt.Errorf("%w: %s", ErrConnection, p.redact(err.Error()))
 	}
-	defer resp.Body.Close()
-
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
 		se := decodeError(resp.StatusCode, p.redactBytes(raw))
 		if d, ok := parseRetryAfter(resp.Header, time.Now()); ok {
@@ -281,6 +282,17 @@ func (p *Provider) send(ctx context.Context, body []byte) (comp *ops.Completion,
 		}
 		return nil, retryAfter, se
 	}
+	return resp, retryAfter, nil
+}
+
+// send makes one attempt. retryAfter is the wait an error answer asked
+// for, or -1 when it asked for none.
+func (p *Provider) send(ctx context.Context, body []byte) (comp *ops.Completion, retryAfter time.Duration, err error) {
+	resp, retryAfter, err := p.post(ctx, body, "application/json")
+	if err != nil {
+		return nil, retryAfter, err
+	}
+	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, p.maxBody+1))
 	if err != nil {
 		return nil, retryAfter, fmt.Errorf("%w: reading the answer: %s", ErrConnection, p.redact(err.Error()))

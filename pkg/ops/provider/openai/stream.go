@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -93,31 +91,11 @@ type streamChunk struct {
 
 // sendStream makes one streamed attempt.
 func (p *Provider) sendStream(ctx context.Context, body []byte, emit func(ops.Chunk) error) (*ops.Completion, time.Duration, error) {
-	retryAfter := time.Duration(-1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
+	resp, retryAfter, err := p.post(ctx, body, "text/event-stream")
 	if err != nil {
-		return nil, retryAfter, fmt.Errorf("%w: %v", ErrInvalidCall, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("User-Agent", "lionbus")
-	if p.key != "" {
-		req.Header.Set("Authorization", "Bearer "+p.key)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, retryAfter, fmt.Errorf("%w: %s", ErrConnection, p.redact(err.Error()))
+		return nil, retryAfter, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
-		se := decodeError(resp.StatusCode, p.redactBytes(raw))
-		if d, ok := parseRetryAfter(resp.Header, time.Now()); ok {
-			se.RetryAfter = d
-			retryAfter = d
-		}
-		return nil, retryAfter, se
-	}
 
 	var (
 		id, model, finish string
