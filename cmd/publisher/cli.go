@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lionbus/lionbus/cmd/internal/buildinfo"
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 )
 
@@ -21,22 +21,7 @@ import (
 var version string
 
 // versionString is the version the version command and --version print.
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	return v
-}
+func versionString() string { return buildinfo.Version(version) }
 
 // app is one publisher invocation: the options its flags fill, where it
 // reads and writes, and the exit code its command left.

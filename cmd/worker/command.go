@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lionbus/lionbus/cmd/internal/buildinfo"
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 )
 
@@ -19,22 +19,7 @@ import (
 var version string
 
 // versionString is the version the version command and --version print.
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	return v
-}
+func versionString() string { return buildinfo.Version(version) }
 
 // newCommand is the worker's command line: the flags of fs, help, version
 // and completion. serve is called with the arguments left when the worker
