@@ -90,20 +90,31 @@ func TestDeadLetter_request_failing_every_delivery(t *testing.T) {
 // Nats-Msg-Id) is dead-lettered under its ops stream sequence.
 func TestDeadLetter_unanswerable_input(t *testing.T) {
 	t.Parallel()
-	b := bustest.New(t, provision.Config{})
+	b := bustest.New(t, provision.Config{MaxPayload: 4096})
 	b.StartWorker(t, nil, echoHandler(), nil, worker.Config{})
+	event := func(data string) []byte {
+		return []byte(`{"specversion":"1.0","id":"req-x","type":"lionbus.op.echo.request","source":"x","data":` + data + `}`)
+	}
 	tests := []struct {
-		name string
-		body []byte
-		code ops.Code
+		name      string
+		header    nats.Header
+		body      []byte
+		code      ops.Code
+		retryable bool
 	}{
-		{"not JSON", []byte("{{{ not json"), protocol.CodeMalformedEvent},
-		{"no id", []byte(`{"specversion":"1.0","type":"lionbus.op.echo.request","source":"x"}`), protocol.CodeMissingAttribute},
+		{"not JSON", nil, []byte("{{{ not json"), protocol.CodeMalformedEvent, false},
+		{"no id", nil, []byte(`{"specversion":"1.0","type":"lionbus.op.echo.request","source":"x"}`), protocol.CodeMissingAttribute, false},
+		{"unusable id", nil, []byte(`{"specversion":"1.0","id":"a b","type":"lionbus.op.echo.request","source":"x"}`), protocol.CodeInvalidAttribute, true},
+		{"over the size limit", nil, event(`{"pad":"` + strings.Repeat("x", 5000) + `"}`), protocol.CodePayloadTooLarge, true},
+		{"wrong Content-Type", nats.Header{"Content-Type": {"text/plain"}}, event(`{}`), protocol.CodeMissingAttribute, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := nats.NewMsg("lion.ops.op.echo")
 			m.Data = tt.body
+			for k, v := range tt.header {
+				m.Header[k] = v
+			}
 			ack, err := b.JS.PublishMsg(bustest.Ctx(t), m)
 			if err != nil {
 				t.Fatal(err)
@@ -112,6 +123,9 @@ func TestDeadLetter_unanswerable_input(t *testing.T) {
 			d := waitDeadLetter(t, b, key)
 			if d.Reason != tt.code || d.Answered || d.RequestID != "" || !bytes.Equal(d.Data, tt.body) || d.OpsSeq != ack.Sequence {
 				t.Fatalf("dead letter %+v", d)
+			}
+			if tt.retryable {
+				return // readable as an event: a retry would publish it again
 			}
 			if _, err := b.Client.RetryDeadLetter(bustest.Ctx(t), key); !errors.Is(err, client.ErrNotRetryable) {
 				t.Fatalf("retry of unreadable input: %v", err)
