@@ -146,7 +146,7 @@ func TestDrift_protocol_verb_table(t *testing.T) {
 	}
 	served := eng.Verbs()
 	// A row: | [`v1`, `v2`](#anchor) | served? | ...
-	row := regexp.MustCompile("^\\| \\[([^\\]]+)\\]\\(#([^)]+)\\) \\| ([^|]+) \\|")
+	row := regexp.MustCompile(`^\| \[([^\]]+)\]\(#([^)]+)\) \| ([^|]+) \|`)
 	name := regexp.MustCompile("`([^`]+)`")
 	documented := map[string]bool{}
 	var notYet []string

@@ -13,9 +13,6 @@ func vInt(s string) Value                { return Value{Kind: ValueInt, Text: s}
 func vFloat(s string) Value              { return Value{Kind: ValueFloat, Text: s} }
 func keyed(key string, v Value) OutEntry { return OutEntry{Kind: EntryKeyed, Key: key, Value: v} }
 func shortcut(name string) OutEntry      { return OutEntry{Kind: EntryShortcut, Name: name} }
-func group(items ...Value) OutEntry {
-	return OutEntry{Kind: EntryGroup, Value: list(items...)}
-}
 func lvar(model, field, alias, hint, content string) Lvar {
 	return Lvar{Head: Head{Model: model, Field: field, Alias: alias, Hint: hint}, Content: content}
 }

@@ -139,19 +139,6 @@ func fenceLines(text string, lines []fenceLine) []fenceLine {
 	return lines
 }
 
-// fenceKind reports whether the line at start begins with three backticks
-// or three tildes, and which.
-func fenceKind(text string, start int) (byte, bool) {
-	if start+3 > len(text) {
-		return 0, false
-	}
-	c := text[start]
-	if (c != '`' && c != '~') || text[start+1] != c || text[start+2] != c {
-		return 0, false
-	}
-	return c, true
-}
-
 func kindIndex(k byte) int {
 	if k == '`' {
 		return 0

@@ -244,7 +244,6 @@ func (l *lexer) next(t *token) {
 		l.off += size
 	}
 	l.set(t, tokEOF, "", l.off)
-	return
 }
 
 // decodeAt decodes the rune at s[i:], or returns utf8.RuneError for the
@@ -297,7 +296,6 @@ func (l *lexer) lexIdent(t *token, p int) {
 	}
 	l.off = i
 	l.set(t, tokID, s[p:i], p)
-	return
 }
 
 // asciiIdentPart marks the ASCII characters that continue an identifier.
@@ -354,7 +352,6 @@ func (l *lexer) lexNumber(t *token, p int) {
 	}
 	l.off = i
 	l.set(t, tokNum, s[p:i], p)
-	return
 }
 
 // lexString reads a quoted string in OUT mode: up to the same quote, with
@@ -416,7 +413,6 @@ func (l *lexer) lexString(t *token, p int) {
 	}
 	l.off = i
 	l.set(t, tokStr, b.String(), p)
-	return
 }
 
 // lexBody returns the raw text from the end of a tag head to the next

@@ -444,7 +444,6 @@ func cleanTagHeads(text string) string {
 		if !ok {
 			break
 		}
-		pos = i + 1
 		gt := strings.IndexByte(text[headStart:], '>')
 		if gt < 0 {
 			// No '>' here means none for any later tag either.

@@ -142,7 +142,7 @@ func TestToolFuncs_counts_calls_per_key(t *testing.T) {
 	}
 	// A redelivered request computes the same keys, so a tool can tell a
 	// repeated call from a new one.
-	if ops.ToolCallKey("req-1", 2) != ops.ToolCallKey("req-1", 2) || ops.ToolCallKey("req-1", 2) == ops.ToolCallKey("req-1", 3) ||
+	if ops.ToolCallKey("req-1", 2) != "req-1/tool/2" || ops.ToolCallKey("req-1", 2) == ops.ToolCallKey("req-1", 3) ||
 		ops.ToolCallKey("req-1", 2) == ops.ToolCallKey("req-2", 2) {
 		t.Fatal("ToolCallKey is not a stable, distinct key per request and index")
 	}

@@ -251,18 +251,6 @@ func snapshotSeq(data []byte) (uint64, error) {
 	return head.Seq, nil
 }
 
-// encodeSegment encodes msgs as a msgpack array.
-func encodeSegment(msgs []ops.Message) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
-	if err := enc.Encode(msgs); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // decodeSegment decodes a segment that must hold want messages.
 func decodeSegment(data []byte, want int) ([]ops.Message, error) {
 	var msgs []ops.Message
