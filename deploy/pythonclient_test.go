@@ -1,17 +1,11 @@
 package deploy
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/lionbus/lionbus/pkg/bus"
-	"github.com/lionbus/lionbus/pkg/bus/client"
-	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
 // The Python example client works as the user client of nats/nats.conf
@@ -23,25 +17,9 @@ func TestPythonClient_as_the_client_user(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 is not installed: the Python example client cannot run")
 	}
-	vars := []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "NATS_SYS_PASSWORD"}
+	vars := []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD"}
 	s := startConfServer(t, "nats/nats.conf", vars)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	svc, err := bus.Start(ctx, bus.Config{
-		Connect: client.ConnectConfig{
-			URL: s.ClientURL(), User: "worker", Password: password("LIONBUS_WORKER_PASSWORD"), InboxPrefix: "_INBOX_worker",
-		},
-		Worker: worker.Config{FetchWait: 200 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatalf("start the worker: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(ctx)
-		svc.Close()
-	})
+	startSingleAccountWorker(t, s, nil)
 	url := strings.Replace(s.ClientURL(), "nats://", "nats://client:"+password("LIONBUS_CLIENT_PASSWORD")+"@", 1)
 	pyClient := func(inbox string) (string, string, error) {
 		cmd := exec.Command(python, filepath.Join("..", "examples", "python-client", "client.py"), "pyperm", "Hello as client")
