@@ -520,7 +520,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // and the client can neither take requests, forge answers or tool results,
 // nor change streams or the tool registry.
 func TestSingleAccount_permissions(t *testing.T) {
-	vars := []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "NATS_SYS_PASSWORD"}
+	vars := []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD"}
 	s := startConfServer(t, "nats/nats.conf", vars)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
