@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/tools"
 )
 
@@ -20,24 +21,38 @@ import (
 type Configure func(ctx context.Context, js jetstream.JetStream, prefix string) (tools.ServiceConfig, error)
 
 // Main is the whole command of an example tool service named name: it
-// reads --nats and --prefix, connects, serves the tools configure returns
-// until SIGINT or SIGTERM, stops cleanly (removing their registry entries)
-// and returns the exit code.
+// reads its flags (each also LIONBUS_<FLAG> in the environment, which is
+// where a password belongs: never on the command line), connects, serves
+// the tools configure returns until SIGINT or SIGTERM, stops cleanly
+// (removing their registry entries) and returns the exit code.
 func Main(name string, configure Configure) int {
-	url := flag.String("nats", nats.DefaultURL, "NATS server URL")
-	prefix := flag.String("prefix", tools.DefaultPrefix, "lionbus subject prefix")
+	env := func(k, def string) string {
+		if v, ok := os.LookupEnv("LIONBUS_" + k); ok {
+			return v
+		}
+		return def
+	}
+	cfg := client.ConnectConfig{Name: "lionbus " + name, Password: os.Getenv("LIONBUS_PASSWORD")}
+	flag.StringVar(&cfg.URL, "nats", env("NATS", nats.DefaultURL), "NATS server URL (comma-separated list allowed)")
+	flag.StringVar(&cfg.User, "user", env("USER", ""), "NATS user (its password in $LIONBUS_PASSWORD or --password-file)")
+	flag.StringVar(&cfg.PasswordFile, "password-file", env("PASSWORD_FILE", ""), "file holding the NATS password")
+	flag.StringVar(&cfg.InboxPrefix, "inbox-prefix", env("INBOX_PREFIX", ""), "inbox prefix of the connection (default _INBOX)")
+	prefix := flag.String("prefix", env("PREFIX", tools.DefaultPrefix), "lionbus subject prefix")
 	flag.Parse()
-	if err := serve(name, *url, *prefix, configure); err != nil {
+	if cfg.PasswordFile != "" {
+		cfg.Password = ""
+	}
+	if err := serve(name, cfg, *prefix, configure); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	return 0
 }
 
-func serve(name, url, prefix string, configure Configure) error {
+func serve(name string, cc client.ConnectConfig, prefix string, configure Configure) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(url, nats.Name("lionbus "+name))
+	nc, err := client.Connect(ctx, cc)
 	if err != nil {
 		return err
 	}
