@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lionbus/lionbus/cmd/internal/buildinfo"
+	"github.com/lionbus/lionbus/cmd/internal/cliflags"
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 )
 
@@ -70,7 +71,7 @@ func (a *app) newRoot() *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(flagError)
-	addGoFlags(root.PersistentFlags(), a.global)
+	cliflags.AddGoFlags(root.PersistentFlags(), a.global)
 	_ = root.RegisterFlagCompletionFunc(contextFlag, func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return contextNames(cmd, nil, toComplete)
 	})
@@ -217,38 +218,9 @@ func (a *app) leaf(use, short, long string, define func(fs *flag.FlagSet) func(a
 			return nil
 		},
 	}
-	addGoFlags(cmd.Flags(), fs)
+	cliflags.AddGoFlags(cmd.Flags(), fs)
 	return cmd
 }
-
-// addGoFlags declares the flags of fs on pfs. Setting one sets it on fs,
-// so that fs.Visit sees the flags given.
-func addGoFlags(pfs *pflag.FlagSet, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		pf := pflag.PFlagFromGoFlag(f)
-		typ := pf.Value.Type()
-		switch typ {
-		case "bool", "duration", "float64", "int", "int64", "string", "uint", "uint64":
-		default:
-			typ = "string" // a flag.Value of the command's own (repeatable flags)
-		}
-		pf.Value = goSetter{fs: fs, name: f.Name, typ: typ, value: f.Value}
-		pfs.AddFlag(pf)
-	})
-}
-
-// goSetter is a flag of a Go flag set as a pflag value: Set goes through
-// the flag set.
-type goSetter struct {
-	fs    *flag.FlagSet
-	name  string
-	typ   string
-	value flag.Value
-}
-
-func (g goSetter) String() string     { return g.value.String() }
-func (g goSetter) Set(v string) error { return g.fs.Set(g.name, v) }
-func (g goSetter) Type() string       { return g.typ }
 
 // tabular adds -o json|table to a command that prints a table.
 func (a *app) tabular(cmd *cobra.Command) *cobra.Command {
@@ -365,25 +337,7 @@ func suggestCommand(cmd *cobra.Command, name string) string {
 // flagError turns a flag parsing error into one line, with the flag meant
 // when an unknown one is close to a known one.
 func flagError(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	var names []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	switch {
-	case strings.HasPrefix(msg, "unknown flag: --"):
-		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "unknown flag: --"), "=")
-		if s := natsflags.Suggest(name, names); s != "" {
-			msg += fmt.Sprintf(" (did you mean --%s?)", s)
-		}
-	case strings.HasPrefix(msg, "unknown shorthand flag: "):
-		// -nats: a long flag with one dash, as Go's flag package takes it.
-		if _, arg, ok := strings.Cut(msg, " in -"); ok {
-			name, _, _ := strings.Cut(arg, "=")
-			if s := natsflags.Suggest(name, names); s != "" {
-				msg += fmt.Sprintf(" (did you mean --%s?)", s)
-			}
-		}
-	}
-	return &usageErr{msg + "; see '" + cmd.CommandPath() + " --help'"}
+	return &usageErr{cliflags.ErrorMessage(cmd, err) + "; see '" + cmd.CommandPath() + " --help'"}
 }
 
 // skipFlags returns args without the flags of fs (and their values) that

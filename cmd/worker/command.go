@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lionbus/lionbus/cmd/internal/buildinfo"
+	"github.com/lionbus/lionbus/cmd/internal/cliflags"
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 )
 
@@ -41,7 +40,7 @@ func newCommand(fs *flag.FlagSet, stdout, stderr io.Writer, serve func(args []st
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	addGoFlags(root.Flags(), fs)
+	cliflags.AddGoFlags(root.Flags(), fs)
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the worker's version",
@@ -53,55 +52,10 @@ func newCommand(fs *flag.FlagSet, stdout, stderr io.Writer, serve func(args []st
 	return root
 }
 
-// addGoFlags declares the flags of fs on pfs. Setting one sets it on fs,
-// so that fs.Visit sees the flags given (the others come from the
-// environment).
-func addGoFlags(pfs *pflag.FlagSet, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		pf := pflag.PFlagFromGoFlag(f)
-		typ := pf.Value.Type()
-		switch typ {
-		case "bool", "duration", "float64", "int", "int64", "string", "uint", "uint64":
-		default:
-			typ = "string" // a flag.Value of the command's own (repeatable flags)
-		}
-		pf.Value = goSetter{fs: fs, name: f.Name, typ: typ, value: f.Value}
-		pfs.AddFlag(pf)
-	})
-}
-
-// goSetter is a flag of a Go flag set as a pflag value: Set goes through
-// the flag set.
-type goSetter struct {
-	fs    *flag.FlagSet
-	name  string
-	typ   string
-	value flag.Value
-}
-
-func (g goSetter) String() string     { return g.value.String() }
-func (g goSetter) Set(v string) error { return g.fs.Set(g.name, v) }
-func (g goSetter) Type() string       { return g.typ }
-
 // flagError turns a flag parsing error into one line, with the flag meant
 // when an unknown one is close to a known one.
 func flagError(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	var names []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	name := ""
-	switch {
-	case strings.HasPrefix(msg, "unknown flag: --"):
-		name = strings.TrimPrefix(msg, "unknown flag: --")
-	case strings.HasPrefix(msg, "unknown shorthand flag: "):
-		// -nats: a long flag with one dash, as Go's flag package took it.
-		_, name, _ = strings.Cut(msg, " in -")
-	}
-	name, _, _ = strings.Cut(name, "=")
-	if s := natsflags.Suggest(name, names); name != "" && s != "" {
-		msg += fmt.Sprintf(" (did you mean --%s?)", s)
-	}
-	return fmt.Errorf("%s", msg)
+	return fmt.Errorf("%s", cliflags.ErrorMessage(cmd, err))
 }
 
 // warnEnv prints a warning for every LIONBUS_* variable of environ that
