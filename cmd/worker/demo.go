@@ -33,14 +33,21 @@ const demoSystem = "You are a concise assistant in the lionbus demo."
 // demoReplies is the script of the demo's chat model, one reply per model
 // call on the branch. The second is JSON, so that a communicate with a
 // response_format returns validated structured output; the third is the
-// operate step's structured answer, asking for two tool calls.
-var demoReplies = []string{
-	"Hello! I am a scripted model, answering over NATS JetStream.",
-	"Here you go:\n```json\n{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}\n```",
-	"```json\n{\"summary\": \"Asking the tools for the conversion and the saved note.\", \"action_required\": true, " +
-		"\"action_requests\": [{\"function\": \"to_celsius\", \"arguments\": {\"fahrenheit\": 212}}, " +
-		"{\"function\": \"note_get\", \"arguments\": {\"key\": \"motto\"}}]}\n```",
-	"You're welcome. Goodbye!",
+// operate step's structured answer, asking for two tool calls. Each
+// reports a token usage, as a real model does, which the worker's metrics
+// count (lionbus_model_tokens_total).
+var demoReplies = []any{
+	demoReply("Hello! I am a scripted model, answering over NATS JetStream.", 31, 12),
+	demoReply("Here you go:\n```json\n{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}\n```", 58, 29),
+	demoReply("```json\n{\"summary\": \"Asking the tools for the conversion and the saved note.\", \"action_required\": true, "+
+		"\"action_requests\": [{\"function\": \"to_celsius\", \"arguments\": {\"fahrenheit\": 212}}, "+
+		"{\"function\": \"note_get\", \"arguments\": {\"key\": \"motto\"}}]}\n```", 164, 61),
+	demoReply("You're welcome. Goodbye!", 97, 6),
+}
+
+// demoReply is one scripted reply with its token usage.
+func demoReply(text string, in, out int) map[string]any {
+	return map[string]any{"text": text, "usage": map[string]any{"input_tokens": in, "output_tokens": out, "total_tokens": in + out}}
 }
 
 // demoCityFormat is the response_format of the demo's structured request.

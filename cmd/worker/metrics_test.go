@@ -81,3 +81,39 @@ func TestRun_metrics_and_health(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_demo_metrics: after the demo, /metrics counts what it did: its
+// requests by verb, its model calls and their tokens, its tool calls.
+func TestRun_demo_metrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	stdout, stderr, _ := runWorker(t, "--demo", "--port", "-1", "--metrics-addr", addr, "--log-level", "disabled", "--store-dir", t.TempDir())
+	waitFor(t, 90*time.Second, "the demo to finish", func() bool {
+		return strings.Contains(stdout.String(), "Ctrl-C to stop.") || strings.Contains(stderr.String(), "worker:")
+	})
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	body := string(raw)
+	for _, want := range []string{
+		`lionbus_requests_total{code="ok",verb="communicate"} 3`,
+		`lionbus_requests_total{code="ok",verb="act"} 1`,
+		`lionbus_requests_total{code="ok",verb="operate"} 1`,
+		`lionbus_model_call_duration_seconds_count{outcome="ok",provider="scripted"} 4`,
+		`lionbus_model_tokens_total{direction="input",provider="scripted"} 350`,
+		`lionbus_model_tokens_total{direction="output",provider="scripted"} 108`,
+		`lionbus_tool_call_duration_seconds_count{outcome="ok",tool="calculate"} 1`,
+		`lionbus_tool_call_duration_seconds_count{outcome="ok",tool="note_get"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics after the demo lacks %s", want)
+		}
+	}
+}
