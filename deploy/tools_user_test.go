@@ -40,7 +40,7 @@ func TestSingleAccount_tools_user(t *testing.T) {
 	}
 	startSingleAccountWorker(t, s, inv)
 
-	p := connectProbe(t, s, "tools", "LIONBUS_TOOLS_PASSWORD", "_INBOX")
+	p := connectProbe(t, s, "tools", "LIONBUS_TOOLS_PASSWORD", "_INBOX_tools")
 	js, err := jetstream.New(p.nc)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +73,8 @@ func TestSingleAccount_tools_user(t *testing.T) {
 		}
 	}
 	p.cannotSubscribe("_INBOX.client.x")
+	p.cannotSubscribe("_INBOX.bob.x") // any other client's inbox too
+	p.cannotSubscribe("_INBOX.>")
 	p.cannotSubscribe("_INBOX_worker.x")
 	p.cannotSubscribe("lion.ops.communicate")
 	p.cannotPublish("lion.reply.x")
