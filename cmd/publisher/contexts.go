@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -47,51 +46,23 @@ func contextSettings() []string {
 // fileSettings are the settings that name a file, saved as absolute paths.
 var fileSettings = []string{"password-file", "token-file", "nkey", "creds", "tls-cert", "tls-key", "tls-ca"}
 
-// validContextName is what a context name may be.
-var validContextName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
-
-// configDir is where the publisher keeps its settings:
-// $XDG_CONFIG_HOME/lionbus, else the user's configuration directory.
-func configDir() (string, error) {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "lionbus"), nil
-	}
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "lionbus"), nil
-}
-
 // contextStore is the directory of the saved contexts.
 type contextStore struct{ dir string }
 
 func openContextStore() (contextStore, error) {
-	d, err := configDir()
+	d, err := natsflags.ConfigDir()
 	return contextStore{dir: d}, err
 }
 
-func (s contextStore) path(name string) string {
-	return filepath.Join(s.dir, "contexts", name+".json")
-}
+func (s contextStore) path(name string) string { return natsflags.ContextPath(s.dir, name) }
 
 func (s contextStore) selectedPath() string { return filepath.Join(s.dir, "context.txt") }
 
-// load reads context name.
+// load reads context name, whose settings must be ones a context may hold.
 func (s contextStore) load(name string) (map[string]string, error) {
-	if !validContextName.MatchString(name) {
-		return nil, fmt.Errorf("context name %q: want letters, digits, '_', '.' or '-'", name)
-	}
-	b, err := os.ReadFile(s.path(name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no context %q ('publisher context ls' lists them)", name)
-	}
+	settings, err := natsflags.ReadContext(s.dir, name)
 	if err != nil {
 		return nil, err
-	}
-	var settings map[string]string
-	if err := json.Unmarshal(b, &settings); err != nil {
-		return nil, fmt.Errorf("context %q: %s: %w", name, s.path(name), err)
 	}
 	for k := range settings {
 		if !slices.Contains(contextSettings(), k) {
@@ -103,7 +74,7 @@ func (s contextStore) load(name string) (map[string]string, error) {
 
 // save writes context name, readable by its owner only.
 func (s contextStore) save(name string, settings map[string]string) error {
-	if !validContextName.MatchString(name) {
+	if !natsflags.ValidContextName.MatchString(name) {
 		return fmt.Errorf("context name %q: want letters, digits, '_', '.' or '-'", name)
 	}
 	if err := os.MkdirAll(filepath.Dir(s.path(name)), 0o700); err != nil {

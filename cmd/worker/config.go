@@ -40,6 +40,9 @@ type config struct {
 
 	// Connection to a real deployment.
 	NATSURL string
+	// NATSContext names saved connection settings (publisher context save)
+	// supplying the connection flags not given otherwise.
+	NATSContext string
 	natsflags.Credentials
 	ConnTimeout time.Duration
 	// StartupTimeout bounds waiting for JetStream to be ready.
@@ -145,8 +148,15 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	if !parsed {
 		return c, errHelp
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if err := flagsFromEnv(fs, os.LookupEnv); err != nil {
 		return c, err
+	}
+	if c.NATSContext != "" {
+		if err := flagsFromContext(fs, c.NATSContext, given, os.LookupEnv); err != nil {
+			return c, err
+		}
 	}
 	openAIFromEnv(&c, os.LookupEnv)
 	{
@@ -178,6 +188,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.StoreDir, "store-dir", "", "embedded server: JetStream store directory (default: a temporary directory removed on exit)")
 	fs.IntVar(&c.MaxPayload, "max-payload", 0, fmt.Sprintf("largest request accepted, in bytes; larger ones get a payload_too_large error (default %d, at most %d)", protocol.DefaultMaxPayload, maxRequestPayload))
 
+	fs.StringVar(&c.NATSContext, "nats-context", "", "saved connection settings (publisher context save NAME) for the connection flags not given here or in the environment")
 	fs.StringVar(&c.NATSURL, "nats", "", "join the NATS deployment at this URL (comma-separated list allowed) instead of starting an embedded server")
 	c.Credentials.Register(fs)
 	fs.DurationVar(&c.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for the NATS connection; a server that is not up yet is tried again until then")
