@@ -30,19 +30,7 @@ func (e *Engine) communicate(ctx context.Context, req Request) (*Result, error) 
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		return e.replayCommitted(ctx, req, seq, replayRun)
 	}
-	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID})
-	res, err := e.communicateRun(ctx, req, x)
-	if err != nil {
-		oe := asError(ctx, err)
-		if retried(oe, req) {
-			// The retry ends the run, with its own terminal signal.
-			return nil, oe
-		}
-		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Err: oe})
-		return nil, oe
-	}
-	e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Result: res})
-	return res, nil
+	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) { return e.communicateRun(ctx, req, x) })
 }
 
 func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (*Result, error) {

@@ -53,19 +53,7 @@ func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID})
-	res, err := e.operateRun(ctx, req, b, p, sch, mid)
-	if err != nil {
-		oe := asError(ctx, err)
-		if retried(oe, req) {
-			// The retry ends the run, with its own terminal signal.
-			return nil, oe
-		}
-		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID, Err: oe})
-		return nil, oe
-	}
-	e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: b.ID, RequestID: req.ID, Result: res})
-	return res, nil
+	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return e.operateRun(ctx, req, b, p, sch, mid) })
 }
 
 // operateRun runs the stages after preparation.

@@ -143,18 +143,10 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		return e.replayRunCommitted(ctx, req, x.branch, seq, replayRun)
 	}
-	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID})
-	res, _, err := e.runStream(ctx, req, x, prov, d.StreamPersist)
-	if err != nil {
-		oe := asError(ctx, err)
-		if retried(oe, req) {
-			return nil, oe
-		}
-		e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Err: oe})
-		return nil, oe
-	}
-	e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Result: res})
-	return res, nil
+	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) {
+		res, _, err := e.runStream(ctx, req, x, prov, d.StreamPersist)
+		return res, err
+	})
 }
 
 // runState accumulates one run's stream into messages (0021-D3-14,
@@ -308,18 +300,6 @@ func (s *runState) addUsage(u map[string]any) {
 		return
 	}
 	addUsage(&s.usage, &Usage{InputTokens: int(in), OutputTokens: int(out), TotalTokens: int(in + out)})
-}
-
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	}
-	return 0, false
 }
 
 // runStream runs the stream of a run on x: the instruction first, stored
@@ -720,4 +700,16 @@ func classifyStreamError(provider, text string) string {
 		}
 	}
 	return fmt.Sprintf("provider %s (%s): %s", provider, kind, Truncate(text, 2000))
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
 }

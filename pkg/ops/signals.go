@@ -107,6 +107,24 @@ func (e *Engine) emit(ctx context.Context, s Signal) {
 	}
 }
 
+// runLifecycle runs body between req's run start and its one terminal
+// signal (ADR-0021 D4): run.end with the result, or run.failed with the
+// error, except for a failure the transport retries, whose retry ends the
+// run instead.
+func (e *Engine) runLifecycle(ctx context.Context, req Request, branchID string, body func() (*Result, error)) (*Result, error) {
+	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: branchID, RequestID: req.ID})
+	res, err := body()
+	if err != nil {
+		oe := asError(ctx, err)
+		if !retried(oe, req) {
+			e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: branchID, RequestID: req.ID, Err: oe})
+		}
+		return nil, oe
+	}
+	e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: branchID, RequestID: req.ID, Result: res})
+	return res, nil
+}
+
 // retried reports whether the transport will run req again after the
 // failure oe: a temporary failure before the last delivery.
 func retried(oe *Error, req Request) bool {
