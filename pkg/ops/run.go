@@ -271,8 +271,8 @@ func (s *runState) mergeResult(md map[string]any) {
 				old = map[string]any{}
 			}
 			for uk, uv := range u {
-				if n, ok := toFloat(uv); ok {
-					o, _ := toFloat(old[uk])
+				if n, ok := Number(uv); ok {
+					o, _ := Number(old[uk])
 					old[uk] = o + n
 				} else {
 					old[uk] = copyValue(uv)
@@ -281,8 +281,8 @@ func (s *runState) mergeResult(md map[string]any) {
 			s.meta[k] = old
 			s.addUsage(u)
 		case "total_cost_usd", "num_turns":
-			if n, ok := toFloat(v); ok {
-				o, _ := toFloat(s.meta[k])
+			if n, ok := Number(v); ok {
+				o, _ := Number(s.meta[k])
 				s.meta[k] = o + n
 				continue
 			}
@@ -294,8 +294,8 @@ func (s *runState) mergeResult(md map[string]any) {
 }
 
 func (s *runState) addUsage(u map[string]any) {
-	in, okIn := toFloat(u["input_tokens"])
-	out, okOut := toFloat(u["output_tokens"])
+	in, okIn := Number(u["input_tokens"])
+	out, okOut := Number(u["output_tokens"])
 	if !okIn && !okOut {
 		return
 	}
@@ -634,7 +634,7 @@ func (e *Engine) finishRunLog(ctx context.Context, req Request, branchID string)
 // runTimeout returns the positive "timeout" option of model, in seconds
 // (0021-D3-17); anything else means none.
 func runTimeout(m ModelRef) (time.Duration, bool) {
-	n, ok := toFloat(m.Options["timeout"])
+	n, ok := Number(m.Options["timeout"])
 	if !ok || n <= 0 {
 		return 0, false
 	}
@@ -700,16 +700,4 @@ func classifyStreamError(provider, text string) string {
 		}
 	}
 	return fmt.Sprintf("provider %s (%s): %s", provider, kind, Truncate(text, 2000))
-}
-
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	}
-	return 0, false
 }

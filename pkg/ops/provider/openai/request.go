@@ -120,7 +120,7 @@ func buildRequest(call ops.Call) ([]byte, error) {
 		}
 		switch k {
 		case "n":
-			if n, _ := asFloat(v); n != 1 {
+			if n, _ := ops.Number(v); n != 1 {
 				return nil, fmt.Errorf("%w: model option \"n\" must be 1: only the first choice is read", ErrInvalidCall)
 			}
 		case OptionSchemaName:
@@ -196,10 +196,10 @@ func validSchemaName(s string) bool {
 func (k kind) accepts(v any) bool {
 	switch k {
 	case kindNumber:
-		_, ok := asFloat(v)
+		_, ok := ops.Number(v)
 		return ok
 	case kindInteger:
-		f, ok := asFloat(v)
+		f, ok := ops.Number(v)
 		return ok && f == math.Trunc(f) && math.Abs(f) <= 1<<53
 	case kindBool:
 		_, ok := v.(bool)
@@ -242,45 +242,6 @@ func (k kind) String() string {
 	return "unknown"
 }
 
-// asFloat returns v as a float64 when it is a finite number.
-func asFloat(v any) (float64, bool) {
-	var f float64
-	switch n := v.(type) {
-	case float64:
-		f = n
-	case float32:
-		f = float64(n)
-	case int:
-		f = float64(n)
-	case int8:
-		f = float64(n)
-	case int16:
-		f = float64(n)
-	case int32:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case uint:
-		f = float64(n)
-	case uint8:
-		f = float64(n)
-	case uint16:
-		f = float64(n)
-	case uint32:
-		f = float64(n)
-	case uint64:
-		f = float64(n)
-	case json.Number:
-		var err error
-		if f, err = n.Float64(); err != nil {
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
-}
-
 // describe names the JSON type of v in an error, without its value.
 func describe(v any) string {
 	switch v.(type) {
@@ -295,7 +256,7 @@ func describe(v any) string {
 	case map[string]any:
 		return "an object"
 	}
-	if f, ok := asFloat(v); ok {
+	if f, ok := ops.Number(v); ok {
 		if f == math.Trunc(f) {
 			return "an integer"
 		}
