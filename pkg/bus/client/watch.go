@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,26 +86,35 @@ func (c *Client) Watch(ctx context.Context, branch string, opts WatchOptions, fn
 	if err != nil {
 		return fmt.Errorf("client: watch %s: %w", branch, err)
 	}
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(64, jetstream.FetchMaxWait(500*time.Millisecond))
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("client: watch %s: %w", branch, err)
+	}
+	defer it.Stop()
+	// Next blocks until a message comes: stop the iterator when ctx ends.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Stop()
+		case <-done:
+		}
+	}()
+	for {
+		m, err := it.Next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("client: watch %s: %w", branch, err)
 		}
-		for m := range batch.Messages() {
-			ev, err := c.codec.DecodeEvent(m.Headers(), m.Data())
-			if err != nil {
-				continue
-			}
-			if err := fn(ev); err != nil {
-				return err
-			}
+		ev, err := c.codec.DecodeEvent(m.Headers(), m.Data())
+		if err != nil {
+			continue
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
-			return fmt.Errorf("client: watch %s: %w", branch, err)
+		if err := fn(ev); err != nil {
+			return err
 		}
 	}
-	return nil
 }
