@@ -311,12 +311,11 @@ func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
 		history = nil
 	}
 	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
-	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
-	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
+	msgs, err := e.prompt(x, history)
+	if err != nil {
 		return err
 	}
 	var comp *Completion
-	var err error
 	if x.data.Stream {
 		comp, err = e.streamExchange(ctx, req, x, msgs)
 	} else {

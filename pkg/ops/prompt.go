@@ -35,6 +35,16 @@ func buildPrompt(system string, history []Message, current Message) []ChatMessag
 // takes, so that only a branch grown without bound meets it.
 const DefaultMaxPromptBytes = 32 << 20
 
+// prompt builds the prompt of x's model call, history then x.ins (see
+// promptMemo), and refuses one of more than the engine's MaxPromptBytes.
+func (e *Engine) prompt(x *exchange, history []Message) ([]ChatMessage, error) {
+	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
+	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
 // checkPrompt refuses a prompt of more than max bytes of text: the branch is
 // too long to be sent as one conversation.
 func checkPrompt(branch string, msgs []ChatMessage, max int) error {

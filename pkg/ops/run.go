@@ -310,16 +310,29 @@ func (s *runState) addUsage(u map[string]any) {
 // run_and_collect).
 func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, persist bool) (*Result, *runState, error) {
 	t0 := e.clock()
+	history := x.branch.Messages
+	if x.data.ClearMessages {
+		history = nil
+	}
+	// A first attempt builds (and bounds) its prompt before it stores the
+	// instruction, so that a refused prompt records nothing; a redelivery
+	// reads its stored instruction first and leaves it out of the history.
+	_, stored := x.branch.Commits[stageID(req.ID, stageInstruction)]
+	var msgs []ChatMessage
+	var err error
+	if !stored {
+		x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+		if msgs, err = e.prompt(x, history); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := e.storeInstruction(ctx, req, x); err != nil {
 		return nil, nil, err
 	}
-	var history []Message
-	if !x.data.ClearMessages {
-		history = withoutMessage(x.branch.Messages, x.ins.ID)
-	}
-	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
-	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
-		return nil, nil, err
+	if stored {
+		if msgs, err = e.prompt(x, withoutMessage(history, x.ins.ID)); err != nil {
+			return nil, nil, err
+		}
 	}
 	attempt := max(req.Attempt, 1)
 	call := Call{
@@ -461,7 +474,9 @@ func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange)
 		signal()
 		return nil
 	}
-	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+	if x.ins.ID == "" {
+		x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+	}
 	outcome, err := encodeOutcome(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
 	if err != nil {
 		return err

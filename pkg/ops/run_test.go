@@ -598,3 +598,41 @@ func TestOperate_0021_D4_06_nested_run_cleans_up(t *testing.T) {
 		})
 	}
 }
+
+// A run whose prompt is over the engine's bound is refused before anything
+// is recorded: no instruction stored, no CLI started.
+func TestRun_prompt_over_the_bound_records_nothing(t *testing.T) {
+	t.Parallel()
+	bin := clitest.Build(t)
+	dir := t.TempDir()
+	prov, err := cli.New(cli.Command{Name: "fake", Argv: []string{bin}, Env: []string{"FAKECLI_DIR=" + dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := ops.NewMemoryStore()
+	eng, err := ops.NewEngine(ops.Config{Store: store, MaxPromptBytes: 300, Chunks: &chunkOutlet{},
+		Providers: ops.NewProviders(map[string]ops.Provider{"cli": prov})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Do(context.Background(), ops.Request{ID: "c", Verb: "branch.create", BranchID: "b",
+		Data: json.RawMessage(`{"chat_model":"cli:fake"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	data := fmt.Sprintf(`{"instruction":%q}`, strings.Repeat("x", 400))
+	_, err = eng.Do(context.Background(), ops.Request{ID: "r", Verb: "run", BranchID: "b", Data: json.RawMessage(data), LastAttempt: true})
+	var oe *ops.Error
+	if !errors.As(err, &oe) || oe.Code != ops.CodeInvalidRequest || !strings.Contains(oe.Message, "too long for one model call") {
+		t.Fatalf("err = %v, want the prompt bound", err)
+	}
+	b, err := store.Load(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds := msgKinds(b.Messages); len(kinds) != 0 {
+		t.Fatalf("the refused run recorded %v", kinds)
+	}
+	if n := len(clitest.Records(t, dir)); n != 0 {
+		t.Fatalf("the CLI ran %d times", n)
+	}
+}
