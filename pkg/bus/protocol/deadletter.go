@@ -83,18 +83,33 @@ func DeadLetterKey(requestID string, opsSeq uint64) string {
 // stripped are the headers of a request message not copied into its dead
 // letter: the server's delivery metadata and the publish-time checks, which
 // describe the original publish and would refuse a republish.
-var stripped = []string{
+var stripped = append([]string{
 	jetstream.MsgIDHeader,
 	jetstream.ExpectedStreamHeader,
 	jetstream.ExpectedLastSeqHeader,
 	jetstream.ExpectedLastSubjSeqHeader,
 	jetstream.ExpectedLastSubjSeqSubjHeader,
 	jetstream.ExpectedLastMsgIDHeader,
+}, storedMetadata...)
+
+// storedMetadata are the headers a direct get adds to a stored message:
+// they describe the stored copy, not the message.
+var storedMetadata = []string{
 	jetstream.StreamHeader,
 	jetstream.SequenceHeader,
 	jetstream.TimeStampHeaer,
 	jetstream.SubjectHeader,
 	jetstream.LastSequenceHeader,
+	"Nats-Num-Pending",
+}
+
+// DeleteStoredMetadata removes from h the headers a direct get of a stored
+// message adds (stream, sequence, time, subject, ...), so that the message
+// can be sent on as it was published.
+func DeleteStoredMetadata(h nats.Header) {
+	for _, k := range storedMetadata {
+		h.Del(k)
+	}
 }
 
 // Message returns the dead letter as a message on subject (see

@@ -430,9 +430,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 	}
 	// A direct get adds the stored message's stream metadata; it describes
 	// the stored copy, not the answer.
-	for _, k := range []string{jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer, jetstream.SubjectHeader, jetstream.LastSequenceHeader, "Nats-Num-Pending"} {
-		out.Header.Del(k)
-	}
+	protocol.DeleteStoredMetadata(out.Header)
 	out.Data = stored.Data
 	if err := w.nc.PublishMsg(out); err != nil {
 		log.Warn().Err(err).Msg("republish stored answer")
