@@ -170,8 +170,20 @@ func (i *Invoker) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.Tool
 	case err != nil:
 		return ops.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, err)
 	}
-	return decodeOutcome(i.codec, reply.Header, reply.Data)
+	out, err := decodeOutcome(i.codec, reply.Header, reply.Data)
+	if err == nil && out.Error != nil && out.Error.Code == CodeTimeout && time.Until(dl) < deadlineSlack {
+		// The service stopped the handler at this call's deadline and said
+		// so just before the wait here ended: the same timeout, whichever
+		// side noticed it first.
+		return ops.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, context.DeadlineExceeded)
+	}
+	return out, err
 }
+
+// deadlineSlack is how close to a call's deadline a service's timeout
+// answer counts as that deadline passing (the two sides' clocks and the
+// trip back).
+const deadlineSlack = time.Second
 
 // allowedSubject reports whether the invoker may send an invocation to
 // subject: not a system subject ($JS, $KV, $SRV, ...) and not one of
