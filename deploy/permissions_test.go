@@ -564,11 +564,14 @@ func TestSingleAccount_permissions(t *testing.T) {
 	})
 	t.Run("client/refused", func(t *testing.T) {
 		p := connectProbe(t, s, "client", "LIONBUS_CLIENT_PASSWORD", "_INBOX.client")
-		for _, subj := range []string{"_INBOX.>", "_INBOX_worker.>", "lion.ops.>", "lion.history.>", "lion.tool.>"} {
+		// Run logs, in any directory (0021-D5-06), are no client's to read.
+		for _, subj := range []string{"_INBOX.>", "_INBOX_worker.>", "lion.ops.>", "lion.history.>", "lion.tool.>",
+			"lion.runlog.>", "lion.runlog.default.>", "lion.runlog.audit.>"} {
 			p.cannotSubscribe(subj)
 		}
 		for _, subj := range []string{"lion.reply.x", "lion.history.b1", "_INBOX_worker.x.1", "$KV.lion_tools.x",
-			"$JS.API.STREAM.PURGE.LION_HISTORY", "$JS.API.STREAM.DELETE.LION_OPS", "$JS.API.CONSUMER.MSG.NEXT.LION_OPS.workers"} {
+			"$JS.API.STREAM.PURGE.LION_HISTORY", "$JS.API.STREAM.DELETE.LION_OPS", "$JS.API.CONSUMER.MSG.NEXT.LION_OPS.workers",
+			"lion.runlog.audit.x.snapshot", "$JS.API.STREAM.PURGE.LION_RUNLOG"} {
 			p.cannotPublish(subj)
 		}
 	})

@@ -27,7 +27,8 @@ func runCommand() command {
 		define: func(fs *flag.FlagSet) func(*request, []string) error {
 			instruction := fs.String("instruction", "", "the task (or the argument)")
 			chat := fs.String("chat-model", "", `CLI model override: "cli:NAME" or a JSON object {"provider": "cli", "model": NAME, "timeout": SECONDS}`)
-			persist := fs.Bool("stream-persist", false, "keep the chunk log in JetStream while the run goes, with branch snapshots")
+			persist := fs.Bool("stream-persist", false, "keep the chunk log in JetStream while the run goes, with branch snapshots, in the worker's run log directory")
+			persistDir := fs.String("stream-persist-dir", "", "keep them in this run log directory (<prefix>.runlog.<dir>.>) instead of the worker's (--runlog-dir); implies --stream-persist")
 			clear := fs.Bool("clear-messages", false, "clear the branch's messages, atomically with what the run records")
 			return func(req *request, args []string) error {
 				switch {
@@ -43,8 +44,11 @@ func runCommand() command {
 				if err := setModel(req.data, "chat_model", *chat); err != nil {
 					return err
 				}
-				if *persist {
+				if *persist || *persistDir != "" {
 					req.data["stream_persist"] = true
+				}
+				if *persistDir != "" {
+					req.data["stream_persist_dir"] = *persistDir
 				}
 				if *clear {
 					req.data["clear_messages"] = true
@@ -133,6 +137,10 @@ func sendRun(ctx context.Context, cl *client.Client, o *options, req *request, o
 		}
 		if rv.Canceled {
 			note += ", cancelled"
+		}
+		if res.RunLog != nil {
+			// Where the persisted run's snapshots are (0021-D5-06).
+			note += ", run log " + res.RunLog.Snapshot
 		}
 		fmt.Fprintln(stderr, note)
 	}

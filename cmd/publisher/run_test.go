@@ -59,6 +59,13 @@ func TestPublisher_run(t *testing.T) {
 		{name: "run failing", args: append(n, "run", "--branch", "r1", "FAIL"), wantCode: exitFailed,
 			wantOut: []string{"I'll list the files in the repository.\n[error API Error: 529"}, wantErr: []string{"error: provider_error:"}},
 		{name: "no branch", args: append(n, "run", "x"), wantCode: exitUsage, wantErr: []string{"run needs --branch"}},
+		// 0021-D5-06: the worker's run log directory, or the one asked for.
+		{name: "run persisted", args: append(n, "run", "--branch", "r1", "--request-id", "p1", "--stream-persist", "list the files"),
+			wantErr: []string{"10 chunks, session sess-", ", run log lion.runlog.default.p1.snapshot\n"}},
+		{name: "run persisted in a directory", args: append(n, "run", "--branch", "r1", "--request-id", "p2", "--stream-persist-dir", "audit", "list the files"),
+			wantErr: []string{", run log lion.runlog.audit.p2.snapshot\n"}},
+		{name: "a bad directory", args: append(n, "run", "--branch", "r1", "--stream-persist-dir", "a.b", "list the files"), wantCode: exitFailed,
+			wantErr: []string{"error: invalid_data: data at /stream_persist_dir"}},
 	}
 	for _, s := range steps {
 		code, stdout, stderr := call(t, s.stdin, s.args...)

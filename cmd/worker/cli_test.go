@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -76,7 +78,7 @@ func TestConfig_cli_models(t *testing.T) {
 func TestRun_serves_cli_models(t *testing.T) {
 	bin := clitest.Build(t)
 	srv := bustest.NewServer(t)
-	stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "clis", "--cli", "fake="+bin, "--name", "w1")
+	stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "clis", "--cli", "fake="+bin, "--name", "w1", "--runlog-dir", "ops-audit")
 	waitFor(t, 30*time.Second, "the worker to start", func() bool {
 		return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
 	})
@@ -91,7 +93,7 @@ func TestRun_serves_cli_models(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text strings.Builder
-	_, reply, err := cl.Run(ctx, "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
+	_, reply, err := cl.Run(ctx, "b1", map[string]any{"instruction": "list the files", "stream_persist": true}, func(c ops.Chunk) error {
 		if c.Kind == ops.ChunkText {
 			text.WriteString(c.Content)
 		}
@@ -100,10 +102,66 @@ func TestRun_serves_cli_models(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reply.Result(); err != nil || !strings.HasSuffix(text.String(), "a.txt and b.txt.") {
-		t.Errorf("answer %s, text %q", reply.Data, text.String())
+	res, err := reply.Result()
+	if err != nil || !strings.HasSuffix(text.String(), "a.txt and b.txt.") {
+		t.Fatalf("answer %s, text %q", reply.Data, text.String())
+	}
+	// 0021-D5-06: --runlog-dir is where the persisted run's log went.
+	if res.RunLog == nil || res.RunLog.Dir != "ops-audit" || !strings.HasPrefix(res.RunLog.Snapshot, "clis.runlog.ops-audit.") {
+		t.Errorf("run_log %+v, want the directory ops-audit", res.RunLog)
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)
+	}
+}
+
+// 0021-D5-06: the run log directory is worker configuration: --runlog-dir,
+// else $LIONBUS_RUNLOG_DIR, else ops.DefaultRunLogDir; it reaches the
+// service's configuration, and one that is not a subject token is a usage
+// error.
+func TestConfig_runlog_dir(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     string // "" leaves LIONBUS_RUNLOG_DIR unset
+		want    string
+		wantErr string
+	}{
+		{name: "default", want: ops.DefaultRunLogDir},
+		{name: "flag", args: []string{"--runlog-dir", "audit"}, want: "audit"},
+		{name: "environment", env: "team_a-2", want: "team_a-2"},
+		{name: "the flag wins", args: []string{"--runlog-dir", "audit"}, env: "team-a", want: "audit"},
+		{name: "a dot", args: []string{"--runlog-dir", "a.b"}, wantErr: `--runlog-dir "a.b"`},
+		{name: "a wildcard from the environment", env: ">", wantErr: `--runlog-dir ">"`},
+		{name: "empty", args: []string{"--runlog-dir", ""}, wantErr: `--runlog-dir ""`},
+		{name: "too long", args: []string{"--runlog-dir", strings.Repeat("d", ops.MaxRunLogDirLength+1)}, wantErr: "--runlog-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("LIONBUS_RUNLOG_DIR", tt.env)
+			if tt.env == "" {
+				os.Unsetenv("LIONBUS_RUNLOG_DIR")
+			}
+			cfg, err := parseConfig(tt.args, io.Discard, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want one with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RunLogDir != tt.want {
+				t.Errorf("RunLogDir %q, want %q", cfg.RunLogDir, tt.want)
+			}
+			bc, err := busConfig(cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bc.RunLogDir != tt.want {
+				t.Errorf("bus.Config.RunLogDir %q, want %q", bc.RunLogDir, tt.want)
+			}
+		})
 	}
 }

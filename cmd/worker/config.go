@@ -12,6 +12,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/provider/anthropic"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 	"github.com/lionbus/lionbus/pkg/tools"
@@ -58,6 +59,9 @@ type config struct {
 	// branches wait before another worker takes them over.
 	AckWait  time.Duration
 	LeaseTTL time.Duration
+	// RunLogDir is the run log directory of runs with stream_persist that
+	// name none (0021-D5-06).
+	RunLogDir string
 
 	// MetricsAddr is where /metrics, /healthz and /readyz are served; ""
 	// for nowhere.
@@ -202,6 +206,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and health on /healthz and /readyz at this address (e.g. :9464; default off)")
 	fs.DurationVar(&c.AckWait, "ack-wait", provision.DefaultAckWait, "how long a request delivered to a worker that stopped reporting progress (it died) waits before it is delivered again; set when the consumer is created")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
+	fs.StringVar(&c.RunLogDir, "runlog-dir", ops.DefaultRunLogDir, fmt.Sprintf("run log directory of runs with stream_persist that name none (stream_persist_dir): their logs go to <prefix>.runlog.<dir>.<id>.chunks and .snapshot (%s)", ops.RunLogDirRule))
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "trace, debug, info, warn, error or disabled")
 	fs.StringVar(&c.RequestLogLevel, "request-log-level", "info", "level of the one line logged per answered request (id, verb, branch, code, duration): trace, debug, info, warn or disabled")
@@ -247,6 +252,9 @@ func (c config) validate() error {
 	}
 	if c.AckWait < time.Second || c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--ack-wait and --lease-ttl must be at least 1s, got %s and %s", c.AckWait, c.LeaseTTL))
+	}
+	if !ops.ValidRunLogDir(c.RunLogDir) {
+		errs = append(errs, fmt.Errorf("--runlog-dir %q: want %s", ops.Truncate(c.RunLogDir, ops.MaxRunLogDirLength+8), ops.RunLogDirRule))
 	}
 	if _, err := protocol.NewSubjects(c.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("--prefix %q: want 1 to %d characters of [A-Za-z0-9_-]", c.Prefix, protocol.MaxTokenLength))

@@ -336,6 +336,7 @@ func TestRun_exit_codes(t *testing.T) {
 		{"unreachable nats", []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "500ms", "--log-level", "disabled"}, exitFailure, "worker: client: connect to nats://127.0.0.1:1"},
 		{"open to the network without auth", []string{"--host", "0.0.0.0", "--port", "-1", "--log-level", "disabled"}, exitFailure, "refusing to listen beyond localhost without authentication"},
 		{"bad request log level", []string{"--request-log-level", "loud"}, exitUsage, `--request-log-level "loud"`},
+		{"bad run log directory", []string{"--runlog-dir", "runs.audit"}, exitUsage, `--runlog-dir "runs.audit": want 1 to 64 characters of [A-Za-z0-9_-]`},
 		{"token and token file", []string{"--token", "a", "--token-file", "f"}, exitUsage, "--token and --token-file exclude each other"},
 		{"missing token file", []string{"--port", "-1", "--token-file", "/nonexistent/tok", "--log-level", "disabled"}, exitFailure, "--token-file"},
 	}

@@ -156,6 +156,7 @@ func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 			LeaseTTL:   cfg.LeaseTTL,
 		},
 		StartupTimeout: cfg.StartupTimeout,
+		RunLogDir:      cfg.RunLogDir,
 		Worker: worker.Config{
 			Name:            cfg.Name,
 			MaxInFlight:     cfg.Concurrency,

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
@@ -39,13 +40,20 @@ type runBus struct {
 
 func newRunBus(t *testing.T, wctx context.Context) *runBus {
 	t.Helper()
+	return newRunBusWith(t, wctx, nil)
+}
+
+// newRunBusWith is newRunBus with configure applied to the service's
+// configuration (see bustest.StartServiceWith).
+func newRunBusWith(t *testing.T, wctx context.Context, configure func(*bus.Config)) *runBus {
+	t.Helper()
 	rb := &runBus{Bus: bustest.New(t, provision.Config{}), dir: t.TempDir()}
 	prov, err := cli.New(cli.Command{Name: "fake", Argv: []string{clitest.Build(t)}, Env: []string{"FAKECLI_DIR=" + rb.dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prov.KillGrace = 300 * time.Millisecond
-	rb.StartService(t, wctx, nil, map[string]ops.Provider{cli.Name: prov}, worker.Config{})
+	rb.StartServiceWith(t, wctx, nil, map[string]ops.Provider{cli.Name: prov}, worker.Config{}, configure)
 	bustest.MustResult(t, rb.Do(t, "branch.create", "", map[string]any{"branch_id": "b1", "system": "be brief", "chat_model": "cli:fake"}), nil)
 	return rb
 }
@@ -414,10 +422,10 @@ func TestRun_bus_stream_persist(t *testing.T) {
 			t.Fatal(err)
 		}
 		bustest.MustResult(t, reply, nil)
-		if n := count(t, rb, rb.Res.Subjects.RunLog(id)); n != 0 {
+		if n := count(t, rb, rb.Res.Subjects.RunLog(ops.DefaultRunLogDir, id)); n != 0 {
 			t.Errorf("%d chunks left in the run log after a clean run", n)
 		}
-		if n := count(t, rb, rb.Res.Subjects.RunSnapshot(id)); n != 2 {
+		if n := count(t, rb, rb.Res.Subjects.RunSnapshot(ops.DefaultRunLogDir, id)); n != 2 {
 			t.Errorf("%d snapshots, want the start and the end", n)
 		}
 	})
@@ -430,16 +438,16 @@ func TestRun_bus_stream_persist(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bustest.WaitFor(t, 10*time.Second, "the run log", func() bool { return count(t, rb, rb.Res.Subjects.RunLog(id)) == 5 })
+		bustest.WaitFor(t, 10*time.Second, "the run log", func() bool { return count(t, rb, rb.Res.Subjects.RunLog(ops.DefaultRunLogDir, id)) == 5 })
 		crash() // the worker stops hard, as if it died
 		bustest.WaitFor(t, 10*time.Second, "the CLI to be stopped", func() bool {
 			recs := clitest.Records(t, rb.dir)
 			return len(recs) == 1 && clitest.Reaped(recs[0].PID)
 		})
-		if n := count(t, rb, rb.Res.Subjects.RunLog(id)); n != 5 {
+		if n := count(t, rb, rb.Res.Subjects.RunLog(ops.DefaultRunLogDir, id)); n != 5 {
 			t.Errorf("%d chunks in the log of the unfinished run, want 5", n)
 		}
-		if n := count(t, rb, rb.Res.Subjects.RunSnapshot(id)); n != 1 {
+		if n := count(t, rb, rb.Res.Subjects.RunSnapshot(ops.DefaultRunLogDir, id)); n != 1 {
 			t.Errorf("%d snapshots, want the one at the start", n)
 		}
 	})

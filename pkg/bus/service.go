@@ -132,6 +132,12 @@ type Config struct {
 	// (see [ops.ContextProvider]).
 	ContextProviders []ops.ContextProvider
 
+	// RunLogDir is the run log directory of runs with stream_persist that
+	// name none (0021-D5-06): their logs go to
+	// <prefix>.runlog.<RunLogDir>.<id>.chunks and .snapshot. "" means
+	// ops.DefaultRunLogDir; see ops.Config.RunLogDir.
+	RunLogDir string
+
 	// Clock is the engine's clock; nil means time.Now.
 	Clock func() time.Time
 
@@ -332,6 +338,7 @@ func (s *Service) build(cfg Config) error {
 		ContextProviders:   cfg.ContextProviders,
 		Chunks:             outlet,
 		RunLog:             runLog,
+		RunLogDir:          cfg.RunLogDir,
 	})
 	if err != nil {
 		return err

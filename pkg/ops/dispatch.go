@@ -68,6 +68,10 @@ type Config struct {
 	// RunLog keeps the chunk logs and snapshots of runs with
 	// stream_persist; nil means stream_persist keeps nothing.
 	RunLog RunLog
+	// RunLogDir is the run log directory of a run with stream_persist that
+	// names none (stream_persist_dir, 0021-D5-06); "" means
+	// DefaultRunLogDir. It must be a valid directory ([ValidRunLogDir]).
+	RunLogDir string
 }
 
 // Engine runs operation requests against a [Store] and model [Provider]s.
@@ -89,6 +93,8 @@ type Engine struct {
 	tools      toolConfig
 	chunks     ChunkOutlet
 	runLog     RunLog
+	// runLogDefault is the run log directory of a request naming none.
+	runLogDefault string
 
 	contextProviders []ContextProvider
 }
@@ -104,6 +110,13 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	runLogDir := cfg.RunLogDir
+	if runLogDir == "" {
+		runLogDir = DefaultRunLogDir
+	}
+	if !ValidRunLogDir(runLogDir) {
+		return nil, fmt.Errorf("%w: Config.RunLogDir %q: want %s", ErrInvalidRunLogDir, Truncate(runLogDir, MaxRunLogDirLength+8), RunLogDirRule)
+	}
 	e := &Engine{
 		store:      cfg.Store,
 		providers:  cfg.Providers,
@@ -118,6 +131,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		prompts:    newPromptMemo(0),
 		chunks:     cfg.Chunks,
 		runLog:     cfg.RunLog,
+
+		runLogDefault: runLogDir,
 
 		contextProviders: cfg.ContextProviders,
 		tools:            tools,

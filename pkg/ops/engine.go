@@ -51,4 +51,8 @@ type Result struct {
 	// LNDLRounds lists what each round of the LNDL middle did, when the
 	// request used it (operate with "middle": "lndl").
 	LNDLRounds []LNDLRound `json:"lndl_rounds,omitempty"`
+	// RunLog says where a run with stream_persist (run, or operate's
+	// run_and_collect) kept its log and snapshots (0021-D5-06); nil when
+	// nothing was kept.
+	RunLog *RunLogLocation `json:"run_log,omitempty"`
 }

@@ -105,6 +105,10 @@ type MiddleInput struct {
 	// StreamPersist asks run_and_collect to keep its run's live chunk log
 	// and snapshots (run's stream_persist); other middles ignore it.
 	StreamPersist bool
+	// StreamPersistDir is the run log directory of that run (run's
+	// stream_persist_dir, 0021-D5-06); "" means the engine's
+	// Config.RunLogDir. Only with StreamPersist.
+	StreamPersistDir string
 }
 
 // Middle performs one logical exchange for operate (ADR-0021 D5). operate

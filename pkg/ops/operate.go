@@ -100,7 +100,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *oper
 		return nil, Errorf(CodeInternal, "middle %s returned no result", p.middle)
 	}
 	out.Usage, out.Replayed, out.Value = mres.Usage, mres.Replayed, mres.Value
-	out.LNDLRounds = mres.LNDLRounds
+	out.LNDLRounds, out.RunLog = mres.LNDLRounds, mres.RunLog
 	// skip_validation returns the raw result at once (0022-D3-05).
 	if p.skip {
 		return finish()

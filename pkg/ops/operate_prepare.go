@@ -35,11 +35,13 @@ type operateData struct {
 	Middle           string `json:"middle"`
 	Stream           bool   `json:"stream"`
 	// StreamPersist selects run parameters (run_and_collect) and is
-	// handed to the run (0022-D1-04, 0022-D1-05). The persistence
-	// directories of the original have no equivalent: runs persist in
-	// JetStream, configured on the worker.
+	// handed to the run (0022-D1-04, 0022-D1-05).
 	StreamPersist *bool `json:"stream_persist"`
-	InvokeActions *bool `json:"invoke_actions"`
+	// StreamPersistDir is the run log directory of the persisted run, the
+	// original's persistence directory (0021-D5-06): nil means the
+	// worker's; it needs stream_persist true.
+	StreamPersistDir *string `json:"stream_persist_dir"`
+	InvokeActions    *bool   `json:"invoke_actions"`
 	// RoundBudget is the LNDL middle's round budget (ADR-0024 D1).
 	RoundBudget json.RawMessage `json:"round_budget"`
 
@@ -179,6 +181,14 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 		// asks for run parameters (0022-D1-04).
 		p.chat.StreamPersist = *d.StreamPersist
 		p.runParams = true
+	}
+	if d.StreamPersistDir != nil {
+		// Checked here, before the lifecycle starts or anything is stored
+		// (0021-D5-06); the run resolves the default.
+		if err := checkRunLogDirField("data.stream_persist_dir", p.chat.StreamPersist, *d.StreamPersistDir); err != nil {
+			return nil, err
+		}
+		p.chat.StreamPersistDir = *d.StreamPersistDir
 	}
 	if err := d.lndl(p); err != nil {
 		return nil, err

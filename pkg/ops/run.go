@@ -39,13 +39,93 @@ type ChunkOutlet interface {
 // live log of its chunks while it goes. Remove deletes the live log; run
 // calls it after the final snapshot, so a run that never reached its end
 // (a worker crash) leaves its log to inspect.
+//
+// Every log is kept in a directory (0021-D5-06): dir is the request's
+// stream_persist_dir, else the engine's Config.RunLogDir, always a valid
+// run log directory ([ValidRunLogDir]) when the engine calls.
 type RunLog interface {
 	// Snapshot stores b as the snapshot of the run req (final: its last).
-	Snapshot(ctx context.Context, req Request, b *Branch, final bool) error
+	Snapshot(ctx context.Context, dir string, req Request, b *Branch, final bool) error
 	// Open opens the live chunk log of req.
-	Open(ctx context.Context, req Request) (ChunkStream, error)
+	Open(ctx context.Context, dir string, req Request) (ChunkStream, error)
 	// Remove deletes the live chunk log of req.
-	Remove(ctx context.Context, req Request) error
+	Remove(ctx context.Context, dir string, req Request) error
+	// Location says where the log and the snapshots of req in dir are
+	// kept, for the run's result.
+	Location(dir string, req Request) RunLogLocation
+}
+
+// The run log directory (0021-D5-06): where a run with stream_persist
+// keeps its log is one name, a subject token on the bus. The worker has a
+// default (Config.RunLogDir); a request may name another
+// (stream_persist_dir).
+const (
+	// DefaultRunLogDir is the directory of an engine configured with none.
+	DefaultRunLogDir = "default"
+	// MaxRunLogDirLength bounds a run log directory.
+	MaxRunLogDirLength = 64
+	// RunLogDirRule says the rule in words, for error messages.
+	RunLogDirRule = "1 to 64 characters of [A-Za-z0-9_-]"
+)
+
+// ErrInvalidRunLogDir is wrapped by the errors about a run log directory
+// that breaks the rule ([ValidRunLogDir]): a request's stream_persist_dir
+// (an *[Error] with CodeInvalidRequest) or Config.RunLogDir (NewEngine's
+// error).
+var ErrInvalidRunLogDir = errors.New("ops: invalid run log directory")
+
+// ValidRunLogDir reports whether s is a usable run log directory: 1 to
+// MaxRunLogDirLength characters of [A-Za-z0-9_-], a single subject token.
+func ValidRunLogDir(s string) bool { return len(s) <= MaxRunLogDirLength && ValidID(s) }
+
+// RunLogLocation says where a run with stream_persist kept its log: the
+// directory and, as the [RunLog] names them, the live chunk log and the
+// snapshots (on the bus, their subjects).
+type RunLogLocation struct {
+	// Dir is the run log directory.
+	Dir string `json:"dir"`
+	// Chunks is where the live chunk log is (removed after a clean end).
+	Chunks string `json:"chunks,omitempty"`
+	// Snapshot is where the branch snapshots are.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// runLogDir returns the directory a run keeps its log in: "" when
+// persist is false (nothing is kept), else dir, or the engine's default
+// when dir is nil. A dir that breaks the rule, or one given without
+// persist, is refused (see checkRunLogDirField).
+func (e *Engine) runLogDir(field string, persist bool, dir *string) (string, error) {
+	if dir == nil {
+		if !persist {
+			return "", nil
+		}
+		return e.runLogDefault, nil
+	}
+	if err := checkRunLogDirField(field, persist, *dir); err != nil {
+		return "", err
+	}
+	return *dir, nil
+}
+
+// checkRunLogDirField returns the CodeInvalidRequest error, wrapping
+// ErrInvalidRunLogDir, of a request's run log directory dir (the request
+// field named field) that breaks the rule or comes without persist; nil
+// when it is usable.
+func checkRunLogDirField(field string, persist bool, dir string) error {
+	bad := func(format string, args ...any) error {
+		return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...), Err: ErrInvalidRunLogDir}
+	}
+	switch {
+	case !persist:
+		return bad("%s names where a persisted run keeps its log; it needs \"stream_persist\": true", field)
+	case dir == "":
+		return bad("%s is empty; leave it out for the worker's run log directory", field)
+	case len(dir) > MaxRunLogDirLength:
+		return bad("%s is %d characters long; a run log directory is %s", field, len(dir), RunLogDirRule)
+	case !ValidRunLogDir(dir):
+		return bad("%s %q is not a run log directory: %s (one subject token)", field, Truncate(dir, MaxRunLogDirLength), RunLogDirRule)
+	}
+	return nil
 }
 
 // ErrCanceledByClient is the cause of the context of a request that its
@@ -84,6 +164,9 @@ type runData struct {
 	// StreamPersist keeps the chunk log and the branch snapshots of the
 	// run in the RunLog (0021-D3-19).
 	StreamPersist bool `json:"stream_persist"`
+	// StreamPersistDir is the run log directory of a persisted run; nil
+	// means the engine's (0021-D5-06).
+	StreamPersistDir *string `json:"stream_persist_dir"`
 }
 
 // RunValue is the value of a run result.
@@ -132,6 +215,11 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
+	// The directory is checked before anything is stored (0021-D5-06).
+	logDir, err := e.runLogDir("data.stream_persist_dir", d.StreamPersist, d.StreamPersistDir)
+	if err != nil {
+		return nil, err
+	}
 	x, err := e.prepareData(ctx, req, &d.chatData)
 	if err != nil {
 		return nil, err
@@ -144,7 +232,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 		return e.replayRunCommitted(ctx, req, x.branch, seq, replayRun)
 	}
 	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) {
-		res, _, err := e.runStream(ctx, req, x, prov, d.StreamPersist)
+		res, _, err := e.runStream(ctx, req, x, prov, logDir)
 		return res, err
 	})
 }
@@ -306,9 +394,10 @@ func (s *runState) addUsage(u map[string]any) {
 // in its own event (see storeInstruction) and emitted as chunk 1, then the
 // chunks; on every exit the provider's stream is over (the provider stops
 // and reaps its process) before the outcome is recorded, in the final
-// event under req.ID. It returns the result and the state (for
+// event under req.ID. logDir is the run log directory of a run with
+// stream_persist, "" for none. It returns the result and the state (for
 // run_and_collect).
-func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, persist bool) (*Result, *runState, error) {
+func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, logDir string) (*Result, *runState, error) {
 	t0 := e.clock()
 	history := x.branch.Messages
 	if x.data.ClearMessages {
@@ -342,7 +431,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	st := &runState{e: e, model: x.chat}
 
-	sinks, closeSinks, err := e.openRunSinks(ctx, x.streamRequest(req), x.branch, persist)
+	sinks, closeSinks, err := e.openRunSinks(ctx, x.streamRequest(req), x.branch, logDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -433,16 +522,21 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		return nil, nil, merr
 	}
 	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
+	if logDir != "" && e.runLog != nil {
+		// Where the log went, under the id it was opened with (0021-D5-06).
+		loc := e.runLog.Location(logDir, x.streamRequest(req))
+		res.RunLog = &loc
+	}
 	// The instruction and the clearing are in the instruction's event.
 	ev := Event{Messages: st.msgs, ModelCalls: x.calls}
 	if st.session != "" && st.session != x.branch.Settings.ProviderSession {
 		ev.Settings = &Settings{ProviderSession: st.session}
 	}
 	out2, cerr := e.commitEvent(cctx, req, x.branch.ID, ev, res, operr)
-	if persist {
+	if logDir != "" {
 		// Under the id the log was opened with (the caller's, for a
 		// middle's run).
-		e.finishRunLog(cctx, x.streamRequest(req), x.branch.ID)
+		e.finishRunLog(cctx, logDir, x.streamRequest(req), x.branch.ID)
 	}
 	return out2, st, cerr
 }
@@ -580,10 +674,10 @@ type sinkError struct{ err error }
 func (e *sinkError) Error() string { return e.err.Error() }
 func (e *sinkError) Unwrap() error { return e.err }
 
-// openRunSinks opens the request's chunk stream and, with persist, the
-// run log (after the first snapshot). close closes them; ok false means
-// the run is abandoned.
-func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, persist bool) (ChunkSink, func(context.Context, bool) error, error) {
+// openRunSinks opens the request's chunk stream and, with a run log
+// directory, the run log in it (after the first snapshot). close closes
+// them; ok false means the run is abandoned.
+func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDir string) (ChunkSink, func(context.Context, bool) error, error) {
 	var streams []ChunkStream
 	if e.chunks != nil {
 		cs, err := e.chunks.OpenChunks(ctx, req)
@@ -592,12 +686,12 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, persi
 		}
 		streams = append(streams, cs)
 	}
-	if persist && e.runLog != nil {
-		if err := e.runLog.Snapshot(ctx, req, b, false); err != nil {
+	if logDir != "" && e.runLog != nil {
+		if err := e.runLog.Snapshot(ctx, logDir, req, b, false); err != nil {
 			// Persistence serves inspection; it does not stop the run.
-			e.log.Warn().Err(err).Str("request_id", req.ID).Msg("run: stream_persist: the first snapshot failed")
+			e.log.Warn().Err(err).Str("request_id", req.ID).Str("runlog_dir", logDir).Msg("run: stream_persist: the first snapshot failed")
 		}
-		lg, err := e.runLog.Open(ctx, req)
+		lg, err := e.runLog.Open(ctx, logDir, req)
 		if err != nil {
 			return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: open the run log: %v", err), Err: err}
 		}
@@ -629,20 +723,21 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, persi
 }
 
 // finishRunLog writes the final snapshot of a persisted run, then removes
-// its live log. Failures are logged: they never change the run's outcome.
-func (e *Engine) finishRunLog(ctx context.Context, req Request, branchID string) {
+// its live log, in dir. Failures are logged: they never change the run's
+// outcome.
+func (e *Engine) finishRunLog(ctx context.Context, dir string, req Request, branchID string) {
 	if e.runLog == nil {
 		return
 	}
 	b, err := e.load(ctx, branchID)
 	if err == nil {
-		err = e.runLog.Snapshot(ctx, req, b, true)
+		err = e.runLog.Snapshot(ctx, dir, req, b, true)
 	}
 	if err == nil {
-		err = e.runLog.Remove(ctx, req)
+		err = e.runLog.Remove(ctx, dir, req)
 	}
 	if err != nil {
-		e.log.Warn().Err(err).Str("request_id", req.ID).Msg("run: stream_persist cleanup failed; the run log is left")
+		e.log.Warn().Err(err).Str("request_id", req.ID).Str("runlog_dir", dir).Msg("run: stream_persist cleanup failed; the run log is left")
 	}
 }
 

@@ -20,6 +20,15 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	if err != nil {
 		return nil, err
 	}
+	// The directory is checked before anything is stored (0021-D5-06).
+	var dir *string
+	if in.StreamPersistDir != "" {
+		dir = &in.StreamPersistDir
+	}
+	logDir, err := m.e.runLogDir("stream_persist_dir", in.StreamPersist, dir)
+	if err != nil {
+		return nil, err
+	}
 	x, err := m.e.prepareData(ctx, req, d)
 	if err != nil {
 		return nil, asError(ctx, err)
@@ -33,7 +42,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	if seq, ok := x.branch.Commits[req.ID]; ok {
 		res, err = m.e.replayRunCommitted(ctx, req, x.branch, seq, replayMessages)
 	} else {
-		res, _, err = m.e.runStream(ctx, req, x, prov, in.StreamPersist)
+		res, _, err = m.e.runStream(ctx, req, x, prov, logDir)
 	}
 	if err != nil {
 		return nil, asError(ctx, err)

@@ -419,35 +419,51 @@ func TestOperate_selects_run_and_collect_for_CLI_models(t *testing.T) {
 	}
 }
 
-// recordingRunLog is a RunLog counting what runs ask of it.
+// recordingRunLog is a RunLog counting what runs ask of it, and in which
+// directories.
 type recordingRunLog struct {
 	mu                         sync.Mutex
 	snapshots, opened, removed map[string]int
+	dirs                       map[string][]string // request id → the dir of every call, in order
 }
 
 func newRecordingRunLog() *recordingRunLog {
-	return &recordingRunLog{snapshots: map[string]int{}, opened: map[string]int{}, removed: map[string]int{}}
+	return &recordingRunLog{snapshots: map[string]int{}, opened: map[string]int{}, removed: map[string]int{}, dirs: map[string][]string{}}
 }
 
-func (l *recordingRunLog) Snapshot(_ context.Context, req ops.Request, _ *ops.Branch, _ bool) error {
+func (l *recordingRunLog) Snapshot(_ context.Context, dir string, req ops.Request, _ *ops.Branch, _ bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.snapshots[req.ID]++
+	l.dirs[req.ID] = append(l.dirs[req.ID], dir)
 	return nil
 }
 
-func (l *recordingRunLog) Open(_ context.Context, req ops.Request) (ops.ChunkStream, error) {
+func (l *recordingRunLog) Open(_ context.Context, dir string, req ops.Request) (ops.ChunkStream, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.opened[req.ID]++
+	l.dirs[req.ID] = append(l.dirs[req.ID], dir)
 	return chunkStream{&ops.ChunkBuffer{}, func() {}}, nil
 }
 
-func (l *recordingRunLog) Remove(_ context.Context, req ops.Request) error {
+func (l *recordingRunLog) Remove(_ context.Context, dir string, req ops.Request) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removed[req.ID]++
+	l.dirs[req.ID] = append(l.dirs[req.ID], dir)
 	return nil
+}
+
+func (l *recordingRunLog) Location(dir string, req ops.Request) ops.RunLogLocation {
+	return ops.RunLogLocation{Dir: dir, Chunks: "log/" + dir + "/" + req.ID, Snapshot: "snap/" + dir + "/" + req.ID}
+}
+
+// dirsOf returns the directories of every call about request id.
+func (l *recordingRunLog) dirsOf(id string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.dirs[id])
 }
 
 func (l *recordingRunLog) counts(id string) [3]int {

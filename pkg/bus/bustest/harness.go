@@ -106,6 +106,14 @@ func (b *Bus) StartWorker(t testing.TB, ctx context.Context, h worker.Handler, e
 // StartService is StartWorker returning the whole service.
 func (b *Bus) StartService(t testing.TB, ctx context.Context, h worker.Handler, extra map[string]ops.Provider, wcfg worker.Config) *bus.Service {
 	t.Helper()
+	return b.StartServiceWith(t, ctx, h, extra, wcfg, nil)
+}
+
+// StartServiceWith is StartService with configure, when not nil, applied
+// to the service's configuration before it starts (bus.Config settings
+// beyond the worker's, e.g. RunLogDir).
+func (b *Bus) StartServiceWith(t testing.TB, ctx context.Context, h worker.Handler, extra map[string]ops.Provider, wcfg worker.Config, configure func(*bus.Config)) *bus.Service {
+	t.Helper()
 	if wcfg.FetchWait == 0 {
 		wcfg.FetchWait = 200 * time.Millisecond
 	}
@@ -123,6 +131,9 @@ func (b *Bus) StartService(t testing.TB, ctx context.Context, h worker.Handler, 
 	}
 	if h != nil {
 		cfg.Handler = func(*ops.Engine) worker.Handler { return h }
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -150,9 +150,10 @@ func (p *publisher) Close(ctx context.Context) error {
 }
 
 // RunLog is the [ops.RunLog] of stream_persist: the live chunk log of a
-// run on <prefix>.runlog.<id>.chunks and its branch snapshots on
-// <prefix>.runlog.<id>.snapshot, in the run log stream. Remove purges the
-// live log; the snapshots stay until they age out.
+// run on <prefix>.runlog.<dir>.<id>.chunks and its branch snapshots on
+// <prefix>.runlog.<dir>.<id>.snapshot, in the run log stream, dir being
+// the run's run log directory (0021-D5-06). Remove purges the live log;
+// the snapshots stay until they age out.
 type RunLog struct {
 	o  *Outlet
 	st jetstream.Stream
@@ -172,19 +173,35 @@ func NewRunLog(js jetstream.JetStream, res *provision.Resources, b protocol.Even
 type Snapshot struct {
 	// RequestID is the run's request id.
 	RequestID string `json:"request_id"`
+	// Dir is the run log directory the run persists in.
+	Dir string `json:"dir"`
 	// Final is false for the snapshot at the start, true at the end.
 	Final bool `json:"final"`
 	// Branch is the branch as it was.
 	Branch *ops.Branch `json:"branch"`
 }
 
-// Snapshot stores b as a snapshot of the run req.
-func (l *RunLog) Snapshot(ctx context.Context, req ops.Request, b *ops.Branch, final bool) error {
-	data, err := json.Marshal(Snapshot{RequestID: req.ID, Final: final, Branch: b})
+// ErrInvalidDir is returned for a run log directory that is not a valid
+// one ([ops.ValidRunLogDir]); nothing is stored.
+var ErrInvalidDir = fmt.Errorf("chunks: %w", ops.ErrInvalidRunLogDir)
+
+func checkDir(dir string) error {
+	if !ops.ValidRunLogDir(dir) {
+		return fmt.Errorf("%w %q", ErrInvalidDir, ops.Truncate(dir, ops.MaxRunLogDirLength+8))
+	}
+	return nil
+}
+
+// Snapshot stores b as a snapshot of the run req in dir.
+func (l *RunLog) Snapshot(ctx context.Context, dir string, req ops.Request, b *ops.Branch, final bool) error {
+	if err := checkDir(dir); err != nil {
+		return err
+	}
+	data, err := json.Marshal(Snapshot{RequestID: req.ID, Dir: dir, Final: final, Branch: b})
 	if err != nil {
 		return fmt.Errorf("chunks: encode the snapshot of %s: %w", req.ID, err)
 	}
-	msg := nats.NewMsg(l.o.subj.RunSnapshot(req.ID))
+	msg := nats.NewMsg(l.o.subj.RunSnapshot(dir, req.ID))
 	msg.Data = data
 	if _, err := l.o.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(l.o.subj.RunLogStream())); err != nil {
 		return fmt.Errorf("chunks: store the snapshot of %s: %w", req.ID, err)
@@ -192,15 +209,26 @@ func (l *RunLog) Snapshot(ctx context.Context, req ops.Request, b *ops.Branch, f
 	return nil
 }
 
-// Open opens the live chunk log of req.
-func (l *RunLog) Open(ctx context.Context, req ops.Request) (ops.ChunkStream, error) {
-	return l.o.open(ctx, req, l.o.subj.RunLog(req.ID), l.o.subj.RunLogStream()), nil
+// Open opens the live chunk log of req in dir.
+func (l *RunLog) Open(ctx context.Context, dir string, req ops.Request) (ops.ChunkStream, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	return l.o.open(ctx, req, l.o.subj.RunLog(dir, req.ID), l.o.subj.RunLogStream()), nil
 }
 
-// Remove purges the live chunk log of req.
-func (l *RunLog) Remove(ctx context.Context, req ops.Request) error {
-	if err := l.st.Purge(ctx, jetstream.WithPurgeSubject(l.o.subj.RunLog(req.ID))); err != nil {
+// Remove purges the live chunk log of req in dir.
+func (l *RunLog) Remove(ctx context.Context, dir string, req ops.Request) error {
+	if err := checkDir(dir); err != nil {
+		return err
+	}
+	if err := l.st.Purge(ctx, jetstream.WithPurgeSubject(l.o.subj.RunLog(dir, req.ID))); err != nil {
 		return fmt.Errorf("chunks: remove the run log of %s: %w", req.ID, err)
 	}
 	return nil
+}
+
+// Location names the subjects of the log and the snapshots of req in dir.
+func (l *RunLog) Location(dir string, req ops.Request) ops.RunLogLocation {
+	return ops.RunLogLocation{Dir: dir, Chunks: l.o.subj.RunLog(dir, req.ID), Snapshot: l.o.subj.RunSnapshot(dir, req.ID)}
 }

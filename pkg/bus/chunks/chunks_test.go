@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,5 +70,86 @@ func TestNew_needs_the_streams(t *testing.T) {
 	}
 	if _, err := chunks.NewRunLog(nil, nil, protocol.EventBuilder{}); !errors.Is(err, chunks.ErrNotProvisioned) {
 		t.Errorf("NewRunLog: %v", err)
+	}
+}
+
+// 0021-D5-06: the run log keeps each run in its directory,
+// <prefix>.runlog.<dir>.<id>.chunks and .snapshot, which Location names;
+// a directory that is not one subject token stores nothing.
+func TestRunLog_directories(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{})
+	l, err := chunks.NewRunLog(b.JS, b.Res, protocol.EventBuilder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := ops.Request{ID: "r1", BranchID: "b1"}
+	br := &ops.Branch{ID: "b1"}
+	for _, dir := range []string{"audit", "team-a"} {
+		if err := l.Snapshot(ctx, dir, req, br, false); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := l.Open(ctx, dir, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Emit(ctx, ops.Chunk{Seq: 1, Kind: ops.ChunkText, Content: dir}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Remove(ctx, "team-a", req); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.JS.Stream(ctx, b.Res.Subjects.RunLogStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(b.Res.Subjects.RunLogWildcard()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"lion.runlog.audit.r1.snapshot": 1, "lion.runlog.audit.r1.chunks": 1, "lion.runlog.team-a.r1.snapshot": 1}
+	if len(info.State.Subjects) != len(want) {
+		t.Errorf("subjects %v, want %v", info.State.Subjects, want)
+	}
+	for subj, n := range want {
+		if info.State.Subjects[subj] != n {
+			t.Errorf("%s holds %d messages, want %d (all: %v)", subj, info.State.Subjects[subj], n, info.State.Subjects)
+		}
+	}
+	m, err := st.GetLastMsgForSubject(ctx, "lion.runlog.audit.r1.snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap chunks.Snapshot
+	if err := json.Unmarshal(m.Data, &snap); err != nil || snap.Dir != "audit" || snap.RequestID != "r1" || snap.Final {
+		t.Errorf("snapshot %s (%v)", m.Data, err)
+	}
+	loc := l.Location("audit", req)
+	if loc != (ops.RunLogLocation{Dir: "audit", Chunks: "lion.runlog.audit.r1.chunks", Snapshot: "lion.runlog.audit.r1.snapshot"}) {
+		t.Errorf("location %+v", loc)
+	}
+	before := info.State.Msgs
+	for _, dir := range []string{"", "a.b", ">", "*", strings.Repeat("d", ops.MaxRunLogDirLength+1)} {
+		if err := l.Snapshot(ctx, dir, req, br, false); !errors.Is(err, ops.ErrInvalidRunLogDir) {
+			t.Errorf("Snapshot in %q: %v", dir, err)
+		}
+		if _, err := l.Open(ctx, dir, req); !errors.Is(err, chunks.ErrInvalidDir) {
+			t.Errorf("Open in %q: %v", dir, err)
+		}
+		if err := l.Remove(ctx, dir, req); !errors.Is(err, chunks.ErrInvalidDir) {
+			t.Errorf("Remove in %q: %v", dir, err)
+		}
+	}
+	info, err = st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != before {
+		t.Errorf("the refused directories stored %d messages", info.State.Msgs-before)
 	}
 }

@@ -56,13 +56,26 @@ func (s Subjects) Chunk(id string) string { return s.Prefix + ".chunk." + id }
 func (s Subjects) ChunksWildcard() string { return s.Prefix + ".chunk.>" }
 
 // RunLog is the subject of the live chunk log of run request id
-// (stream_persist); RunSnapshot that of its branch snapshots.
-func (s Subjects) RunLog(id string) string { return s.Prefix + ".runlog." + id + ".chunks" }
+// (stream_persist) in the run log directory dir (0021-D5-06):
+// "lion.runlog.<dir>.<id>.chunks"; RunSnapshot that of its branch
+// snapshots.
+func (s Subjects) RunLog(dir, id string) string {
+	return s.Prefix + ".runlog." + dir + "." + id + ".chunks"
+}
 
-// RunSnapshot is the subject of the branch snapshots of run request id.
-func (s Subjects) RunSnapshot(id string) string { return s.Prefix + ".runlog." + id + ".snapshot" }
+// RunSnapshot is the subject of the branch snapshots of run request id in
+// the run log directory dir: "lion.runlog.<dir>.<id>.snapshot".
+func (s Subjects) RunSnapshot(dir, id string) string {
+	return s.Prefix + ".runlog." + dir + "." + id + ".snapshot"
+}
 
-// RunLogWildcard matches every run log and snapshot subject.
+// RunLogDirWildcard matches every run log and snapshot subject of the run
+// log directory dir: "lion.runlog.<dir>.>", what a consumer or a
+// permission reading one directory names.
+func (s Subjects) RunLogDirWildcard(dir string) string { return s.Prefix + ".runlog." + dir + ".>" }
+
+// RunLogWildcard matches every run log and snapshot subject, in every
+// directory.
 func (s Subjects) RunLogWildcard() string { return s.Prefix + ".runlog.>" }
 
 // History is the history subject of branch.
