@@ -55,7 +55,7 @@ func TestKubernetes_does_not_apply_the_example_secret(t *testing.T) {
 }
 
 func TestNATSConfig_parses(t *testing.T) {
-	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME"} {
+	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME", "NATS_STORE_DIR"} {
 		t.Setenv(v, "test-"+strings.ToLower(v))
 	}
 	for _, v := range tenantPasswords {
