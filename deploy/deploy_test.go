@@ -55,7 +55,7 @@ func TestKubernetes_does_not_apply_the_example_secret(t *testing.T) {
 }
 
 func TestNATSConfig_parses(t *testing.T) {
-	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME"} {
+	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME", "NATS_STORE_DIR"} {
 		t.Setenv(v, "test-"+strings.ToLower(v))
 	}
 	for _, v := range tenantPasswords {
@@ -90,5 +90,38 @@ func TestKubernetes_NATS_accounts_match_nats_conf(t *testing.T) {
 	}
 	if block(read(t, "k8s/nats.yaml")) != block(read(t, "nats/nats.conf")) {
 		t.Error("the accounts of k8s/nats.yaml differ from nats/nats.conf's")
+	}
+}
+
+// confVars returns the variables a NATS server configuration reads
+// (key: $NAME), which the server takes from its environment.
+func confVars(t *testing.T, conf string) []string {
+	t.Helper()
+	var vars []string
+	for _, m := range regexp.MustCompile(`(?m)^[^#\n]*?[:=]\s*\$([A-Z][A-Z0-9_]*)\b`).FindAllStringSubmatch(conf, -1) {
+		vars = append(vars, m[1])
+	}
+	if len(vars) < 5 {
+		t.Fatalf("found %d variables (%v): the check would see little", len(vars), vars)
+	}
+	return vars
+}
+
+// Every variable a configuration reads is set where it is deployed: in
+// compose's environment of the nodes (nats.conf) and in the StatefulSet's
+// (the ConfigMap's copy). A missing one stops the server at start.
+func TestNATSConfig_variables_are_set_where_deployed(t *testing.T) {
+	compose := read(t, "compose.yaml")
+	for _, v := range confVars(t, read(t, "nats/nats.conf")) {
+		if !regexp.MustCompile(`(?m)^\s+` + v + `:`).MatchString(compose) {
+			t.Errorf("nats/nats.conf reads $%s, which compose.yaml does not set", v)
+		}
+	}
+	k8s := read(t, "k8s/nats.yaml")
+	configMap, _, _ := strings.Cut(k8s, "\n---")
+	for _, v := range confVars(t, configMap) {
+		if !strings.Contains(k8s, "- name: "+v+"\n") {
+			t.Errorf("the ConfigMap's nats.conf reads $%s, which the StatefulSet does not set", v)
+		}
 	}
 }

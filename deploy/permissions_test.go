@@ -38,6 +38,7 @@ func password(v string) string { return "test-" + strings.ToLower(v) }
 func startConfServer(t *testing.T, conf string, vars []string) *server.Server {
 	t.Helper()
 	t.Setenv("NATS_SERVER_NAME", "test")
+	t.Setenv("NATS_STORE_DIR", "unused") // replaced below
 	for _, v := range vars {
 		t.Setenv(v, password(v))
 	}
