@@ -24,7 +24,7 @@ type promptCounter struct {
 
 func (p *promptCounter) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	users := 0
-	for _, m := range call.Messages {
+	for _, m := range call.Messages.All() {
 		if m.Role == ops.RoleUser {
 			users++
 		}

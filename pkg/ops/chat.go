@@ -159,7 +159,7 @@ func (d *chatData) models(b *Branch) (chat, parse ModelRef, err error) {
 // modelCall is one call in an operation; calls counts the calls the
 // operation already made (for Call.Index); tools, when given, are offered
 // to the model natively (Call.Tools).
-func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs []ChatMessage, instruction string, calls uint64, tools ...ToolSpec) (*Completion, error) {
+func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs Prompt, instruction string, calls uint64, tools ...ToolSpec) (*Completion, error) {
 	prov, err := e.providers.Lookup(model.Provider)
 	if err != nil {
 		return nil, Errorf(CodeInvalidRequest, "model %s: %v", model.String(), err)

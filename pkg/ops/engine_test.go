@@ -496,10 +496,10 @@ func TestEngine_communicate_prompt_and_metadata(t *testing.T) {
 		t.Fatalf("value %s usage %+v; want {\"n\":1} and 9 tokens summed over the reformat round", res.Value, res.Usage)
 	}
 	reformat := b.prov.last()
-	if reformat.Index != 2 || !strings.Contains(reformat.Messages[len(reformat.Messages)-1].Content, "text_to_format") {
+	if reformat.Index != 2 || !strings.Contains(reformat.Messages.Slice()[len(reformat.Messages.Slice())-1].Content, "text_to_format") {
 		t.Fatalf("reformat call = %+v", reformat)
 	}
-	if len(reformat.Messages) != 6 || reformat.Messages[3].Content != "Instruction:\nq2" || reformat.Messages[4].Content != "not json" {
+	if len(reformat.Messages.Slice()) != 6 || reformat.Messages.Slice()[3].Content != "Instruction:\nq2" || reformat.Messages.Slice()[4].Content != "not json" {
 		t.Fatalf("reformat prompt should hold the history and the failed exchange: %q", reformat.Messages)
 	}
 

@@ -45,7 +45,7 @@ func nonSystem(ms []ops.Message) []string {
 // userMessages counts the user messages of a model call.
 func userMessages(call ops.Call) int {
 	n := 0
-	for _, m := range call.Messages {
+	for _, m := range call.Messages.All() {
 		if m.Role == ops.RoleUser {
 			n++
 		}
@@ -70,7 +70,7 @@ func TestExchange_0021_D3_01_one_instruction_one_call(t *testing.T) {
 			if n := userMessages(call); n != 1 {
 				t.Fatalf("the call carries %d user messages, want one instruction: %q", n, call.Messages)
 			}
-			last := call.Messages[len(call.Messages)-1]
+			last := call.Messages.Slice()[len(call.Messages.Slice())-1]
 			for _, part := range []string{"be exact", "sum", "1", "2"} {
 				if !strings.Contains(last.Content, part) {
 					t.Errorf("the instruction %q lacks %q", last.Content, part)
@@ -174,7 +174,7 @@ func TestCommunicate_0021_D3_03_clear_then_instruction_then_response(t *testing.
 			if err != nil || string(res.Value) != `"c"` {
 				t.Fatalf("communicate = %v, %v", res, err)
 			}
-			if got := len(b.prov.last().Messages); got != tt.wantPrompt {
+			if got := len(b.prov.last().Messages.Slice()); got != tt.wantPrompt {
 				t.Errorf("the model was sent %d messages, want %d: %q", got, tt.wantPrompt, b.prov.last().Messages)
 			}
 			br := b.branch(t, "main")

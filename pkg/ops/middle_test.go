@@ -181,7 +181,7 @@ func TestCommunicateMiddle(t *testing.T) {
 				if _, ok := msgs[0].Content[ops.KeyToolSchemas]; !ok {
 					t.Errorf("the instruction holds no tool schemas: %v", msgs[0].Content)
 				}
-				prompt := b.prov.last().Messages
+				prompt := b.prov.last().Messages.Slice()
 				if !strings.Contains(prompt[len(prompt)-1].Content, "Tools:") {
 					t.Errorf("the prompt has no Tools section: %q", prompt[len(prompt)-1].Content)
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // buildPrompt returns the outgoing messages of a model call on b: the
@@ -19,7 +20,7 @@ import (
 // output}, historical instructions are rendered without tools and response
 // schema, and consecutive assistant responses are joined with a blank line.
 // Instructions are never dropped. Empty renders are skipped.
-func buildPrompt(system string, history []Message, current Message) []ChatMessage {
+func buildPrompt(system string, history []Message, current Message) Prompt {
 	f := newPromptFold(system)
 	for i := range history {
 		f.add(&history[i])
@@ -27,9 +28,6 @@ func buildPrompt(system string, history []Message, current Message) []ChatMessag
 	return f.finish(current)
 }
 
-// promptFold is buildPrompt's state after some of the history: the turns
-// rendered so far and the action responses waiting for the next
-// instruction.
 // DefaultMaxPromptBytes is the default bound of one model call's prompt
 // text (Config.MaxPromptBytes): 32 MiB, far above what any model's context
 // takes, so that only a branch grown without bound meets it.
@@ -37,39 +35,90 @@ const DefaultMaxPromptBytes = 32 << 20
 
 // prompt builds the prompt of x's model call, history then x.ins (see
 // promptMemo), and refuses one of more than the engine's MaxPromptBytes.
-func (e *Engine) prompt(x *exchange, history []Message) ([]ChatMessage, error) {
+func (e *Engine) prompt(x *exchange, history []Message) (Prompt, error) {
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
 	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
-		return nil, err
+		return Prompt{}, err
 	}
 	return msgs, nil
 }
 
 // checkPrompt refuses a prompt of more than max bytes of text: the branch is
 // too long to be sent as one conversation.
-func checkPrompt(branch string, msgs []ChatMessage, max int) error {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Content)
-	}
-	if n > max {
+func checkPrompt(branch string, msgs Prompt, max int) error {
+	if n := msgs.Bytes(); n > max {
 		return Errorf(CodeInvalidRequest, "branch %s is too long for one model call: its prompt is %d bytes, over the bound of %d; send clear_messages, or clear or clone the branch", branch, n, max)
 	}
 	return nil
 }
 
+// promptFold is buildPrompt's state after some of the history: the turns
+// rendered so far and the action responses waiting for the next
+// instruction.
+//
+// The turns are kept in two parts. The closed turns, which nothing changes
+// any more, are the first n of a turnLog that folds extending one another
+// share, so that extending a fold (and its copy in the promptMemo) does
+// not copy the turns before. The last turn stays open, owned by the fold,
+// because a following assistant response is joined to an assistant turn.
 type promptFold struct {
-	out     []ChatMessage
+	log     *turnLog
+	n       int // turns of log that are this fold's
+	open    ChatMessage
+	hasOpen bool
 	pending []any
 	seen    map[string]bool // compactJSON of each pending item
 }
 
+// turnLog is an append-only list of closed prompt turns. A turn is never
+// changed once appended, so prompts may share the list's backing array;
+// only the fold whose n is the list's length may append to it (see
+// promptFold.close).
+type turnLog struct {
+	mu    sync.Mutex
+	turns []ChatMessage
+}
+
 func newPromptFold(system string) *promptFold {
-	f := &promptFold{seen: map[string]bool{}}
+	f := &promptFold{log: &turnLog{}, seen: map[string]bool{}}
 	if system != "" {
-		f.out = append(f.out, ChatMessage{Role: RoleSystem, Content: system})
+		f.push(ChatMessage{Role: RoleSystem, Content: system})
 	}
 	return f
+}
+
+// push adds a turn, closing the open one.
+func (f *promptFold) push(m ChatMessage) {
+	if f.hasOpen {
+		f.close(f.open)
+	}
+	f.open, f.hasOpen = m, true
+}
+
+// close appends m to f's closed turns. When another fold sharing the log
+// has appended to it past f's turns, f first takes a copy of its own
+// turns (two prompts built at once from one memo; rare).
+func (f *promptFold) close(m ChatMessage) {
+	l := f.log
+	l.mu.Lock()
+	if len(l.turns) != f.n {
+		own := make([]ChatMessage, f.n, 2*f.n+1)
+		copy(own, l.turns[:f.n])
+		l.mu.Unlock()
+		l = &turnLog{turns: own}
+		f.log = l
+		l.mu.Lock()
+	}
+	l.turns = append(l.turns, m)
+	f.n++
+	l.mu.Unlock()
+}
+
+// closed returns f's closed turns, shared: never to be written.
+func (f *promptFold) closed() []ChatMessage {
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	return f.log.turns[:f.n:f.n]
 }
 
 // add folds one history message.
@@ -93,40 +142,42 @@ func (f *promptFold) add(m *Message) {
 		text := renderInstruction(m.Content, f.pending, false)
 		f.pending, f.seen = nil, map[string]bool{}
 		if text != "" {
-			f.out = append(f.out, ChatMessage{Role: RoleUser, Content: text})
+			f.push(ChatMessage{Role: RoleUser, Content: text})
 		}
 	case KindAssistantResponse:
 		text := m.Text()
 		if text == "" {
 			return
 		}
-		if n := len(f.out); n > 0 && f.out[n-1].Role == RoleAssistant {
-			f.out[n-1].Content += "\n\n" + text
+		if f.hasOpen && f.open.Role == RoleAssistant {
+			f.open.Content += "\n\n" + text
 			return
 		}
-		f.out = append(f.out, ChatMessage{Role: RoleAssistant, Content: text})
+		f.push(ChatMessage{Role: RoleAssistant, Content: text})
 	}
 }
 
 // finish returns the prompt: the folded turns and the current instruction.
-// It leaves f as it was, apart from the spare capacity of f.out.
-func (f *promptFold) finish(current Message) []ChatMessage {
-	out := f.out
-	if text := renderInstruction(current.Content, f.pending, true); text != "" {
-		out = append(out, ChatMessage{Role: RoleUser, Content: text})
+// It leaves f as it was.
+func (f *promptFold) finish(current Message) Prompt {
+	p := Prompt{head: f.closed()}
+	if f.hasOpen {
+		p.tail = append(p.tail, f.open)
 	}
-	return out
+	if text := renderInstruction(current.Content, f.pending, true); text != "" {
+		p.tail = append(p.tail, ChatMessage{Role: RoleUser, Content: text})
+	}
+	return p
 }
 
-// clone returns a copy of f that shares nothing it may change, with room
-// for extra more turns.
-func (f *promptFold) clone(extra int) *promptFold {
+// clone returns a fold that continues from f: it shares f's closed turns
+// (see close) and copies the rest.
+func (f *promptFold) clone() *promptFold {
 	c := &promptFold{
-		out:     make([]ChatMessage, len(f.out), len(f.out)+extra+1),
+		log: f.log, n: f.n, open: f.open, hasOpen: f.hasOpen,
 		pending: append([]any(nil), f.pending...),
 		seen:    make(map[string]bool, len(f.seen)),
 	}
-	copy(c.out, f.out)
 	for k := range f.seen {
 		c.seen[k] = true
 	}

@@ -135,7 +135,7 @@ func TestBuildPrompt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := buildPrompt(tt.system, tt.history, tt.current)
+			got := buildPrompt(tt.system, tt.history, tt.current).Slice()
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d messages %q, want %d %q", len(got), got, len(tt.want), tt.want)
 			}

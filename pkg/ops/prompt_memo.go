@@ -46,13 +46,15 @@ func newPromptMemo(max int) *promptMemo {
 }
 
 // build returns buildPrompt(system, history, current) for the branch,
-// reusing and updating the branch's memo.
-func (p *promptMemo) build(branch, system string, history []Message, current Message) []ChatMessage {
+// reusing and updating the branch's memo. The memo's fold and the prompt
+// share the closed turns, which nothing changes (see promptFold), so
+// neither the memo nor the prompt copies the turns rendered before.
+func (p *promptMemo) build(branch, system string, history []Message, current Message) Prompt {
 	var f *promptFold
 	from := 0
 	if e := p.lookup(branch); e != nil && e.system == system && len(history) >= e.n &&
 		history[0].ID == e.firstID && history[e.n-1].ID == e.lastID {
-		f = e.fold.clone(len(history) - e.n)
+		f = e.fold.clone()
 		from = e.n
 	} else {
 		f = newPromptFold(system)
@@ -61,11 +63,12 @@ func (p *promptMemo) build(branch, system string, history []Message, current Mes
 		f.add(&history[i])
 	}
 	if len(history) > 0 && history[0].ID != "" && history[len(history)-1].ID != "" {
-		// The memo keeps a copy: the prompt returned goes to a provider.
+		// f is not changed after this: the memo keeps it as it is, and
+		// the next build continues from a clone.
 		p.store(&memoEntry{
 			branch: branch, system: system, n: len(history),
 			firstID: history[0].ID, lastID: history[len(history)-1].ID,
-			fold: f.clone(0),
+			fold: f,
 		})
 	}
 	return f.finish(current)

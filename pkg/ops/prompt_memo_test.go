@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 	"testing"
 )
 
@@ -57,12 +59,13 @@ func FuzzPromptMemo(f *testing.F) {
 		steps, systems := memoSteps(data)
 		current := Message{ID: "cur", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
 		for i, h := range steps {
-			want := buildPrompt(systems[i], h, current)
-			got := memo.build("b", systems[i], h, current)
+			want := buildPrompt(systems[i], h, current).Slice()
+			got := memo.build("b", systems[i], h, current).Slice()
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("step %d (%d messages): memo prompt\n%v\nwant\n%v", i, len(h), got, want)
 			}
-			// A provider that changes its prompt changes nothing later.
+			// A provider that changes its copy of the prompt changes
+			// nothing later (Slice copies what the memo shares).
 			for j := range got {
 				got[j].Content = "tampered"
 			}
@@ -89,13 +92,59 @@ func TestPromptMemo_renders_only_new_messages(t *testing.T) {
 		h[i].Content = map[string]any{KeyInstruction: "poison", KeyAssistantResponse: "poison"}
 	}
 	h = append(h, Message{ID: "new", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "fresh"}})
-	got := memo.build("b", "", h, cur)
+	got := memo.build("b", "", h, cur).Slice()
 	if len(got) != 202 || got[0].Content != "Instruction:\nq" || got[200].Content != "Instruction:\nfresh" {
 		t.Fatalf("prompt of %d turns: first %q, new %q", len(got), got[0].Content, got[200].Content)
 	}
 	// Another system text, or a history that no longer starts the same,
 	// is rendered from scratch.
-	if got := memo.build("b", "other", h, cur); got[1].Content == "Instruction:\nq" {
+	if got := memo.build("b", "other", h, cur); got.At(1).Content == "Instruction:\nq" {
 		t.Fatal("memo used for another system text")
+	}
+}
+
+// TestPromptMemo_concurrent_builds: prompts built at once from one memo
+// entry, each with other messages after it (as requests of one branch
+// running in parallel do), share the turns folded before and nothing
+// else: each equals buildPrompt's, also after the others extended the
+// shared turns (run with -race).
+func TestPromptMemo_concurrent_builds(t *testing.T) {
+	memo := newPromptMemo(4)
+	var base []Message
+	for i := range 50 {
+		base = append(base,
+			Message{ID: fmt.Sprintf("i%d", i), Kind: KindInstruction, Content: map[string]any{KeyInstruction: fmt.Sprintf("q%d", i)}},
+			Message{ID: fmt.Sprintf("r%d", i), Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: fmt.Sprintf("a%d", i)}})
+	}
+	cur := Message{ID: "c", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
+	for round := range 20 {
+		memo.build("b", "sys", base, cur) // the entry every build below starts from
+		var wg sync.WaitGroup
+		errs := make(chan string, 8)
+		for g := range 8 {
+			wg.Go(func() {
+				h := slices.Clone(base)
+				for k := range g + 1 {
+					id := fmt.Sprintf("g%d-%d-%d", round, g, k)
+					// An assistant response first: it joins the last turn
+					// of base, which the memo keeps open.
+					h = append(h,
+						Message{ID: id + "r", Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: id}},
+						Message{ID: id + "i", Kind: KindInstruction, Content: map[string]any{KeyInstruction: id}})
+				}
+				want := buildPrompt("sys", h, cur).Slice()
+				for range 3 {
+					if got := memo.build("b", "sys", h, cur).Slice(); !reflect.DeepEqual(got, want) {
+						errs <- fmt.Sprintf("goroutine %d: prompt\n%v\nwant\n%v", g, got, want)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Fatalf("round %d: %s", round, e)
+		}
 	}
 }

@@ -33,8 +33,8 @@ type Call struct {
 	Model ModelRef
 	// Messages is the outgoing conversation: an optional system message
 	// first, then user and assistant turns, ending with the current
-	// instruction.
-	Messages []ChatMessage
+	// instruction. It is read-only (see Prompt).
+	Messages Prompt
 	// Instruction is the current instruction's "instruction" field as text
 	// (a string verbatim, any other value as compact JSON), or its
 	// plain_content when it has no instruction.

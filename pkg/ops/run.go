@@ -407,7 +407,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	// instruction, so that a refused prompt records nothing; a redelivery
 	// reads its stored instruction first and leaves it out of the history.
 	_, stored := x.branch.Commits[stageID(req.ID, stageInstruction)]
-	var msgs []ChatMessage
+	var msgs Prompt
 	var err error
 	if !stored {
 		x.ins = NewInstructionMessage(x.data.spec(), e.clock())

@@ -224,13 +224,13 @@ func TestRun_0021_D3_13_instruction_stored_before_the_first_chunk(t *testing.T) 
 // messages, its last, a user turn.
 func instructionOnceLast(call ops.Call, text string) bool {
 	n := 0
-	for _, m := range call.Messages {
+	for _, m := range call.Messages.All() {
 		if strings.Contains(m.Content, text) {
 			n++
 		}
 	}
-	last := len(call.Messages) - 1
-	return n == 1 && last >= 0 && call.Messages[last].Role == ops.RoleUser && strings.Contains(call.Messages[last].Content, text)
+	last := len(call.Messages.Slice()) - 1
+	return n == 1 && last >= 0 && call.Messages.Slice()[last].Role == ops.RoleUser && strings.Contains(call.Messages.Slice()[last].Content, text)
 }
 
 // 0021-D3-13 with a redelivery: a run interrupted after its instruction
@@ -373,7 +373,7 @@ func TestRun_0021_D3_13_clear_messages_clears_once_with_the_instruction(t *testi
 	if !instructionOnceLast(call, "fresh start") {
 		t.Errorf("the redelivered call was sent %+v", call.Messages)
 	}
-	for _, m := range call.Messages {
+	for _, m := range call.Messages.All() {
 		if strings.Contains(m.Content, "before") || strings.Contains(m.Content, "answer 1") {
 			t.Errorf("the redelivered call was sent a cleared message: %+v", m)
 		}

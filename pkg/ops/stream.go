@@ -33,7 +33,7 @@ func chunkEmitter(ctx context.Context) func(Chunk) error {
 // the provider streams (when it can) into the request's chunk stream,
 // numbered from 1, and the completion is the same as without streaming.
 // Without a chunk outlet the call is an ordinary one.
-func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, msgs []ChatMessage) (*Completion, error) {
+func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, msgs Prompt) (*Completion, error) {
 	if e.chunks == nil {
 		return e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}

@@ -162,10 +162,10 @@ func TestParse_reformat_prompt(t *testing.T) {
 	if call.Index != 1 || call.RequestID != "req-3" {
 		t.Fatalf("reformat call index %d request %q, want 1 and req-3", call.Index, call.RequestID)
 	}
-	if len(call.Messages) != 4 || call.Messages[1].Content != "Instruction:\nearlier question" || call.Messages[2].Content != "first" {
+	if len(call.Messages.Slice()) != 4 || call.Messages.Slice()[1].Content != "Instruction:\nearlier question" || call.Messages.Slice()[2].Content != "first" {
 		t.Fatalf("reformat prompt should hold the branch history: %q", call.Messages)
 	}
-	last := call.Messages[3].Content
+	last := call.Messages.Slice()[3].Content
 	for _, want := range []string{"reformat text into specified model or structure", "did not validate: no JSON object or array", `"text_to_format": "It is five."`, `"answer"`} {
 		if !strings.Contains(last, want) {
 			t.Errorf("reformat instruction lacks %q:\n%s", want, last)

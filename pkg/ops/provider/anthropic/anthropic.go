@@ -181,7 +181,7 @@ func (p *Provider) buildRequest(call ops.Call, stream bool) ([]byte, error) {
 		body[k] = call.Model.Options[k]
 	}
 	var msgs []map[string]any
-	for i, m := range call.Messages {
+	for i, m := range call.Messages.All() {
 		role := "user"
 		switch m.Role {
 		case ops.RoleSystem:

@@ -22,11 +22,11 @@ func ExampleParseCommand() {
 	}
 	model := ops.ModelRef{Provider: cli.Name, Model: "claude"}
 	fmt.Println(cmd.Name, cmd.Argv, p.IsCLI(model))
-	call := ops.Call{Model: model, Resume: "sess-1", Messages: []ops.ChatMessage{
+	call := ops.Call{Model: model, Resume: "sess-1", Messages: ops.PromptOf([]ops.ChatMessage{
 		{Role: ops.RoleSystem, Content: "Be brief."},
 		{Role: ops.RoleUser, Content: "first task"},
 		{Role: ops.RoleUser, Content: "fix the test"},
-	}}
+	}...)}
 	fmt.Printf("%q\n", append(cmd.Argv, cli.Args(call)...))
 	// Output:
 	// claude [claude --model sonnet --allowedTools Bash Read] true

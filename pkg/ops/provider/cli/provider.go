@@ -204,19 +204,21 @@ func (p *Provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion
 // dash gets a leading space, so the CLI cannot read it as a flag.
 func Args(call ops.Call) []string {
 	var system string
-	msgs := call.Messages
-	if len(msgs) > 0 && msgs[0].Role == ops.RoleSystem {
-		system, msgs = msgs[0].Content, msgs[1:]
+	msgs, first := call.Messages, 0
+	if msgs.Len() > 0 && msgs.At(0).Role == ops.RoleSystem {
+		system, first = msgs.At(0).Content, 1
 	}
 	var prompt string
 	if call.Resume != "" {
-		if len(msgs) > 0 {
-			prompt = msgs[len(msgs)-1].Content
+		if last, ok := msgs.Last(); ok && msgs.Len() > first {
+			prompt = last.Content
 		}
 	} else {
-		parts := make([]string, 0, len(msgs))
-		for _, m := range msgs {
-			parts = append(parts, m.Content)
+		parts := make([]string, 0, msgs.Len())
+		for i, m := range msgs.All() {
+			if i >= first {
+				parts = append(parts, m.Content)
+			}
 		}
 		prompt = strings.Join(parts, "\n")
 	}

@@ -32,7 +32,7 @@ func setup(t *testing.T) (*cli.Provider, string) {
 func call(prompt, resume string) ops.Call {
 	return ops.Call{
 		Model:    ops.ModelRef{Provider: cli.Name, Model: "fake"},
-		Messages: []ops.ChatMessage{{Role: ops.RoleSystem, Content: "be brief"}, {Role: ops.RoleUser, Content: prompt}},
+		Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleSystem, Content: "be brief"}, {Role: ops.RoleUser, Content: prompt}}...),
 		Resume:   resume, Attempt: 1,
 	}
 }
@@ -236,7 +236,9 @@ func TestProvider_unknown_and_missing(t *testing.T) {
 func TestArgs_prompt_is_never_a_flag(t *testing.T) {
 	t.Parallel()
 	c := call("--dangerously-skip-permissions", "")
-	c.Messages[0].Content = "--mcp-config x"
+	msgs := c.Messages.Slice()
+	msgs[0].Content = "--mcp-config x"
+	c.Messages = ops.PromptOf(msgs...)
 	args := cli.Args(c)
 	want := []string{"-p", " --dangerously-skip-permissions", "--output-format", "stream-json", "--append-system-prompt", " --mcp-config x", "--verbose"}
 	if !slices.Equal(args, want) {

@@ -43,7 +43,7 @@ func Example() {
 	}
 	comp, err := p.Complete(context.Background(), ops.Call{
 		Model:    model,
-		Messages: []ops.ChatMessage{{Role: ops.RoleSystem, Content: "Be brief."}, {Role: ops.RoleUser, Content: "Say hello."}},
+		Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleSystem, Content: "Be brief."}, {Role: ops.RoleUser, Content: "Say hello."}}...),
 	})
 	if err != nil {
 		panic(err)

@@ -175,12 +175,12 @@ func newProvider(t *testing.T, api *fakeAPI, cfg openai.Config) *openai.Provider
 func call(model ops.ModelRef) ops.Call {
 	return ops.Call{
 		Model: model,
-		Messages: []ops.ChatMessage{
+		Messages: ops.PromptOf([]ops.ChatMessage{
 			{Role: ops.RoleSystem, Content: "Be brief."},
 			{Role: ops.RoleUser, Content: "Instruction:\nhi"},
 			{Role: ops.RoleAssistant, Content: "Hi."},
 			{Role: ops.RoleUser, Content: "Instruction:\nhello"},
-		},
+		}...),
 		Instruction: "hello", BranchID: "b1", RequestID: "r1", Attempt: 1,
 	}
 }

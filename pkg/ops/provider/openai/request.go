@@ -99,7 +99,7 @@ func buildRequest(call ops.Call) ([]byte, error) {
 	if call.Model.Model == "" {
 		return nil, fmt.Errorf("%w: the model reference names no model (want \"%s:MODEL\")", ErrInvalidCall, call.Model.Provider)
 	}
-	if len(call.Messages) == 0 {
+	if call.Messages.Len() == 0 {
 		return nil, fmt.Errorf("%w: the call has no messages", ErrInvalidCall)
 	}
 	body := make(map[string]any, len(call.Model.Options)+4)
@@ -136,8 +136,8 @@ func buildRequest(call ops.Call) ([]byte, error) {
 		body[k] = v
 	}
 
-	msgs := make([]message, len(call.Messages))
-	for i, m := range call.Messages {
+	msgs := make([]message, call.Messages.Len())
+	for i, m := range call.Messages.All() {
 		switch m.Role {
 		case ops.RoleSystem, ops.RoleUser, ops.RoleAssistant:
 			msgs[i] = message{Role: string(m.Role), Content: m.Content}

@@ -11,7 +11,7 @@ import (
 
 func TestBuildRequest(t *testing.T) {
 	t.Parallel()
-	user := []ops.ChatMessage{{Role: ops.RoleUser, Content: "q"}}
+	user := ops.PromptOf(ops.ChatMessage{Role: ops.RoleUser, Content: "q"})
 	tests := []struct {
 		name    string
 		call    ops.Call
@@ -41,7 +41,7 @@ func TestBuildRequest(t *testing.T) {
 		{name: "no model", call: ops.Call{Model: ops.ModelRef{Provider: "openai"}, Messages: user}, wantErr: "names no model"},
 		{name: "no messages", call: ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "m"}}, wantErr: "no messages"},
 		{name: "action role", call: ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "m"},
-			Messages: []ops.ChatMessage{{Role: ops.RoleAction, Content: "x"}}}, wantErr: `message 0 has role "action"`},
+			Messages: ops.PromptOf(ops.ChatMessage{Role: ops.RoleAction, Content: "x"})}, wantErr: `message 0 has role "action"`},
 		{name: "messages option", call: opts(map[string]any{"messages": []any{}}), wantErr: `"messages" is set by the provider`},
 		{name: "stream_options", call: opts(map[string]any{"stream_options": map[string]any{}}), wantErr: `"stream_options" is set by the provider`},
 		{name: "stream", call: opts(map[string]any{"stream": true}), wantErr: "streaming is not supported"},
@@ -82,5 +82,5 @@ func TestBuildRequest(t *testing.T) {
 // opts is a call to model "m" with options.
 func opts(options map[string]any) ops.Call {
 	return ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "m", Options: options},
-		Messages: []ops.ChatMessage{{Role: ops.RoleUser, Content: "q"}}}
+		Messages: ops.PromptOf(ops.ChatMessage{Role: ops.RoleUser, Content: "q"})}
 }

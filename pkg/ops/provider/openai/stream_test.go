@@ -97,7 +97,7 @@ func TestProvider_Stream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: []ops.ChatMessage{{Role: ops.RoleUser, Content: "hi"}}}
+			call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleUser, Content: "hi"}}...)}
 			var chunks []ops.Chunk
 			streamed, err := p.Stream(context.Background(), call, func(c ops.Chunk) error {
 				chunks = append(chunks, c)
@@ -146,7 +146,7 @@ func TestProvider_Stream_failures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: []ops.ChatMessage{{Role: ops.RoleUser, Content: "hi"}}}
+	call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleUser, Content: "hi"}}...)}
 	n := 0
 	_, err = p.Stream(context.Background(), call, func(ops.Chunk) error { n++; return nil })
 	var pe *ops.ProviderError

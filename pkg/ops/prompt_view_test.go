@@ -1,0 +1,85 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestPrompt_accessors: a prompt made of shared turns and its own reads
+// as one list, every way it can be read.
+func TestPrompt_accessors(t *testing.T) {
+	sys := ChatMessage{Role: RoleSystem, Content: "s"}
+	q := ChatMessage{Role: RoleUser, Content: "q"}
+	a := ChatMessage{Role: RoleAssistant, Content: "a"}
+	tests := []struct {
+		name string
+		p    Prompt
+		want []ChatMessage
+	}{
+		{"zero", Prompt{}, []ChatMessage{}},
+		{"own turns only", PromptOf(sys, q), []ChatMessage{sys, q}},
+		{"shared only", Prompt{head: []ChatMessage{sys, q}}, []ChatMessage{sys, q}},
+		{"shared then own", Prompt{head: []ChatMessage{sys, q}, tail: []ChatMessage{a, q}}, []ChatMessage{sys, q, a, q}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.Slice(); !slices.Equal(got, tt.want) {
+				t.Fatalf("Slice = %v, want %v", got, tt.want)
+			}
+			if tt.p.Len() != len(tt.want) {
+				t.Fatalf("Len = %d, want %d", tt.p.Len(), len(tt.want))
+			}
+			var all []ChatMessage
+			for i, m := range tt.p.All() {
+				if i != len(all) || tt.p.At(i) != m {
+					t.Fatalf("All yields %d: %v; At gives %v", i, m, tt.p.At(i))
+				}
+				all = append(all, m)
+			}
+			if len(all) != len(tt.want) {
+				t.Fatalf("All yields %d messages, want %d", len(all), len(tt.want))
+			}
+			last, ok := tt.p.Last()
+			if ok != (len(tt.want) > 0) || ok && last != tt.want[len(tt.want)-1] {
+				t.Fatalf("Last = %v, %v", last, ok)
+			}
+			if got, want := tt.p.String(), fmt.Sprint(tt.want); got != want {
+				t.Fatalf("String = %q, want %q", got, want)
+			}
+			js, err := json.Marshal(tt.p)
+			wantJS, _ := json.Marshal(tt.want)
+			if err != nil || string(js) != string(wantJS) {
+				t.Fatalf("JSON = %s (%v), want %s", js, err, wantJS)
+			}
+			n := 0
+			for _, m := range tt.want {
+				n += len(m.Content)
+			}
+			if tt.p.Bytes() != n {
+				t.Fatalf("Bytes = %d, want %d", tt.p.Bytes(), n)
+			}
+		})
+	}
+}
+
+// TestPrompt_copies: PromptOf copies what it is given, and Slice returns a
+// copy: changing either changes nothing in the prompt.
+func TestPrompt_copies(t *testing.T) {
+	in := []ChatMessage{{Role: RoleUser, Content: "q"}}
+	p := PromptOf(in...)
+	in[0].Content = "changed"
+	s := p.Slice()
+	s[0].Content = "changed too"
+	if p.At(0).Content != "q" {
+		t.Fatalf("prompt changed to %q", p.At(0).Content)
+	}
+	shared := []ChatMessage{{Role: RoleSystem, Content: "s"}}
+	p = Prompt{head: shared}
+	s = p.Slice()
+	s[0].Content = "x"
+	if shared[0].Content != "s" {
+		t.Fatal("Slice shares the shared turns")
+	}
+}
