@@ -51,4 +51,9 @@ type Result struct {
 	// LNDLRounds lists what each round of the LNDL middle did, when the
 	// request used it (operate with "middle": "lndl").
 	LNDLRounds []LNDLRound `json:"lndl_rounds,omitempty"`
+	// Analyses lists the values of a react's analysis rounds, in order,
+	// when the request asked for them (return_analysis) or streamed them
+	// (stream): a streamed react answered as one result carries every
+	// round it published (0021-D2-08).
+	Analyses []json.RawMessage `json:"analyses,omitempty"`
 }
