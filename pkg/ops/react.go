@@ -275,7 +275,7 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *Branch, p *reactP
 	}
 	for left := p.extensions; p.allowed && a.ExtensionNeeded && left > 0; left-- {
 		round := len(l.analyses)
-		next := instructData{Instruction: extensionPrompt(a, round, left)}
+		next := instructData{Instruction: extensionPrompt(a, round, left), Reason: p.ins.Reason}
 		if a, err = l.analysisRound(nested, round, p.roundData(next, nextStrategy(a, p.strategy))); err != nil {
 			return nil, err
 		}

@@ -409,3 +409,41 @@ func TestReact_interpret_first(t *testing.T) {
 		t.Fatalf("redelivery: %v, replayed %v, %d model calls", err, res != nil && res.Replayed, o.prov.count())
 	}
 }
+
+// A react redelivered after a temporary failure in round 1 answers round
+// 0 from history (its model and tool are not called again) and goes on
+// from round 1; the failed attempt emits no terminal signal, the retry
+// one.
+func TestReact_redelivery_resumes_after_committed_rounds(t *testing.T) {
+	t.Parallel()
+	o := newOperateBundle(t)
+	o.mustDo(t, "branch.create", "", `{"branch_id":"r","tools":["add"],"chat_model":{"provider":"scripted","replies":[`+
+		mustJSON(t, analysisAsksAdd)+`,{"text":`+mustJSON(t, analysisDone)+`,"error":{"message":"busy","temporary":true,"attempts":1}},"seven"]}}`)
+	data := json.RawMessage(`{"instruction":"What is 1 + 2?"}`)
+	_, err := o.eng.Do(context.Background(), ops.Request{ID: "q", Verb: "react", BranchID: "r", Data: data, Attempt: 1})
+	var oe *ops.Error
+	if !errors.As(err, &oe) || !oe.Temporary {
+		t.Fatalf("first attempt: %v, want a temporary error", err)
+	}
+	if got := strings.Join(o.signals.types("q"), " "); got != "run.start" {
+		t.Fatalf("first attempt signals %s", got)
+	}
+	res, err := o.eng.Do(context.Background(), ops.Request{ID: "q", Verb: "react", BranchID: "r", Data: data, Attempt: 2})
+	if err != nil || string(res.Value) != `"seven"` || res.Replayed {
+		t.Fatalf("second attempt: %v, %v", res, err)
+	}
+	round0 := 0
+	o.prov.mu.Lock()
+	for _, c := range o.prov.calls {
+		if c.RequestID == "q/react/0/middle" {
+			round0++
+		}
+	}
+	o.prov.mu.Unlock()
+	if round0 != 1 || o.tools.Calls(ops.ToolCallKey("q/react/0/act", 0)) != 1 {
+		t.Fatalf("round 0 called the model %d times, add ran %d times", round0, o.tools.Calls(ops.ToolCallKey("q/react/0/act", 0)))
+	}
+	if got := strings.Join(o.signals.types("q"), " "); got != "run.start run.start run.end" {
+		t.Fatalf("signals %s", got)
+	}
+}
