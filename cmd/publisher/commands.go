@@ -143,6 +143,8 @@ var commands = []command{
 	parseCommand(),
 	actCommand,
 	operateCommand(),
+	interpretCommand(),
+	reactCommand(),
 	runCommand(),
 	{
 		name: "send", args: "VERB", summary: "send any verb (chat, op.NAME, ...) with --data and --branch",

@@ -54,6 +54,8 @@ const rootExamples = `  publisher branch create --id b1 --system "Be brief." --c
   publisher parse b1 --text 'It is {"city": "Lyon"}' --response-format city.json
   publisher act b1 --call add='{"x": 2, "y": 3}' --call now --strategy sequential
   publisher operate b1 --instruction "Add 2 and 3" --actions --response-format answer.json
+  publisher interpret b1 --text "cheap flights paris next month??" --domain travel
+  publisher react b1 --instruction "What is 17 * 23?" --max-extensions 2 --return-analysis
   publisher run --branch b1 "Fix the failing test"   # chunks as they arrive; Ctrl-C cancels the run
   publisher branch history b1
   publisher branch list -o json

@@ -22,8 +22,9 @@ func verbOf(typ string) string {
 }
 
 // renderResult prints a result for a human. Branch results show the branch, a
-// history page shows its events, act its responses, other results their
-// value: a string as its text, anything else as indented JSON.
+// history page shows its events, act its responses, react its analysis
+// rounds (when it has them) before its answer, other results their value:
+// a string as its text, anything else as indented JSON.
 func renderResult(w io.Writer, verb string, res *ops.Result) {
 	switch verb {
 	case "branch.create", "branch.get", "branch.clone", "branch.clear":
@@ -49,6 +50,8 @@ func renderResult(w io.Writer, verb string, res *ops.Result) {
 		if renderActions(w, res.Value) {
 			return
 		}
+	case "react":
+		renderAnalyses(w, res.Analyses)
 	}
 	fmt.Fprintln(w, valueText(res.Value))
 }

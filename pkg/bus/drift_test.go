@@ -134,7 +134,7 @@ func TestDrift_signal_types_have_schemas(t *testing.T) {
 // TestDrift_protocol_verb_table: 0021-D1-05, the docs side. The verb table
 // of docs/protocol.md lists every verb the engine serves as served, with a
 // section of its own, and lists as "not yet" only verbs the engine does not
-// serve.
+// serve (today every verb of the table is served).
 func TestDrift_protocol_verb_table(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/protocol.md")
 	if err != nil {
@@ -167,7 +167,7 @@ func TestDrift_protocol_verb_table(t *testing.T) {
 			}
 		}
 	}
-	if len(documented) == 0 || len(notYet) == 0 {
+	if len(documented) == 0 {
 		t.Fatalf("no verb table found in docs/protocol.md (served %v, not yet %v)", documented, notYet)
 	}
 	for _, v := range served {

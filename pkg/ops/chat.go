@@ -465,6 +465,11 @@ func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before [
 		return nil, err
 	}
 	res, oerr := committedOutcome(ev.Result, req)
+	if sig == replayRun && isNestedTurn(ctx) {
+		// A nested turn replays its messages, never a lifecycle
+		// (0021-D4-04).
+		sig = replayMessages
+	}
 	if sig == replayQuiet {
 		return res, oerr
 	}

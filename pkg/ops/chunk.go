@@ -31,12 +31,17 @@ const (
 	// ChunkError is an error the model reported in the stream, in Content;
 	// metadata.benign_eos marks one that only ends the stream.
 	ChunkError ChunkKind = "error"
+	// ChunkRound is a completed round of a streamed react: Content is the
+	// round's analysis text (the answer, for the final round; compact
+	// JSON unless it is text), metadata.round its index from 0,
+	// metadata.phase "analysis" or "answer", metadata.value its value.
+	ChunkRound ChunkKind = "round"
 )
 
 // Valid reports whether k is one of the chunk kinds.
 func (k ChunkKind) Valid() bool {
 	switch k {
-	case ChunkSystem, ChunkThinking, ChunkText, ChunkToolUse, ChunkToolResult, ChunkResult, ChunkError:
+	case ChunkSystem, ChunkThinking, ChunkText, ChunkToolUse, ChunkToolResult, ChunkResult, ChunkError, ChunkRound:
 		return true
 	}
 	return false

@@ -21,7 +21,7 @@ func TestChunkKind_Valid(t *testing.T) {
 		want bool
 	}{
 		{ops.ChunkSystem, true}, {ops.ChunkThinking, true}, {ops.ChunkText, true}, {ops.ChunkToolUse, true},
-		{ops.ChunkToolResult, true}, {ops.ChunkResult, true}, {ops.ChunkError, true},
+		{ops.ChunkToolResult, true}, {ops.ChunkResult, true}, {ops.ChunkError, true}, {ops.ChunkRound, true},
 		{"", false}, {"TEXT", false}, {"delta", false},
 	}
 	for _, tt := range tests {
@@ -43,6 +43,8 @@ func TestChunk_wire_form(t *testing.T) {
 			`{"seq":2,"type":"tool_use","tool_name":"add","tool_id":"t1","tool_input":{"x":1}}`},
 		{"tool result", ops.Chunk{Seq: 3, Kind: ops.ChunkToolResult, ToolID: "t1", ToolOutput: "no", IsError: true},
 			`{"seq":3,"type":"tool_result","tool_id":"t1","tool_output":"no","is_error":true}`},
+		{"react round", ops.Chunk{Seq: 5, Kind: ops.ChunkRound, Content: "a", Metadata: map[string]any{"round": 0, "phase": "analysis"}},
+			`{"seq":5,"type":"round","content":"a","metadata":{"phase":"analysis","round":0}}`},
 		{"benign end", ops.Chunk{Seq: 4, Kind: ops.ChunkError, Metadata: map[string]any{"benign_eos": true}}, `{"seq":4,"type":"error","metadata":{"benign_eos":true}}`},
 	}
 	for _, tt := range tests {

@@ -168,6 +168,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"parse":           (*Engine).parseVerb,
 		"act":             (*Engine).actVerb,
 		"operate":         (*Engine).operate,
+		"interpret":       (*Engine).interpretVerb,
+		"react":           (*Engine).react,
 		"run":             (*Engine).runVerb,
 	}
 	return e, nil

@@ -1,6 +1,7 @@
 // Package ops implements the lionbus operations layer: a conversation
 // ("branch") and the verbs that act on it (chat, chat_and_record,
-// communicate, run, run_and_collect, parse, act, operate), as decided by
+// communicate, run, run_and_collect, parse, act, operate, interpret,
+// react), as decided by
 // ADR-0021, ADR-0022 and ADR-0024.
 //
 // Comments and tests of this package name those decisions as "ADR-0021 D4"
@@ -45,7 +46,9 @@
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
 // branch.delete, branch.history, chat, chat_and_record, communicate, parse,
-// act, operate, run and the registered named operations (op.NAME). The request
+// act, operate, run, interpret, react and the registered named operations
+// (op.NAME). react runs operate rounds as sub-requests under ids derived
+// from its own ("<id>/react/<n>"), so it is idempotent as operate is. The request
 // data of each verb is described by schemas/lionbus.<verb>.request.json and its
 // result by schemas/lionbus.<verb>.result.json; field names are the ADR
 // parameter names (instruction, guidance, context, response_format,

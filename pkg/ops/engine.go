@@ -55,4 +55,9 @@ type Result struct {
 	// run_and_collect) kept its log and snapshots (0021-D5-06); nil when
 	// nothing was kept.
 	RunLog *RunLogLocation `json:"run_log,omitempty"`
+	// Analyses lists the values of a react's analysis rounds, in order,
+	// when the request asked for them (return_analysis) or streamed them
+	// (stream): a streamed react answered as one result carries every
+	// round it published (0021-D2-08).
+	Analyses []json.RawMessage `json:"analyses,omitempty"`
 }

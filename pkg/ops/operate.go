@@ -31,6 +31,13 @@ func (e *Engine) operate(ctx context.Context, req Request) (*Result, error) {
 	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
+	return e.operateWith(ctx, req, &d)
+}
+
+// operateWith is operate once its data is decoded: the path every operate
+// takes, the verb's and each react round's, so that they prepare, call the
+// middle, validate, act and record alike.
+func (e *Engine) operateWith(ctx context.Context, req Request, d *operateData) (*Result, error) {
 	b, err := e.load(ctx, req.BranchID)
 	if err != nil {
 		return nil, err

@@ -111,7 +111,17 @@ func (e *Engine) emit(ctx context.Context, s Signal) {
 // signal (ADR-0021 D4): run.end with the result, or run.failed with the
 // error, except for a failure the transport retries, whose retry ends the
 // run instead.
+//
+// Under a nested-turn marker (see [withNestedTurn]) body runs without
+// either signal: the operation that set the marker owns the lifecycle.
 func (e *Engine) runLifecycle(ctx context.Context, req Request, branchID string, body func() (*Result, error)) (*Result, error) {
+	if isNestedTurn(ctx) {
+		res, err := body()
+		if err != nil {
+			return nil, asError(ctx, err)
+		}
+		return res, nil
+	}
 	e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: branchID, RequestID: req.ID})
 	res, err := body()
 	if err != nil {
@@ -129,4 +139,23 @@ func (e *Engine) runLifecycle(ctx context.Context, req Request, branchID string,
 // failure oe: a temporary failure before the last delivery.
 func retried(oe *Error, req Request) bool {
 	return oe.Temporary && !req.LastAttempt
+}
+
+// nestedTurnKey is the context key of the nested-turn marker.
+type nestedTurnKey struct{}
+
+// withNestedTurn returns ctx marked as carrying a turn nested inside
+// another operation (a react round): the verbs run under it emit no run
+// lifecycle of their own (0021-D4-04, Go form). The marker lives in the
+// request's context, so another request running at the same time on the
+// same engine and branch is not affected. Message-added and tool signals
+// are emitted as usual.
+func withNestedTurn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, nestedTurnKey{}, true)
+}
+
+// isNestedTurn reports whether ctx carries the nested-turn marker.
+func isNestedTurn(ctx context.Context) bool {
+	nested, _ := ctx.Value(nestedTurnKey{}).(bool)
+	return nested
 }

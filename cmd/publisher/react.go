@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/lionbus/lionbus/cmd/internal/render"
+)
+
+// interpretCommand is "publisher interpret": the interpret verb, a raw
+// instruction rewritten by the model into a clearer prompt. Nothing is
+// recorded on the branch.
+func interpretCommand() command {
+	return command{
+		name: "interpret", args: "[BRANCH]", summary: "rewrite a raw instruction into a clearer prompt, print it (nothing is recorded)",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			text := fs.String("text", "", "the raw instruction to rewrite (required unless --data has it)")
+			domain := fs.String("domain", "", `the field it belongs to (default "general")`)
+			style := fs.String("style", "", `the style wanted of the rewrite (default "concise")`)
+			sample := fs.String("sample-writing", "", "an example of the writing wanted")
+			model := fs.String("interpret-model", "", `the model making the rewrite: "provider:model" or a JSON object`)
+			chat := fs.String("chat-model", "", `chat model override: "provider:model" or a JSON object`)
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "interpret"
+				setString(req.data, "text", *text)
+				setString(req.data, "domain", *domain)
+				setString(req.data, "style", *style)
+				setString(req.data, "sample_writing", *sample)
+				if err := setModel(req.data, "interpret_model", *model); err != nil {
+					return err
+				}
+				if err := setModel(req.data, "chat_model", *chat); err != nil {
+					return err
+				}
+				if _, ok := req.data["text"]; !ok {
+					return errors.New("interpret needs --text (or a text in --data)")
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// reactCommand is "publisher react": the react verb, a reason-and-act
+// loop of operate rounds that may run the branch's tools, then a final
+// answer. Flags left out are left out of the request, so the worker's
+// defaults (and --data) apply.
+func reactCommand() command {
+	return command{
+		name: "react", args: "[BRANCH]", summary: "reason and act in rounds with the branch's tools, print the final answer",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			ex := defineExchangeFlags(fs, "parse model override (default: the chat model)")
+			analysis := fs.String("analysis-model", "", "the model of the analysis rounds (default: the chat model)")
+			strategy := fs.String("action-strategy", "", `how round 0's tool calls run: "concurrent" (the default) or "sequential"`)
+			var tools stringList
+			fs.Var(&tools, "tool", "a branch tool offered to the model (repeatable; default all the branch's)")
+			handle := fs.String("handle-validation", "", "when the final answer does not match --response-format: return_value (default), return_none or raise")
+			interpret := fs.Bool("interpret", false, "rewrite the instruction with interpret first")
+			domain := fs.String("interpret-domain", "", "with --interpret: the domain hint")
+			style := fs.String("interpret-style", "", "with --interpret: the style hint")
+			sample := fs.String("interpret-sample", "", "with --interpret: a sample of the writing wanted")
+			imodel := fs.String("interpret-model", "", "with --interpret: the model of the rewrite")
+			noExt := fs.Bool("no-extensions", false, "run no extension round (extension_allowed false)")
+			maxExt := fs.Int("max-extensions", 0, "the most extension rounds (default 3; 0 or less: none; above 100: 100)")
+			analyses := fs.Bool("return-analysis", false, "add the analysis rounds to the result")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "react"
+				if err := ex.apply(req.data); err != nil {
+					return err
+				}
+				for key, v := range map[string]string{"analysis_model": *analysis, "interpret_model": *imodel} {
+					if err := setModel(req.data, key, v); err != nil {
+						return err
+					}
+				}
+				if len(tools) > 0 {
+					req.data["tools"] = []string(tools)
+				}
+				setString(req.data, "action_strategy", *strategy)
+				setString(req.data, "handle_validation", *handle)
+				setString(req.data, "interpret_domain", *domain)
+				setString(req.data, "interpret_style", *style)
+				setString(req.data, "interpret_sample", *sample)
+				if *interpret {
+					req.data["interpret"] = true
+				}
+				if *noExt {
+					req.data["extension_allowed"] = false
+				}
+				if *analyses {
+					req.data["return_analysis"] = true
+				}
+				fs.Visit(func(f *flag.Flag) {
+					if f.Name == "max-extensions" {
+						req.data["max_extensions"] = *maxExt
+					}
+				})
+				_, hasInstruction := req.data["instruction"]
+				_, hasInstruct := req.data["instruct"]
+				if !hasInstruction && !hasInstruct {
+					return errors.New("react needs --instruction (or an instruction or instruct in --data)")
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// renderAnalyses prints the analysis rounds of a react result, one line
+// each: the round's number, whether it asked for another, its analysis.
+func renderAnalyses(w io.Writer, analyses []json.RawMessage) {
+	for i, raw := range analyses {
+		var a struct {
+			Analysis        string `json:"analysis"`
+			ExtensionNeeded bool   `json:"extension_needed"`
+			Requests        []any  `json:"action_requests"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil {
+			continue
+		}
+		more := ""
+		if a.ExtensionNeeded {
+			more = ", another round"
+		}
+		fmt.Fprintf(w, "round %d (%d tool calls%s): %s\n", i, len(a.Requests), more, render.Clip(a.Analysis, lineWidth))
+	}
+}

@@ -1,0 +1,106 @@
+package ops
+
+import (
+	"context"
+	"strings"
+)
+
+// MaxInterpretHint is the longest domain or style hint interpret takes, in
+// bytes.
+const MaxInterpretHint = 256
+
+// interpretData is the request data of interpret: the raw text to rewrite
+// and the hints that shape the rewrite.
+type interpretData struct {
+	// Text is the user's raw instruction or question. Required.
+	Text string `json:"text"`
+	// Domain names the field the text belongs to; default "general".
+	Domain string `json:"domain"`
+	// Style is the style wanted of the rewritten prompt; default "concise".
+	Style string `json:"style"`
+	// SampleWriting is an example of the writing wanted, shown to the
+	// model as it is.
+	SampleWriting string `json:"sample_writing"`
+	// InterpretModel is the model making the rewrite; it wins over
+	// ChatModel. Both absent: the branch's chat model.
+	InterpretModel *ModelRef `json:"interpret_model"`
+	ChatModel      *ModelRef `json:"chat_model"`
+}
+
+// interpretInstruction is what interpret asks of the model.
+const interpretInstruction = "Rewrite the user input given in the context into a prompt that a language model " +
+	"or another system can act on without guessing: state the task plainly, make explicit what the input only " +
+	"implies, and keep its structure easy to follow. Do not invent requirements, facts or steps the input does " +
+	"not contain. Answer with the rewritten prompt and nothing else."
+
+// check validates d.
+func (d *interpretData) check() error {
+	if strings.TrimSpace(d.Text) == "" {
+		return Errorf(CodeInvalidRequest, "data.text is required and must not be blank")
+	}
+	for _, h := range []struct{ name, v string }{{"domain", d.Domain}, {"style", d.Style}} {
+		if len(h.v) > MaxInterpretHint {
+			return Errorf(CodeInvalidRequest, "data.%s is longer than %d bytes", h.name, MaxInterpretHint)
+		}
+	}
+	return nil
+}
+
+// chat returns the chat request that makes the rewrite.
+func (d *interpretData) chat() *chatData {
+	domain, style := d.Domain, d.Style
+	if strings.TrimSpace(domain) == "" {
+		domain = "general"
+	}
+	if strings.TrimSpace(style) == "" {
+		style = "concise"
+	}
+	guidance := "Domain: " + domain + ". Style of the rewritten prompt: " + style + "."
+	if d.SampleWriting != "" {
+		guidance += "\nWrite in the manner of this sample:\n" + d.SampleWriting
+	}
+	model := d.InterpretModel
+	if model == nil {
+		model = d.ChatModel
+	}
+	return &chatData{
+		Instruction: interpretInstruction, Guidance: guidance,
+		Context: []any{"User input: " + d.Text}, ChatModel: model,
+	}
+}
+
+// interpretVerb is interpret: one unrecorded call of the chat model (or
+// interpret_model) that rewrites data.text into a clearer prompt for a
+// later operation. The value is the rewritten prompt, trimmed of
+// surrounding white space. Like chat, it records nothing on the branch
+// and emits no signal.
+func (e *Engine) interpretVerb(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	var d interpretData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	return e.interpret(ctx, req, &d)
+}
+
+// interpret runs the rewrite of d for req: the verb's path, and react's
+// first step when it asks for one.
+func (e *Engine) interpret(ctx context.Context, req Request, d *interpretData) (*Result, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	x, err := e.prepareData(ctx, req, d.chat())
+	if err != nil {
+		return nil, err
+	}
+	if err := e.run(ctx, req, x); err != nil {
+		return nil, err
+	}
+	v, err := marshalValue(strings.TrimSpace(x.comp.Text))
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Value: v, BranchID: x.branch.ID, Usage: x.usage}, nil
+}

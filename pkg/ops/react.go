@@ -1,0 +1,431 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Bounds of react's extension rounds (0021-D1-06).
+const (
+	// DefaultReactExtensions is how many extension rounds react allows
+	// when max_extensions is absent, streamed or not.
+	DefaultReactExtensions = 3
+	// MaxReactExtensions is the most extension rounds react runs: a
+	// larger max_extensions is logged and lowered to it.
+	MaxReactExtensions = 100
+)
+
+// Stage names of react's sub-requests: "<id>/react/<round>" for the
+// analysis rounds (0, 1, ...) and "<id>/react/answer" for the final one.
+const (
+	reactStage       = "react"
+	reactAnswerStage = "answer"
+)
+
+// reactData is the request data of react. The instruction fields, the
+// tools and the models are operate's; the rest steers the loop.
+type reactData struct {
+	Instruct    *instructData `json:"instruct"`
+	Instruction any           `json:"instruction"`
+	Guidance    any           `json:"guidance"`
+	Context     any           `json:"context"`
+	Sender      string        `json:"sender"`
+	Recipient   string        `json:"recipient"`
+
+	// ChatModel makes every round; AnalysisModel, when given, makes the
+	// analysis rounds instead. ParseModel is operate's.
+	ChatModel       *ModelRef `json:"chat_model"`
+	AnalysisModel   *ModelRef `json:"analysis_model"`
+	ParseModel      *ModelRef `json:"parse_model"`
+	NumParseRetries *int      `json:"num_parse_retries"`
+
+	// ResponseFormat is the JSON Schema of the final answer; absent, the
+	// answer is text. HandleValidation is operate's policy for it.
+	ResponseFormat   json.RawMessage `json:"response_format"`
+	HandleValidation string          `json:"handle_validation"`
+
+	Tools          []string `json:"tools"`
+	ActionStrategy *string  `json:"action_strategy"`
+
+	// Interpret rewrites the instruction with interpret first, with the
+	// hints and the model below.
+	Interpret       bool      `json:"interpret"`
+	InterpretDomain string    `json:"interpret_domain"`
+	InterpretStyle  string    `json:"interpret_style"`
+	InterpretSample string    `json:"interpret_sample"`
+	InterpretModel  *ModelRef `json:"interpret_model"`
+
+	ExtensionAllowed *bool `json:"extension_allowed"`
+	MaxExtensions    *int  `json:"max_extensions"`
+	ReturnAnalysis   bool  `json:"return_analysis"`
+	Stream           bool  `json:"stream"`
+}
+
+// reactAnalysis is what react reads of an analysis round's value.
+type reactAnalysis struct {
+	Analysis        string  `json:"analysis"`
+	ExtensionNeeded bool    `json:"extension_needed"`
+	Milestone       *string `json:"milestone"`
+	ActionStrategy  *string `json:"action_strategy"`
+	ActionBatchSize *int    `json:"action_batch_size"`
+}
+
+// reactAnalysisSchema is the response_format of the analysis rounds;
+// operate adds action_required and action_requests to it.
+var reactAnalysisSchema = json.RawMessage(`{
+  "title": "ReActAnalysis",
+  "description": "One step of a reason-and-act loop: think about the task, plan the actions that move it forward, ask for the tool calls to run now, and say whether another round is needed before the final answer.",
+  "type": "object",
+  "properties": {
+    "analysis": {"type": "string", "description": "Your reasoning about the task so far, including what earlier actions returned."},
+    "planned_actions": {
+      "type": "array",
+      "description": "The actions you intend to take, in order.",
+      "items": {
+        "type": "object",
+        "properties": {
+          "action_type": {"type": "string", "description": "The kind of action, usually a tool name."},
+          "description": {"type": "string", "description": "What the action does and why."}
+        },
+        "required": ["action_type", "description"]
+      }
+    },
+    "extension_needed": {"type": "boolean", "description": "True when another analysis round is needed before the final answer (for example to look at the results of the actions asked for now)."},
+    "milestone": {"type": ["string", "null"], "description": "The intermediate goal this round reaches."},
+    "action_strategy": {"type": "string", "enum": ["sequential", "concurrent", "batch"], "description": "How the actions of the next round should run."},
+    "action_batch_size": {"type": ["integer", "null"], "minimum": 1, "description": "With the batch strategy, how many actions run together."}
+  },
+  "required": ["analysis", "extension_needed"]
+}`)
+
+// reactPlan is what react makes of its data.
+type reactPlan struct {
+	d          *reactData
+	ins        instructData
+	extensions int
+	allowed    bool
+	strategy   *string
+}
+
+// plan checks d and returns the loop's plan. Everything operate would
+// refuse in a round is refused here too, before any model call.
+func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
+	ins := instructData{Instruction: d.Instruction, Guidance: d.Guidance, Context: d.Context}
+	if d.Instruct != nil {
+		if !isEmpty(d.Instruction) || !isEmpty(d.Guidance) || !isEmpty(d.Context) {
+			return nil, Errorf(CodeInvalidRequest, "data.instruct and data.instruction, guidance or context exclude each other")
+		}
+		ins = *d.Instruct
+	}
+	if isEmpty(ins.Instruction) {
+		return nil, Errorf(CodeInvalidRequest, "data.instruction is required (or data.instruct with an instruction)")
+	}
+	switch ins.Instruction.(type) {
+	case string, map[string]any:
+	default:
+		return nil, Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", ins.Instruction)
+	}
+	p := &reactPlan{d: d, ins: ins, extensions: DefaultReactExtensions, allowed: true, strategy: ins.ActionStrategy}
+	if d.ActionStrategy != nil && *d.ActionStrategy != "" {
+		p.strategy = d.ActionStrategy
+	}
+	if p.strategy != nil && *p.strategy != "" && *p.strategy != StrategyConcurrent && *p.strategy != StrategySequential {
+		return nil, Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
+			StrategyConcurrent, StrategySequential, Truncate(*p.strategy, 64))
+	}
+	if d.ExtensionAllowed != nil {
+		p.allowed = *d.ExtensionAllowed
+	}
+	// 0021-D1-06: default 3, none for zero or less, at most 100.
+	if d.MaxExtensions != nil {
+		switch n := *d.MaxExtensions; {
+		case n <= 0:
+			p.extensions = 0
+		case n > MaxReactExtensions:
+			e.log.Warn().Str("request_id", req.ID).Int("max_extensions", n).
+				Int("clamped_to", MaxReactExtensions).Msg("max_extensions above the maximum")
+			p.extensions = MaxReactExtensions
+		default:
+			p.extensions = n
+		}
+	}
+	for _, h := range []struct{ name, v string }{{"interpret_domain", d.InterpretDomain}, {"interpret_style", d.InterpretStyle}} {
+		if len(h.v) > MaxInterpretHint {
+			return nil, Errorf(CodeInvalidRequest, "data.%s is longer than %d bytes", h.name, MaxInterpretHint)
+		}
+	}
+	return p, nil
+}
+
+// check refuses, before any model call, what operate would refuse in one
+// of p's rounds on b: unknown tools, a bad response_format or policy.
+func (p *reactPlan) check(b *Branch) error {
+	if _, err := p.roundData(p.ins, p.strategy).plan(b); err != nil {
+		return err
+	}
+	_, err := p.answerData("-").plan(b)
+	return err
+}
+
+// roundData is the operate data of an analysis round.
+func (p *reactPlan) roundData(ins instructData, strategy *string) *operateData {
+	d := p.d
+	on := true
+	model := d.AnalysisModel
+	if model == nil {
+		model = d.ChatModel
+	}
+	return &operateData{
+		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, Reason: ins.Reason,
+		Sender: d.Sender, Recipient: d.Recipient, ChatModel: model, ParseModel: d.ParseModel,
+		NumParseRetries: d.NumParseRetries, ResponseFormat: reactAnalysisSchema, Actions: &on,
+		ActionStrategy: strategy, Tools: d.Tools, HandleValidation: handleRaise,
+	}
+}
+
+// answerData is the operate data of the final round: no actions, the
+// caller's response_format (text without one).
+func (p *reactPlan) answerData(instruction string) *operateData {
+	d := p.d
+	return &operateData{
+		Instruction: instruction, Sender: d.Sender, Recipient: d.Recipient,
+		ChatModel: d.ChatModel, ParseModel: d.ParseModel, NumParseRetries: d.NumParseRetries,
+		ResponseFormat: d.ResponseFormat, HandleValidation: d.HandleValidation,
+	}
+}
+
+// react is the reason-and-act loop: an optional interpret of the
+// instruction, an analysis round (an operate with actions), extension
+// rounds while the model asks for them and the budget lasts, then a final
+// operate for the answer. Every round goes through operateWith, so it is
+// prepared, governed, acted on and recorded as an operate request, under
+// the stage id "<id>/react/<round>" ("<id>/react/answer" for the last):
+// a redelivered react is answered round by round from history.
+//
+// react owns the lifecycle: one run.start and one terminal signal; the
+// rounds run under the nested-turn marker and emit none of their own
+// (0021-D4-04). With stream, each round's value is published as a
+// "round" chunk as it completes, and the result lists them all
+// (0021-D2-08).
+func (e *Engine) react(ctx context.Context, req Request) (*Result, error) {
+	if err := requireBranchID(req); err != nil {
+		return nil, err
+	}
+	var d reactData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	p, err := d.plan(e, req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.load(ctx, req.BranchID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.check(b); err != nil {
+		return nil, err
+	}
+	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return e.reactRun(ctx, req, b, p) })
+}
+
+// reactLoop holds the state of one react.
+type reactLoop struct {
+	e        *Engine
+	req      Request
+	branchID string
+	sink     ChunkSink
+	usage    *Usage
+	replayed bool
+	stored   int64 // the rounds' recorded durations, for a replay
+	analyses []json.RawMessage
+}
+
+// reactRun runs p's rounds.
+func (e *Engine) reactRun(ctx context.Context, req Request, b *Branch, p *reactPlan) (res *Result, err error) {
+	t0 := e.clock()
+	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
+	if p.d.Stream && e.chunks != nil {
+		cs, oerr := e.chunks.OpenChunks(ctx, req)
+		if oerr != nil {
+			return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("react: open the chunk stream: %v", oerr), Err: oerr}
+		}
+		l.sink = Sequence(cs)
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+			defer cancel()
+			if cerr := cs.Close(cctx); cerr != nil && err == nil {
+				res, err = nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("react: chunks could not be stored: %v", cerr), Err: cerr}
+			}
+		}()
+	}
+	nested := withNestedTurn(ctx)
+	ins := p.ins
+	if p.d.Interpret {
+		if ins, err = e.reactInterpret(nested, b, l, p); err != nil {
+			return nil, err
+		}
+	}
+	// Round 0, then the extensions (bounded by MaxReactExtensions).
+	a, err := l.analysisRound(nested, 0, p.roundData(ins, p.strategy))
+	if err != nil {
+		return nil, err
+	}
+	for left := p.extensions; p.allowed && a.ExtensionNeeded && left > 0; left-- {
+		round := len(l.analyses)
+		next := instructData{Instruction: extensionPrompt(a, round, left), Reason: p.ins.Reason}
+		if a, err = l.analysisRound(nested, round, p.roundData(next, nextStrategy(a, p.strategy))); err != nil {
+			return nil, err
+		}
+	}
+	answer, err := l.round(nested, stageID(req.ID, reactStage+"/"+reactAnswerStage), p.answerData(answerPrompt(p.ins.Instruction)))
+	if err != nil {
+		return nil, err
+	}
+	if err := l.emitRound(ctx, len(l.analyses), "answer", answer); err != nil {
+		return nil, err
+	}
+	out := &Result{Value: answer, BranchID: b.ID, Usage: l.usage, Replayed: l.replayed}
+	if p.d.ReturnAnalysis || p.d.Stream {
+		out.Analyses = l.analyses
+	}
+	if out.Replayed {
+		out.DurationMS = l.stored
+	} else {
+		out.DurationMS = e.clock().Sub(t0).Milliseconds()
+	}
+	return out, nil
+}
+
+// reactInterpret rewrites the instruction with interpret, unless round 0
+// is committed already (a redelivery): the rewrite only shapes round 0,
+// which is then answered from history, so the model is not called again.
+func (e *Engine) reactInterpret(ctx context.Context, b *Branch, l *reactLoop, p *reactPlan) (instructData, error) {
+	ins, req := p.ins, l.req
+	if _, done := b.Commits[stageID(l.roundID(0), "middle")]; done {
+		return ins, nil
+	}
+	text, ok := ins.Instruction.(string)
+	if !ok {
+		text = compactJSON(ins.Instruction)
+	}
+	ireq := Request{ID: stageID(req.ID, reactStage+"/interpret"), Verb: req.Verb, BranchID: b.ID, TraceParent: req.TraceParent, Attempt: req.Attempt}
+	res, err := e.interpret(ctx, ireq, &interpretData{
+		Text: text, Domain: p.d.InterpretDomain, Style: p.d.InterpretStyle, SampleWriting: p.d.InterpretSample,
+		InterpretModel: p.d.InterpretModel, ChatModel: p.d.ChatModel,
+	})
+	if err != nil {
+		return ins, err
+	}
+	var rewritten string
+	if err := json.Unmarshal(res.Value, &rewritten); err != nil {
+		return ins, Errorf(CodeInternal, "react: interpret value: %v", err)
+	}
+	if rewritten != "" {
+		ins.Instruction = rewritten
+	}
+	return ins, nil
+}
+
+// roundID is the request id of analysis round n.
+func (l *reactLoop) roundID(n int) string {
+	return stageID(l.req.ID, reactStage+"/"+strconv.Itoa(n))
+}
+
+// round runs one operate under id and returns its value.
+func (l *reactLoop) round(ctx context.Context, id string, d *operateData) (json.RawMessage, error) {
+	sub := Request{ID: id, Verb: l.req.Verb, BranchID: l.branchID, TraceParent: l.req.TraceParent,
+		Attempt: l.req.Attempt, LastAttempt: l.req.LastAttempt}
+	res, err := l.e.operateWith(ctx, sub, d)
+	if err != nil {
+		return nil, err
+	}
+	addUsage(&l.usage, res.Usage)
+	l.replayed = l.replayed && res.Replayed
+	l.stored += res.DurationMS
+	return res.Value, nil
+}
+
+// analysisRound runs analysis round n, keeps its value and streams it.
+func (l *reactLoop) analysisRound(ctx context.Context, n int, d *operateData) (*reactAnalysis, error) {
+	v, err := l.round(ctx, l.roundID(n), d)
+	if err != nil {
+		return nil, err
+	}
+	var a reactAnalysis
+	if err := json.Unmarshal(v, &a); err != nil {
+		return nil, Errorf(CodeSchemaRejected, "react round %d: the analysis is not an object of the analysis schema: %s",
+			n, Truncate(string(v), MaxMismatchQuote))
+	}
+	l.analyses = append(l.analyses, v)
+	if err := l.emitRound(ctx, n, "analysis", v); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// emitRound publishes a round's value as a round chunk, when streaming:
+// metadata.round is its index, metadata.phase "analysis" or "answer",
+// metadata.value the value; content is the analysis text, or the answer
+// (as compact JSON unless it is text).
+func (l *reactLoop) emitRound(ctx context.Context, n int, phase string, v json.RawMessage) error {
+	if l.sink == nil {
+		return nil
+	}
+	var value any
+	if err := json.Unmarshal(v, &value); err != nil {
+		return Errorf(CodeInternal, "react round %d value: %v", n, err)
+	}
+	content, isText := value.(string)
+	if obj, ok := value.(map[string]any); ok && phase == "analysis" {
+		content, isText = obj["analysis"].(string)
+	}
+	if !isText {
+		content = string(v)
+	}
+	c := Chunk{Kind: ChunkRound, Content: content, Metadata: map[string]any{"round": n, "phase": phase, "value": value}}
+	if err := l.sink.Emit(ctx, c); err != nil {
+		return &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("react: publish round %d: %v", n, err), Err: err}
+	}
+	return nil
+}
+
+// nextStrategy is the action strategy of the round after a: the one the
+// analysis chose ("batch" runs concurrently, bounded by the engine's
+// MaxConcurrentTools), else the request's.
+func nextStrategy(a *reactAnalysis, request *string) *string {
+	if a.ActionStrategy == nil {
+		return request
+	}
+	s := StrategyConcurrent
+	if *a.ActionStrategy == StrategySequential {
+		s = StrategySequential
+	}
+	return &s
+}
+
+// extensionPrompt is the instruction of extension round n, after the
+// analysis a, with left rounds allowed (this one included).
+func extensionPrompt(a *reactAnalysis, n, left int) string {
+	concluded := Truncate(a.Analysis, 2000)
+	if a.Milestone != nil && *a.Milestone != "" {
+		concluded += " (milestone: " + Truncate(*a.Milestone, 500) + ")"
+	}
+	return fmt.Sprintf("This is extension round %d of the task above. In your last round you concluded: %s\n"+
+		"The outcomes of the actions you asked for are in the conversation. Continue the analysis and ask for "+
+		"further actions if they help. You may use %d more extension round(s) after this one; set "+
+		"extension_needed to true only if you need another round before the final answer.",
+		n, concluded, left-1)
+}
+
+// answerPrompt is the instruction of the final round.
+func answerPrompt(instruction any) string {
+	text, ok := instruction.(string)
+	if !ok {
+		text = compactJSON(instruction)
+	}
+	return "Using your analysis and the outcomes of the actions above, give the final answer to the original " +
+		"request: " + text
+}
