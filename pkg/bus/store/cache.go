@@ -41,10 +41,6 @@ type entry struct {
 	// since (since the last clear, which drops the messages before it).
 	// It stands for the memory b takes, which grows with it.
 	size int
-	// fence is the epoch of the branch lease under which b was last known
-	// current (see package fence); 0: none. While that lease lasts, b
-	// stays current without a read.
-	fence uint64
 
 	// held is the size the cache counts for the entry and elem its place
 	// in the cache's order; both are guarded by the cache's mutex.
@@ -96,7 +92,7 @@ func (e *entry) apply(ev ops.Event, size int) error {
 
 // reset forgets the entry's branch and snapshot state.
 func (e *entry) reset() {
-	e.b, e.shared, e.snap, e.size, e.fence = nil, false, snapState{}, 0, 0
+	e.b, e.shared, e.snap, e.size = nil, false, snapState{}, 0
 }
 
 // cache is a least-recently-used set of entries, bounded by count and by

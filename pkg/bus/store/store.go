@@ -33,7 +33,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/lionbus/lionbus/pkg/bus/internal/fence"
 	"github.com/lionbus/lionbus/pkg/bus/internal/jserr"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -268,19 +267,12 @@ func (s *Store) Load(ctx context.Context, branchID string) (*ops.Branch, error) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer s.cache.resize(e)
-	epoch := fence.Epoch(ctx, branchID)
-	if epoch != 0 && e.b != nil && e.fence == epoch {
-		// Current when last seen under the lease the request holds, and
-		// nobody else has appended since: no read.
-		return e.view(), nil
-	}
 	if err := s.refresh(ctx, e); err != nil {
 		if errors.Is(err, ops.ErrBranchNotFound) {
 			s.cache.drop(branchID, e)
 		}
 		return nil, err
 	}
-	e.fence = epoch
 	return e.view(), nil
 }
 
@@ -323,7 +315,6 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 		return nil, fmt.Errorf("store: create branch %s: %w", branchID, err)
 	}
 	e.snap.events, e.snap.bytes = 1, size
-	e.fence = fence.Epoch(ctx, branchID)
 	return e.view(), nil
 }
 
@@ -448,7 +439,6 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 		}
 		e.snap.events++
 		e.snap.bytes += size
-		e.fence = fence.Epoch(ctx, branchID)
 		s.maybeSnapshot(ctx, e)
 		return e.view(), nil
 	}

@@ -31,7 +31,6 @@ type lane struct {
 	waiting []*ticket // by sequence
 
 	lease     uint64        // sequence of the lease held; 0: none
-	epoch     uint64        // sequence that acquired it (see hold); 0: none
 	handovers int           // requests run in a row on the lease
 	wanted    bool          // another worker asked for the lease
 	stopRenew chan struct{} // closed when the lease is let go

@@ -19,11 +19,8 @@ const (
 	// leaseLinger is how long a worker keeps a branch's lease after the
 	// branch's last request here ended, so that the next one (a client
 	// sending in sequence) needs no new lease. A worker waiting for the
-	// lease asks for it (see lanes.wanted), which ends the linger at once, so
-	// a long linger costs other workers nothing; a short one made a client
-	// that is slower than this (any client across a network) take the
-	// lease, and read the branch's history, on every request.
-	leaseLinger = 50 * time.Millisecond
+	// lease asks for it (see wantLease), which ends the linger at once.
+	leaseLinger = 2 * time.Millisecond
 	// maxHandovers is how many requests in a row a worker runs on one
 	// lease while more of the branch's requests wait here; then it lets
 	// the lease go, so that other workers' requests of the branch get
@@ -118,31 +115,29 @@ func (l *leaser) publish(ctx context.Context, branch string, last uint64) (uint6
 }
 
 // hold makes sure the lane of t, which is running, holds its branch's
-// lease, acquiring it if needed. It returns the lease's epoch: the
-// sequence of the lease message that acquired it, kept by its renewals
-// (see package fence).
-func (l *lanes) hold(ctx context.Context, t *ticket) (uint64, error) {
+// lease, acquiring it if needed.
+func (l *lanes) hold(ctx context.Context, t *ticket) error {
 	l.mu.Lock()
 	ln := l.m[t.branch]
 	if ln == nil || ln.running != t {
 		l.mu.Unlock()
-		return 0, errors.New("worker: lease asked for by a request that is not running")
+		return errors.New("worker: lease asked for by a request that is not running")
 	}
 	if ln.lease != 0 {
-		defer l.mu.Unlock()
-		return ln.epoch, nil
+		l.mu.Unlock()
+		return nil
 	}
 	l.mu.Unlock()
 	seq, err := l.leaser.acquire(ctx, t.branch)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ln.lease, ln.epoch = seq, seq
+	ln.lease = seq
 	ln.stopRenew = make(chan struct{})
 	go l.renew(t.branch, ln, ln.stopRenew)
-	return seq, nil
+	return nil
 }
 
 // renew renews ln's lease until stop is closed. A failed renewal drops
@@ -169,7 +164,7 @@ func (l *lanes) renew(branch string, ln *lane, stop chan struct{}) {
 		if ln.lease == seq {
 			if err != nil {
 				l.leaser.log.Warn().Err(errors.Join(errLeaseLost, err)).Str("branch", branch).Msg("renew branch lease")
-				ln.lease, ln.epoch = 0, 0
+				ln.lease = 0
 			} else {
 				ln.lease = next
 			}
@@ -187,7 +182,7 @@ func (l *lanes) dropLeaseLocked(branch string, ln *lane) {
 		return
 	}
 	seq := ln.lease
-	ln.lease, ln.epoch, ln.handovers, ln.wanted = 0, 0, 0, false
+	ln.lease, ln.handovers, ln.wanted = 0, 0, false
 	close(ln.stopRenew)
 	go l.leaser.release(branch, seq)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/lionbus/lionbus/pkg/bus/internal/fence"
 	"github.com/lionbus/lionbus/pkg/bus/internal/pending"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
@@ -111,7 +110,6 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	var res *ops.Result
 	var err error
 	var acks *pending.Acks // of the events published by the handler
-	var epoch uint64       // of the branch lease the request runs under
 	if t != nil {
 		select {
 		case <-t.ready:
@@ -119,8 +117,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 			err = context.Cause(hctx)
 		}
 		if err == nil && w.lanes.leaser != nil {
-			var lerr error
-			if epoch, lerr = w.lanes.hold(hctx, t); lerr != nil {
+			if lerr := w.lanes.hold(hctx, t); lerr != nil {
 				err = lerr
 				if hctx.Err() == nil {
 					what := "branch " + req.BranchID
@@ -154,10 +151,6 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		endSpan := func(string) {}
 		if w.cfg.Tracer != nil {
 			tctx, endSpan = tracing.StartRequest(hctx, w.cfg.Tracer, op, req.TraceParent, req.TraceState)
-		}
-		if t != nil && !t.claim {
-			// The store trusts a branch it cached under this lease.
-			tctx = fence.NewContext(tctx, req.BranchID, epoch)
 		}
 		res, err = w.run(pending.NewContext(tctx, acks), op)
 		code := "ok"
