@@ -27,7 +27,7 @@ var ErrStopFollowing = errors.New("client: stop following")
 func (c *Client) Follow(ctx context.Context, id string, from uint64, fn func(ops.Chunk) error) (*Reply, error) {
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	w, err := c.watch(ctx, id)
+	w, err := c.watch(id)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (c *Client) Stream(ctx context.Context, verb, branchID string, data any, fn
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	w, err := c.watch(ctx, id)
+	w, err := c.watch(id)
 	if err != nil {
 		return id, nil, err
 	}

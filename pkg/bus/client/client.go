@@ -283,7 +283,7 @@ func (c *Client) Await(ctx context.Context, id string) (*Reply, error) {
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	w, err := c.watch(ctx, id)
+	w, err := c.watch(id)
 	if err != nil {
 		return nil, err
 	}
@@ -300,16 +300,16 @@ type answerWatch struct {
 
 func (w *answerWatch) stop() { _ = w.sub.Unsubscribe() }
 
-// watch subscribes to the reply subject of id and waits until the server
-// has registered the subscription.
-func (c *Client) watch(ctx context.Context, id string) (*answerWatch, error) {
+// watch subscribes to the reply subject of id. It does not wait for the
+// server to confirm the subscription: the server processes what one
+// connection sends in order, so the subscription is in place before the
+// request published after it (Do) or the look into the results stream
+// that follows it (Await) is processed, and no answer can fall between
+// the two.
+func (c *Client) watch(id string) (*answerWatch, error) {
 	w := &answerWatch{id: id, ch: make(chan *nats.Msg, 4)}
 	var err error
 	if w.sub, err = c.nc.ChanSubscribe(c.subj.Reply(id), w.ch); err != nil {
-		return nil, fmt.Errorf("client: await %s: %w", id, err)
-	}
-	if err := c.nc.FlushWithContext(ctx); err != nil {
-		w.stop()
 		return nil, fmt.Errorf("client: await %s: %w", id, err)
 	}
 	return w, nil
@@ -392,7 +392,7 @@ func (c *Client) Do(ctx context.Context, verb, branchID string, data any, opts .
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	w, err := c.watch(ctx, id)
+	w, err := c.watch(id)
 	if err != nil {
 		return nil, err
 	}
