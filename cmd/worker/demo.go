@@ -232,7 +232,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 		return err
 	}
 	fmt.Fprintf(out, "\nevents          %s on %s\n", eventsSummary(eventsBefore, eventsAfter), subj.Events(demoBranch, ">"))
-	return nil
+	return runDemoFaults(ctx, nc, js, subj, do, reuse, out)
 }
 
 // demoEventCounts returns how many events of each type (the last subject

@@ -66,7 +66,9 @@ func TestRun_metrics_and_health(t *testing.T) {
 	}
 	_, body := get("/metrics")
 	for _, want := range []string{
-		`lionbus_requests_total{code="ok",verb="communicate"} 3`,
+		// 3 in the conversation, 1 answered after a redelivery, 64 on
+		// the long branch.
+		`lionbus_requests_total{code="ok",verb="communicate"} 68`,
 		`lionbus_requests_total{code="branch_not_found",verb="communicate"} 1`,
 		`lionbus_requests_total{code="ok",verb="branch.create"} 1`,
 		`lionbus_request_duration_seconds_count{verb="communicate"} 4`,
@@ -103,14 +105,22 @@ func TestRun_demo_metrics(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	body := string(raw)
 	for _, want := range []string{
-		`lionbus_requests_total{code="ok",verb="communicate"} 3`,
+		// 3 in the conversation, 1 answered after a redelivery, 64 on
+		// the long branch.
+		`lionbus_requests_total{code="ok",verb="communicate"} 68`,
 		`lionbus_requests_total{code="ok",verb="act"} 1`,
 		`lionbus_requests_total{code="ok",verb="operate"} 1`,
-		`lionbus_model_call_duration_seconds_count{outcome="ok",provider="scripted"} 4`,
+		`lionbus_model_call_duration_seconds_count{outcome="ok",provider="scripted"} 69`,
+		`lionbus_model_call_duration_seconds_count{outcome="error",provider="scripted"} 1`,
 		`lionbus_model_tokens_total{direction="input",provider="scripted"} 350`,
 		`lionbus_model_tokens_total{direction="output",provider="scripted"} 108`,
 		`lionbus_tool_call_duration_seconds_count{outcome="ok",tool="calculate"} 1`,
 		`lionbus_tool_call_duration_seconds_count{outcome="ok",tool="note_get"} 1`,
+		// The demo's second part: a model that fails once, a malformed
+		// request, a conversation of 64 exchanges.
+		`lionbus_redeliveries_total{verb="communicate"} 1`,
+		`lionbus_dead_letters_total{reason="malformed_event"} 1`,
+		`lionbus_store_snapshots_total 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics after the demo lacks %s", want)

@@ -1,0 +1,120 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/metrics"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/store"
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// TestStore_counts_what_two_stores_do: two stores (two workers' caches)
+// on one branch of a real server, each counting on its own registry: the
+// one that loads the branch without a snapshot counts a rebuild, the one
+// whose cache went stale counts a conflict at its next append, and the
+// snapshots each writes on the cadence are counted with their size.
+func TestStore_counts_what_two_stores_do(t *testing.T) {
+	t.Parallel()
+	srv := bustest.NewServer(t)
+	newStore := func() (*store.Store, *prometheus.Registry) {
+		_, js := bustest.Connect(t, srv)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := provision.Ensure(ctx, js, provision.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		obs, err := metrics.Store(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.New(js, res, store.Config{Observer: obs, SnapshotEvents: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, reg
+	}
+	one, regOne := newStore()
+	two, regTwo := newStore()
+	ctx := bustest.Ctx(t)
+	if _, err := one.Create(ctx, "m", ops.Event{Type: ops.EventCreated, RequestID: "c", Time: time.Now(), Settings: &ops.Settings{System: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(st *store.Store, id string) {
+		t.Helper()
+		ev := ops.Event{Type: ops.EventMessages, RequestID: id, Time: time.Now(), Messages: []ops.Message{
+			{ID: id, Kind: ops.KindInstruction, Role: ops.RoleUser, Content: map[string]any{"instruction": id}}}}
+		if _, err := st.Append(ctx, "m", ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo(one, "a1")
+	// two has never seen the branch, and no snapshot exists yet (one
+	// has folded 2 events of a cadence of 4): two folds the whole history.
+	if _, err := two.Load(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(two, "b1")
+	appendTo(one, "a2") // one's cache ends at a1: it finds b1 first
+	for i := range 6 {
+		appendTo(one, fmt.Sprintf("x%d", i))
+	}
+	want := []struct {
+		reg    *prometheus.Registry
+		metric string
+		n      float64
+	}{
+		{regTwo, "lionbus_store_rebuilds_total", 1},
+		{regOne, "lionbus_store_rebuilds_total", 0},
+		{regOne, "lionbus_store_append_conflicts_total", 1},
+		{regTwo, "lionbus_store_append_conflicts_total", 0},
+	}
+	for _, w := range want {
+		if got := counterValue(t, w.reg, w.metric); got != w.n {
+			t.Errorf("%s = %v, want %v", w.metric, got, w.n)
+		}
+	}
+	if n := counterValue(t, regOne, "lionbus_store_snapshots_total"); n < 2 {
+		t.Errorf("store one wrote %v snapshots after 10 events at a cadence of 4, want at least 2", n)
+	}
+	mfs, err := regOne.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "lionbus_store_snapshot_bytes" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		if float64(h.GetSampleCount()) != counterValue(t, regOne, "lionbus_store_snapshots_total") || h.GetSampleSum() <= 0 {
+			t.Errorf("snapshot sizes: %d observed, sum %v", h.GetSampleCount(), h.GetSampleSum())
+		}
+		return
+	}
+	t.Error("lionbus_store_snapshot_bytes not gathered")
+}
+
+// counterValue returns the value of the counter named metric (no labels)
+// on reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, metric string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == metric && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("%s not gathered", metric)
+	return 0
+}
