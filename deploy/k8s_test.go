@@ -280,14 +280,13 @@ func TestGrafana_dashboard_queries_real_metrics(t *testing.T) {
 	}
 	src := read(t, filepath.Join("..", "pkg", "bus", "metrics", "metrics.go"))
 	var names []string
+	metricName := regexp.MustCompile(`lionbus_[a-z_]+`)
 	for _, p := range d.Panels {
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, tg := range p.Targets {
-			for _, m := range regexp.MustCompile(`lionbus_[a-z_]+`).FindAllString(tg.Expr, -1) {
-				names = append(names, m)
-			}
+			names = append(names, metricName.FindAllString(tg.Expr, -1)...)
 		}
 	}
 	slices.Sort(names)
