@@ -147,6 +147,7 @@ type submitOptions struct {
 	id, replyTo, traceParent, source string
 	mode                             protocol.Mode
 	deadline                         time.Time
+	parallel                         bool
 }
 
 // WithID sets the request id (default: a new UUID). Sending the same id
@@ -205,6 +206,19 @@ func WithDeadline(t time.Time) SubmitOption {
 	}
 }
 
+// WithParallel marks a request on a branch as independent of the
+// branch's other requests (the branchorder attribute "parallel"): it does
+// not wait for the requests of the branch that came before it, and they
+// and later ones do not wait for it. It sees the branch as it was when it
+// started, and its exchange is appended when it finishes. Meant for
+// fan-outs whose requests only record into a shared branch.
+func WithParallel() SubmitOption {
+	return func(o *submitOptions) error {
+		o.parallel = true
+		return nil
+	}
+}
+
 // WithSource sets the source attribute of the request.
 func WithSource(source string) SubmitOption {
 	return func(o *submitOptions) error {
@@ -241,6 +255,9 @@ func (c *Client) Submit(ctx context.Context, verb, branchID string, data any, op
 	}
 	if !o.deadline.IsZero() {
 		ev.SetExtension(protocol.ExtDeadline, o.deadline.UTC().Format(time.RFC3339Nano))
+	}
+	if o.parallel {
+		ev.SetExtension(protocol.ExtBranchOrder, protocol.BranchOrderParallel)
 	}
 	if own := c.subj.Reply(ev.ID()); strings.HasPrefix(o.replyTo, c.subj.Prefix+".") && o.replyTo != own {
 		return "", fmt.Errorf("%w: reply subject %q is inside %s.>; only the request's own %s may be used there", ErrInvalidOption, o.replyTo, c.subj.Prefix, own)

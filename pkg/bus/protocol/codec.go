@@ -74,6 +74,19 @@ const (
 	// ExtDeadline is the time (RFC 3339) after which a request is of no
 	// use to its client: work on it stops and it is answered timeout.
 	ExtDeadline = "deadline"
+	// ExtBranchOrder is how a request on a branch is ordered with the
+	// branch's other requests: BranchOrderOrdered (the default: one at a
+	// time, in arrival order, each seeing the ones before) or
+	// BranchOrderParallel (it neither waits for them nor makes them wait;
+	// it sees the branch as it was when it started, and its exchange is
+	// appended when it finishes).
+	ExtBranchOrder = "branchorder"
+)
+
+// The values of the branchorder attribute.
+const (
+	BranchOrderOrdered  = "ordered"
+	BranchOrderParallel = "parallel"
 )
 
 // EventTypePrefix starts every lionbus event type.
@@ -109,6 +122,8 @@ type Request struct {
 	Data json.RawMessage
 	// Deadline is the deadline attribute, the zero time when absent.
 	Deadline time.Time
+	// Parallel reports a branchorder attribute of BranchOrderParallel.
+	Parallel bool
 }
 
 // ID returns the request id (the event id).
@@ -323,6 +338,15 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 		var err error
 		if r.Deadline, err = deadlineOf(v); err != nil {
 			return nil, eventErrorf(CodeMalformedEvent, "deadline %s is not an RFC 3339 time", clip(fmt.Sprintf("%v", v)))
+		}
+	}
+	if v, ok := ev.Extensions()[ExtBranchOrder]; ok {
+		switch v {
+		case BranchOrderOrdered:
+		case BranchOrderParallel:
+			r.Parallel = true
+		default:
+			return nil, eventErrorf(CodeInvalidAttribute, "branchorder %s is not %q or %q", clip(fmt.Sprintf("%#v", v)), BranchOrderOrdered, BranchOrderParallel)
 		}
 	}
 	switch {

@@ -26,10 +26,11 @@ var errPanic = errors.New("worker: handler panicked")
 // it in the branch's lane. It runs on the dispatching goroutine, in
 // delivery order.
 //
-// A request without a branch enters a lane of its own id instead (see
-// claimKey): with leases, copies of it delivered to several workers at once
-// (published without a Nats-Msg-Id) then run one at a time, and each copy
-// after the first finds the first one's stored answer.
+// A request without a branch, or a parallel one (the branchorder
+// attribute), enters a lane of its own id instead (see claimKey): with
+// leases, copies of it delivered to several workers at once (published
+// without a Nats-Msg-Id) then run one at a time, and each copy after the
+// first finds the first one's stored answer.
 func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, *ticket, error) {
 	req, err := w.codec.DecodeRequestJS(msg)
 	if err != nil || w.lanes == nil {
@@ -39,7 +40,10 @@ func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, *ticket, error) {
 	if meta, merr := msg.Metadata(); merr == nil {
 		seq = meta.Sequence.Stream
 	}
-	if req.BranchID == "" {
+	if req.BranchID == "" || req.Parallel {
+		// A parallel request waits for nothing of its branch; like a
+		// request without a branch, it is ordered only with copies of
+		// itself.
 		if w.lanes.leaser == nil {
 			return req, nil, nil
 		}
@@ -130,7 +134,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 			}
 		}
 	}
-	if err == nil && (attempt > 1 || req.BranchID == "") && w.answerFromStore(msg, req, log) {
+	if err == nil && (attempt > 1 || req.BranchID == "" || (t != nil && t.claim)) && w.answerFromStore(msg, req, log) {
 		// The first delivery of a request on a branch skips this lookup:
 		// a request published again after it was answered (as another
 		// message, past the duplicate window) is recognised by the
