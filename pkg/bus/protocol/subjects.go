@@ -111,8 +111,18 @@ func (s Subjects) LeasesWildcard() string { return s.Prefix + ".lease.>" }
 // branch's lease asks its holder to let it go.
 func (s Subjects) LeaseWant(branch string) string { return s.Prefix + ".leasewant." + branch }
 
-// LeaseWantWildcard matches every LeaseWant subject.
+// LeaseWantWildcard matches every LeaseWant subject, and every LeaseFree
+// subject.
 func (s Subjects) LeaseWantWildcard() string { return s.Prefix + ".leasewant.>" }
+
+// LeaseFreeSuffix ends a LeaseFree subject.
+const LeaseFreeSuffix = ".free"
+
+// LeaseFree is the core NATS subject on which a worker that let a branch's
+// lease go because another worker asked for it says so, so that the
+// workers waiting for it try to take it at once instead of at their next
+// poll: <prefix>.leasewant.<branch>.free.
+func (s Subjects) LeaseFree(branch string) string { return s.LeaseWant(branch) + LeaseFreeSuffix }
 
 // DeadLetter is the subject of the dead letter of key, a request id or,
 // for a request whose id could not be read, "seq-<its ops stream

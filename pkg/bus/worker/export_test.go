@@ -31,3 +31,10 @@ func (l Leaser) TTL() time.Duration { return l.l.ttl }
 
 // Fetches returns how many fetch requests w sent.
 func (w *Worker) Fetches() int64 { return w.fetches.Load() }
+
+// LeasePollForTest returns c with the worker's lease poll interval set to
+// d, first and longest.
+func LeasePollForTest(c Config, d time.Duration) Config {
+	c.leasePoll = d
+	return c
+}

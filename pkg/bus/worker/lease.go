@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,6 +49,11 @@ var errLeaseLost = errors.New("worker: branch lease lost")
 // lease of another worker. The history's optimistic concurrency still
 // guards every append: a worker that lost its lease unawares (paused past
 // the age limit) cannot overwrite anything.
+//
+// A worker that lets a lease go because another asked for it says so on
+// the branch's LeaseFree subject; a waiting worker tries again as soon as
+// it hears that, and polls only in case the notice is lost or never comes
+// (a holder that died).
 type leaser struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -55,12 +62,19 @@ type leaser struct {
 	ttl    time.Duration
 	owner  string
 	log    zerolog.Logger
+
+	pollFirst, pollMax time.Duration // backoff of a waiting acquire
+
+	mu      sync.Mutex
+	waiting map[string][]chan struct{} // by branch: acquires waiting for it
 }
 
 // acquire waits until the branch's lease is free and takes it, returning
 // its sequence. It polls with backoff while another worker holds it.
 func (l *leaser) acquire(ctx context.Context, branch string) (uint64, error) {
-	wait := leasePollFirst
+	wait := l.pollFirst
+	woken := make(chan struct{}, 1)
+	defer l.await(branch, woken)()
 	for try := 0; ; try++ {
 		seq, err := l.publish(ctx, branch, 0)
 		if err == nil {
@@ -78,11 +92,46 @@ func (l *leaser) acquire(ctx context.Context, branch string) (uint64, error) {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
+			wait = min(2*wait, l.pollMax)
+		case <-woken:
+			// Let go by its holder: try again at once.
+			t.Stop()
+			wait = l.pollFirst
 		case <-ctx.Done():
 			t.Stop()
 			return 0, context.Cause(ctx)
 		}
-		wait = min(2*wait, leasePollMax)
+	}
+}
+
+// await registers woken to be signalled when branch's lease is let go
+// (see freed), until the returned function is called.
+func (l *leaser) await(branch string, woken chan struct{}) (done func()) {
+	l.mu.Lock()
+	l.waiting[branch] = append(l.waiting[branch], woken)
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ws := slices.DeleteFunc(l.waiting[branch], func(c chan struct{}) bool { return c == woken })
+		if len(ws) == 0 {
+			delete(l.waiting, branch)
+		} else {
+			l.waiting[branch] = ws
+		}
+	}
+}
+
+// freed wakes the acquires waiting for branch's lease: its holder let it
+// go.
+func (l *leaser) freed(branch string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.waiting[branch] {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -176,15 +225,23 @@ func (l *lanes) renew(branch string, ln *lane, stop chan struct{}) {
 	}
 }
 
-// dropLeaseLocked lets ln's lease go (in the background). l.mu is held.
+// dropLeaseLocked lets ln's lease go (in the background); when another
+// worker asked for it, it says so once the lease is gone. l.mu is held.
 func (l *lanes) dropLeaseLocked(branch string, ln *lane) {
 	if ln.lease == 0 {
 		return
 	}
-	seq := ln.lease
+	seq, asked := ln.lease, ln.wanted
 	ln.lease, ln.handovers, ln.wanted = 0, 0, false
 	close(ln.stopRenew)
-	go l.leaser.release(branch, seq)
+	go func() {
+		l.leaser.release(branch, seq)
+		if asked {
+			if err := l.leaser.nc.Publish(l.leaser.subj.LeaseFree(branch), nil); err != nil {
+				l.leaser.log.Debug().Err(err).Str("branch", branch).Msg("announce a released lease; waiting workers poll")
+			}
+		}
+	}()
 }
 
 // linger keeps ln's lease for leaseLinger after its last request, then
@@ -212,15 +269,14 @@ func (l *lanes) wanted(branch string) {
 	if ln == nil || ln.lease == 0 {
 		return
 	}
+	ln.wanted = true
 	if ln.running == nil && len(ln.waiting) == 0 {
 		if ln.linger != nil {
 			ln.linger.Stop()
 		}
 		delete(l.m, branch)
 		l.dropLeaseLocked(branch, ln)
-		return
 	}
-	ln.wanted = true
 }
 
 // releaseAll lets every lease go, for a stopping worker.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,5 +137,90 @@ func TestClaims_branchless_copies_across_workers_run_once(t *testing.T) {
 	}
 	if stored.Event.ID() != protocol.AnswerID(ev.ID()) {
 		t.Errorf("stored answer %s", stored.Event.ID())
+	}
+}
+
+// gateModel answers each call once the test lets it (first call only),
+// and reports the instruction of every call it starts and how many user
+// turns its prompt had.
+type gateModel struct {
+	started chan string
+	release chan struct{}
+	once    atomic.Bool
+	mu      sync.Mutex
+	users   map[string]int
+}
+
+func (m *gateModel) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	n := 0
+	for _, msg := range call.Messages.All() {
+		if msg.Role == ops.RoleUser {
+			n++
+		}
+	}
+	m.mu.Lock()
+	m.users[call.Instruction] = n
+	m.mu.Unlock()
+	m.started <- call.Instruction
+	if m.once.CompareAndSwap(false, true) {
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &ops.Completion{Text: "done " + call.Instruction}, nil
+}
+
+// TestLease_release_notice_wakes_the_waiting_worker: a request waiting
+// for a branch lease another worker holds runs as soon as the holder lets
+// the lease go, because the holder says so on the branch's LeaseFree
+// subject: here the waiting worker polls only once an hour, so the request
+// is answered through the notice or not at all. It sees the first
+// request's exchange.
+func TestLease_release_notice_wakes_the_waiting_worker(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{LeaseTTL: 3 * time.Second})
+	model := &gateModel{started: make(chan string, 4), release: make(chan struct{}), users: map[string]int{}}
+	providers := map[string]ops.Provider{"gate": model}
+	cfg := worker.LeasePollForTest(worker.Config{MaxInFlight: 1}, time.Hour)
+	b.StartWorker(t, nil, nil, providers, cfg)
+	b.CreateBranch(t, "hand")
+	ctx := bustest.Ctx(t)
+	data := func(text string) map[string]any {
+		return map[string]any{"instruction": text, "chat_model": "gate:x"}
+	}
+	id1, err := b.Client.Submit(ctx, "communicate", "hand", data("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-model.started; got != "first" {
+		t.Fatalf("first model call for %q", got)
+	}
+	// The first worker's one slot is taken: the second worker gets the
+	// next request, and must wait for the lease.
+	wants, err := b.NC.SubscribeSync(b.Res.Subjects.LeaseWant("hand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.StartWorker(t, nil, nil, providers, cfg)
+	id2, err := b.Client.Submit(ctx, "communicate", "hand", data("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wants.NextMsg(30 * time.Second); err != nil {
+		t.Fatalf("the second worker never asked for the lease: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond) // for the holder to hear the ask too
+	close(model.release)
+	for _, id := range []string{id1, id2} {
+		if _, err := b.Await(t, id).Result(); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if model.users["second"] != 2 {
+		t.Fatalf("the second request's prompt had %d user turns, want 2 (it must see the first exchange)", model.users["second"])
 	}
 }

@@ -160,6 +160,12 @@ type Config struct {
 	// Source is the CloudEvents source of the answers the worker
 	// publishes. Default "/lionbus/worker/<Name>".
 	Source string
+
+	// leasePoll, when set, replaces the first and the longest interval
+	// at which a worker polls for a branch lease another worker holds
+	// (tests: a poll that never comes shows that the release notice woke
+	// the waiter).
+	leasePoll time.Duration
 }
 
 // BranchOrder says how a worker runs the requests of one branch that are
@@ -199,7 +205,11 @@ func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resource
 			ttl = provision.DefaultLeaseTTL
 		}
 		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: cfg.Name,
+			pollFirst: leasePollFirst, pollMax: leasePollMax, waiting: map[string][]chan struct{}{},
 			log: cfg.Logger.With().Str("worker", cfg.Name).Logger()}
+		if cfg.leasePoll > 0 {
+			l.leaser.pollFirst, l.leaser.pollMax = cfg.leasePoll, cfg.leasePoll
+		}
 	}
 	return l
 }
@@ -387,8 +397,18 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.lanes != nil && w.lanes.leaser != nil {
 		wantPrefix := w.subj.LeaseWant("")
 		if w.wantSub, err = w.nc.Subscribe(w.subj.LeaseWantWildcard(), func(m *nats.Msg) {
-			if branch, ok := strings.CutPrefix(m.Subject, wantPrefix); ok && protocol.ValidToken(branch) {
-				w.lanes.wanted(branch)
+			rest, ok := strings.CutPrefix(m.Subject, wantPrefix)
+			if !ok {
+				return
+			}
+			if branch, free := strings.CutSuffix(rest, protocol.LeaseFreeSuffix); free {
+				if protocol.ValidToken(branch) {
+					w.lanes.leaser.freed(branch)
+				}
+				return
+			}
+			if protocol.ValidToken(rest) {
+				w.lanes.wanted(rest)
 			}
 		}); err != nil {
 			_ = w.cancelSub.Unsubscribe()
