@@ -31,9 +31,11 @@ type options struct {
 	NoWait  bool
 	JSON    bool
 	Binary  bool
-	ID      string
-	Branch  string
-	Data    string
+	// Parallel sends the branchorder attribute "parallel" (--parallel).
+	Parallel bool
+	ID       string
+	Branch   string
+	Data     string
 
 	// APIPrefix is client.Config.APIPrefix (--js-api-prefix).
 	APIPrefix string
@@ -65,6 +67,7 @@ func addGlobalFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "send the request, print its id and exit without waiting (read it later with 'result ID')")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print the answer's data as JSON (the result data, or the error data)")
 	fs.BoolVar(&o.Binary, "binary", o.Binary, "send the request in CloudEvents binary mode (ce- headers) instead of structured mode")
+	fs.BoolVar(&o.Parallel, "parallel", o.Parallel, "let the request run beside its branch's other requests instead of after them (branchorder: parallel)")
 	fs.StringVar(&o.ID, "request-id", o.ID, "request id (default a new UUID); sending the same id twice runs the request once")
 	fs.StringVar(&o.Branch, "branch", o.Branch, "branch id (the branchid attribute)")
 	fs.StringVar(&o.Context, contextFlag, o.Context, "saved connection settings to use instead of the selected ones (publisher context --help)")

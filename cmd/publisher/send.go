@@ -25,6 +25,9 @@ func send(ctx context.Context, o *options, req *request, stdout, stderr io.Write
 		if o.Binary {
 			opts = append(opts, client.WithBinary())
 		}
+		if o.Parallel {
+			opts = append(opts, client.WithParallel())
+		}
 		if req.verb == "run" && !o.NoWait {
 			return sendRun(ctx, cl, o, req, opts, stdout, stderr)
 		}
