@@ -70,7 +70,9 @@ type leaser struct {
 }
 
 // acquire waits until the branch's lease is free and takes it, returning
-// its sequence. It polls with backoff while another worker holds it.
+// its sequence. While another worker holds it, acquire asks the holder for
+// it and tries again when the holder says it let the lease go (see freed),
+// polling with backoff in case no such notice comes.
 func (l *leaser) acquire(ctx context.Context, branch string) (uint64, error) {
 	wait := l.pollFirst
 	woken := make(chan struct{}, 1)
