@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,6 +9,8 @@ import (
 	"io"
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // interpretCommand is "publisher interpret": the interpret verb, a raw
@@ -69,6 +72,7 @@ func reactCommand() command {
 			noExt := fs.Bool("no-extensions", false, "run no extension round (extension_allowed false)")
 			maxExt := fs.Int("max-extensions", 0, "the most extension rounds (default 3; 0 or less: none; above 100: 100)")
 			analyses := fs.Bool("return-analysis", false, "add the analysis rounds to the result")
+			stream := fs.Bool("stream", false, "print each analysis round as it completes (stream: true), then the answer")
 			return func(req *request, args []string) error {
 				if err := branchArg(req, args); err != nil {
 					return err
@@ -98,6 +102,9 @@ func reactCommand() command {
 				}
 				if *analyses {
 					req.data["return_analysis"] = true
+				}
+				if *stream {
+					req.data["stream"] = true
 				}
 				fs.Visit(func(f *flag.Flag) {
 					if f.Name == "max-extensions" {
@@ -133,4 +140,45 @@ func renderAnalyses(w io.Writer, analyses []json.RawMessage) {
 		}
 		fmt.Fprintf(w, "round %d (%d tool calls%s): %s\n", i, len(a.Requests), more, render.Clip(a.Analysis, lineWidth))
 	}
+}
+
+// sendRounds sends a react with stream: true and prints each analysis
+// round when its round chunk arrives (with --json, each chunk as a JSON
+// line), then the answer: its value, or with --json its data.
+func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request, opts []client.SubmitOption, stdout, stderr io.Writer) int {
+	var rounds int
+	onChunk := func(c ops.Chunk) error {
+		if c.Kind != ops.ChunkRound {
+			return nil
+		}
+		if o.JSON {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(stdout, string(b))
+			return err
+		}
+		if c.Metadata["phase"] == "analysis" {
+			fmt.Fprintf(stdout, "round %d: %s\n", rounds, render.Clip(c.Content, lineWidth))
+			rounds++
+		}
+		return nil
+	}
+	id, reply, err := cl.Stream(ctx, req.verb, req.branch, req.data, onChunk, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "publisher: react %s: %v\n(the request may still run: 'publisher result %s' reads its answer later)\n", id, err, id)
+		return exitNoAnswer
+	}
+	if o.JSON || reply.Err() != nil {
+		return printReply(o, reply, stdout, stderr)
+	}
+	res, err := reply.Result()
+	if err != nil {
+		fmt.Fprintf(stderr, "publisher: %v\n", err)
+		return exitFailed
+	}
+	// The rounds are printed already: only the answer is left.
+	fmt.Fprintln(stdout, valueText(res.Value))
+	return exitOK
 }

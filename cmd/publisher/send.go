@@ -31,6 +31,9 @@ func send(ctx context.Context, o *options, req *request, stdout, stderr io.Write
 		if req.verb == "run" && !o.NoWait {
 			return sendRun(ctx, cl, o, req, opts, stdout, stderr)
 		}
+		if stream, _ := req.data["stream"].(bool); stream && req.verb == "react" && !o.NoWait {
+			return sendRounds(ctx, cl, o, req, opts, stdout, stderr)
+		}
 		id, err := cl.Submit(ctx, req.verb, req.branch, req.data, opts...)
 		if errors.Is(err, client.ErrInvalidOption) {
 			return usageError(stderr, err)
