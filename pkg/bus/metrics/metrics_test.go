@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -60,14 +59,14 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 		got    float64
 		want   float64
 	}{
-		{"ok communicate", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "communicate", "code": "ok"})), 2},
-		{"invalid communicate", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "communicate", "code": "invalid_request"})), 1},
-		{"named operations share one label", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "ok"})), 1},
-		{"a plain error counts as internal", testutil.ToFloat64(mustCounter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "internal"})), 1},
-		{"redeliveries", testutil.ToFloat64(mustCounter(t, reg, "lionbus_redeliveries_total", map[string]string{"verb": "communicate"})), 1},
-		{"dead letters", testutil.ToFloat64(mustCounter(t, reg, "lionbus_dead_letters_total", map[string]string{"reason": "unavailable"})), 2},
-		{"input tokens", testutil.ToFloat64(mustCounter(t, reg, "lionbus_model_tokens_total", map[string]string{"provider": "openai", "direction": "input"})), 7},
-		{"output tokens", testutil.ToFloat64(mustCounter(t, reg, "lionbus_model_tokens_total", map[string]string{"provider": "openai", "direction": "output"})), 3},
+		{"ok communicate", counter(t, reg, "lionbus_requests_total", map[string]string{"verb": "communicate", "code": "ok"}), 2},
+		{"invalid communicate", counter(t, reg, "lionbus_requests_total", map[string]string{"verb": "communicate", "code": "invalid_request"}), 1},
+		{"named operations share one label", counter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "ok"}), 1},
+		{"a plain error counts as internal", counter(t, reg, "lionbus_requests_total", map[string]string{"verb": "op", "code": "internal"}), 1},
+		{"redeliveries", counter(t, reg, "lionbus_redeliveries_total", map[string]string{"verb": "communicate"}), 1},
+		{"dead letters", counter(t, reg, "lionbus_dead_letters_total", map[string]string{"reason": "unavailable"}), 2},
+		{"input tokens", counter(t, reg, "lionbus_model_tokens_total", map[string]string{"provider": "openai", "direction": "input"}), 7},
+		{"output tokens", counter(t, reg, "lionbus_model_tokens_total", map[string]string{"provider": "openai", "direction": "output"}), 3},
 		{"model calls ok", histCount(t, reg, "lionbus_model_call_duration_seconds", map[string]string{"provider": "openai", "outcome": "ok"}), 1},
 		{"model calls failed", histCount(t, reg, "lionbus_model_call_duration_seconds", map[string]string{"provider": "openai", "outcome": "error"}), 1},
 		{"tool ok", histCount(t, reg, "lionbus_tool_call_duration_seconds", map[string]string{"tool": "add", "outcome": "ok"}), 1},
@@ -80,31 +79,6 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.metric, tt.got, tt.want)
 		}
 	}
-}
-
-// mustCounter finds the counter of name with labels in reg's output.
-func mustCounter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, mm := range mf.GetMetric() {
-			for _, lp := range mm.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue metrics
-				}
-			}
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x"}, func() float64 { return mm.GetCounter().GetValue() })
-		}
-	}
-	t.Fatalf("no %s%v", name, labels)
-	return nil
 }
 
 func TestMux_health_and_readiness(t *testing.T) {
@@ -135,28 +109,4 @@ func TestMux_health_and_readiness(t *testing.T) {
 	if code, _ := get("/metrics"); code != http.StatusOK {
 		t.Fatalf("/metrics %d", code)
 	}
-}
-
-// histCount is the sample count of the histogram of name with labels.
-func histCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue next
-				}
-			}
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return 0
 }

@@ -78,43 +78,19 @@ func TestStore_counts_what_two_stores_do(t *testing.T) {
 		{regTwo, "lionbus_store_append_conflicts_total", 0},
 	}
 	for _, w := range want {
-		if got := counterValue(t, w.reg, w.metric); got != w.n {
+		if got := counter(t, w.reg, w.metric, nil); got != w.n {
 			t.Errorf("%s = %v, want %v", w.metric, got, w.n)
 		}
 	}
-	if n := counterValue(t, regOne, "lionbus_store_snapshots_total"); n < 2 {
+	if n := counter(t, regOne, "lionbus_store_snapshots_total", nil); n < 2 {
 		t.Errorf("store one wrote %v snapshots after 10 events at a cadence of 4, want at least 2", n)
 	}
-	mfs, err := regOne.Gather()
-	if err != nil {
-		t.Fatal(err)
+	m := gathered(t, regOne, "lionbus_store_snapshot_bytes", nil)
+	if m == nil {
+		t.Fatal("lionbus_store_snapshot_bytes not gathered")
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != "lionbus_store_snapshot_bytes" {
-			continue
-		}
-		h := mf.GetMetric()[0].GetHistogram()
-		if float64(h.GetSampleCount()) != counterValue(t, regOne, "lionbus_store_snapshots_total") || h.GetSampleSum() <= 0 {
-			t.Errorf("snapshot sizes: %d observed, sum %v", h.GetSampleCount(), h.GetSampleSum())
-		}
-		return
+	h := m.GetHistogram()
+	if float64(h.GetSampleCount()) != counter(t, regOne, "lionbus_store_snapshots_total", nil) || h.GetSampleSum() <= 0 {
+		t.Errorf("snapshot sizes: %d observed, sum %v", h.GetSampleCount(), h.GetSampleSum())
 	}
-	t.Error("lionbus_store_snapshot_bytes not gathered")
-}
-
-// counterValue returns the value of the counter named metric (no labels)
-// on reg.
-func counterValue(t *testing.T, reg *prometheus.Registry, metric string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == metric && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("%s not gathered", metric)
-	return 0
 }
