@@ -94,18 +94,21 @@ func Propagate(ctx context.Context) context.Context {
 // StartRequest starts the span of a request, a consumer span named
 // "lionbus.<verb>" whose parent is the request's traceparent, and returns
 // the context to run it with (its traceparent is the span's) and the
-// function that ends the span with the request's outcome code ("ok" or an
-// error code).
-func StartRequest(ctx context.Context, tr trace.Tracer, op ops.Request, traceParent, traceState string) (context.Context, func(code string)) {
+// function that ends the span with the request's outcome: its error (nil
+// when it succeeded), recorded as the code "ok" or the error's code.
+func StartRequest(ctx context.Context, tr trace.Tracer, op ops.Request, traceParent, traceState string) (context.Context, func(err error)) {
 	ctx = Remote(ctx, traceParent, traceState)
 	ctx, span := tr.Start(ctx, "lionbus."+op.Verb, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(AttrRequestID.String(op.ID), AttrVerb.String(op.Verb),
 			AttrBranchID.String(op.BranchID), AttrAttempt.Int(op.Attempt)))
-	return Propagate(ctx), func(code string) {
-		span.SetAttributes(AttrCode.String(code))
-		if code != "ok" {
+	return Propagate(ctx), func(err error) {
+		code := "ok"
+		if err != nil {
+			c, _, _ := protocol.ErrorCode(err)
+			code = string(c)
 			span.SetStatus(codes.Error, code)
 		}
+		span.SetAttributes(AttrCode.String(code))
 		span.End()
 	}
 }

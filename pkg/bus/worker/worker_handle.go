@@ -151,18 +151,17 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		op.Attempt = attempt
 		op.LastAttempt = w.lastDelivery(attempt)
 		acks = &pending.Acks{}
-		tctx := protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState)
-		endSpan := func(string) {}
+		var tctx context.Context
+		var endSpan func(error)
 		if w.cfg.Tracer != nil {
 			tctx, endSpan = tracing.StartRequest(hctx, w.cfg.Tracer, op, req.TraceParent, req.TraceState)
+		} else {
+			tctx = protocol.ContextWithTraceParent(hctx, req.TraceParent, req.TraceState)
 		}
 		res, err = w.run(pending.NewContext(tctx, acks), op)
-		code := "ok"
-		if err != nil {
-			c, _, _ := protocol.ErrorCode(err)
-			code = string(c)
+		if endSpan != nil {
+			endSpan(err)
 		}
-		endSpan(code)
 		if t != nil && !t.claim {
 			// A claim is kept until the answer is stored (the deferred
 			// leave), so that a copy waiting for it finds the answer.
