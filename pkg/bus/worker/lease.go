@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/internal/jserr"
+	"github.com/lionbus/lionbus/pkg/bus/internal/retry"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
@@ -74,7 +74,7 @@ type leaser struct {
 // it and tries again when the holder says it let the lease go (see freed),
 // polling with backoff in case no such notice comes.
 func (l *leaser) acquire(ctx context.Context, branch string) (uint64, error) {
-	wait := l.pollFirst
+	poll := retry.Backoff{First: l.pollFirst, Max: l.pollMax}
 	woken := make(chan struct{}, 1)
 	defer l.await(branch, woken)()
 	for try := 0; ; try++ {
@@ -90,15 +90,13 @@ func (l *leaser) acquire(ctx context.Context, branch string) (uint64, error) {
 			// done, instead of keeping it for more of its own.
 			_ = l.nc.Publish(l.subj.LeaseWant(branch), nil)
 		}
-		d := wait/2 + rand.N(wait/2+1)
-		t := time.NewTimer(d)
+		t := time.NewTimer(poll.Next())
 		select {
 		case <-t.C:
-			wait = min(2*wait, l.pollMax)
 		case <-woken:
 			// Let go by its holder: try again at once.
 			t.Stop()
-			wait = l.pollFirst
+			poll.Reset()
 		case <-ctx.Done():
 			t.Stop()
 			return 0, context.Cause(ctx)
