@@ -306,19 +306,6 @@ func ordered(v, ref any, depth int) any {
 	return v
 }
 
-// guidanceText is the caller's guidance as text for the first round's
-// guidance: a string as it is, any other value as compact JSON text
-// (0024-D2-05, as lionbus intends it), nothing for none.
-func guidanceText(g any) string {
-	switch x := g.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	}
-	return compactJSON(g)
-}
-
 // run is the round loop.
 func (r *lndlRun) run(ctx context.Context) (*Result, error) {
 	out := &Result{BranchID: r.in.BranchID, Replayed: true}
@@ -385,7 +372,9 @@ func (r *lndlRun) exchange(ctx context.Context, n int, repair error, results map
 	in.ResponseFormat, in.ToolSchemas, in.CallerFormat = nil, nil, nil
 	in.SkipValidation, in.NumParseRetries, in.RoundBudget, in.Tools = true, nil, 0, nil
 	if n == 1 {
-		in.Guidance = lndl.Guidance(r.target, guidanceText(r.in.Guidance))
+		// The caller's guidance as text: a string as it is, any other
+		// value as compact JSON (0024-D2-05, as lionbus intends it).
+		in.Guidance = lndl.Guidance(r.target, textOf(r.in.Guidance))
 	} else {
 		in.Instruction = lndl.NextRoundPrompt(n, r.budget, r.target, results, repair)
 		in.PlainContent, in.ClearMessages = "", false

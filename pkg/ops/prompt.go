@@ -299,10 +299,7 @@ func instructionText(c map[string]any) string {
 		s, _ := c[KeyPlainContent].(string)
 		return s
 	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return compactJSON(v)
+	return textOf(v)
 }
 
 // maxExampleDepth bounds the nesting schemaExample follows.

@@ -307,10 +307,7 @@ func (e *Engine) reactInterpret(ctx context.Context, b *Branch, l *reactLoop, p 
 	if _, done := b.Commits[stageID(l.roundID(0), "middle")]; done {
 		return ins, nil
 	}
-	text, ok := ins.Instruction.(string)
-	if !ok {
-		text = compactJSON(ins.Instruction)
-	}
+	text := textOf(ins.Instruction)
 	ireq := Request{ID: stageID(req.ID, reactStage+"/interpret"), Verb: req.Verb, BranchID: b.ID, TraceParent: req.TraceParent, Attempt: req.Attempt}
 	res, err := e.interpret(ctx, ireq, &interpretData{
 		Text: text, Domain: p.d.InterpretDomain, Style: p.d.InterpretStyle, SampleWriting: p.d.InterpretSample,
@@ -422,10 +419,6 @@ func extensionPrompt(a *reactAnalysis, n, left int) string {
 
 // answerPrompt is the instruction of the final round.
 func answerPrompt(instruction any) string {
-	text, ok := instruction.(string)
-	if !ok {
-		text = compactJSON(instruction)
-	}
 	return "Using your analysis and the outcomes of the actions above, give the final answer to the original " +
-		"request: " + text
+		"request: " + textOf(instruction)
 }

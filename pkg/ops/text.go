@@ -16,3 +16,15 @@ func Truncate(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// textOf is v as text: a string as it is, nothing for nil, any other value
+// as compact JSON.
+func textOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	return compactJSON(v)
+}

@@ -22,7 +22,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -470,7 +469,6 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 		return nil, p.fail("the stream ended before message_stop", emitted == 0, ErrConnection)
 	}
 	idx := slices.Sorted(maps.Keys(blocks))
-	sort.Ints(idx)
 	for _, i := range idx {
 		msg.Content = append(msg.Content, *blocks[i])
 	}
