@@ -148,7 +148,7 @@ func (p *Provider) String() string {
 // and ErrTimeout, final for the others. When ctx itself ends, the error
 // wraps ctx.Err() instead.
 func (p *Provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
-	body, err := buildRequest(call)
+	body, err := buildRequest(call, false)
 	if err != nil {
 		return nil, p.fail(err.Error(), false, err)
 	}

@@ -94,8 +94,9 @@ type jsonSchema struct {
 
 // buildRequest returns the JSON body of the Chat Completions request for
 // call: its model options (checked, see optionKinds), model, messages,
-// tools and response_format. Errors wrap ErrInvalidCall.
-func buildRequest(call ops.Call) ([]byte, error) {
+// tools and response_format; with stream, also asks for the answer as
+// server-sent events with the usage at the end. Errors wrap ErrInvalidCall.
+func buildRequest(call ops.Call, stream bool) ([]byte, error) {
 	if call.Model.Model == "" {
 		return nil, fmt.Errorf("%w: the model reference names no model (want \"%s:MODEL\")", ErrInvalidCall, call.Model.Provider)
 	}
@@ -170,6 +171,10 @@ func buildRequest(call ops.Call) ([]byte, error) {
 		body["response_format"] = responseFormat{Type: "json_schema", JSONSchema: jsonSchema{
 			Name: schemaName, Schema: call.ResponseFormat, Strict: strict,
 		}}
+	}
+	if stream {
+		body["stream"] = true
+		body["stream_options"] = map[string]any{"include_usage": true}
 	}
 	b, err := json.Marshal(body)
 	if err != nil {

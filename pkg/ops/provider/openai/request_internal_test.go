@@ -62,7 +62,7 @@ func TestBuildRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := buildRequest(tt.call)
+			b, err := buildRequest(tt.call, false)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrInvalidCall) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want ErrInvalidCall saying %q", err, tt.wantErr)

@@ -30,17 +30,8 @@ var _ ops.StreamingProvider = (*Provider)(nil)
 // first chunk are retried as Complete's are; after it they are final
 // (ErrStreamInterrupted), and so is an error emit returns.
 func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chunk) error) (*ops.Completion, error) {
-	body, err := buildRequest(call)
+	body, err := buildRequest(call, true)
 	if err != nil {
-		return nil, p.fail(err.Error(), false, err)
-	}
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, p.fail(err.Error(), false, err)
-	}
-	req["stream"] = true
-	req["stream_options"] = map[string]any{"include_usage": true}
-	if body, err = json.Marshal(req); err != nil {
 		return nil, p.fail(err.Error(), false, err)
 	}
 	var emitErr error
