@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -32,7 +31,7 @@ func (c *Client) Follow(ctx context.Context, id string, from uint64, fn func(ops
 		return nil, err
 	}
 	defer w.stop()
-	return c.follow(ctx, w, from, fn)
+	return c.follow(ctx, w, from, fn, true)
 }
 
 // Run submits a run request (verb "run") on branchID and follows its
@@ -44,28 +43,14 @@ func (c *Client) Run(ctx context.Context, branchID string, data any, fn func(ops
 // Stream submits a request for verb and follows its chunks (see
 // [Client.Follow]): run, or communicate and operate with "stream": true.
 func (c *Client) Stream(ctx context.Context, verb, branchID string, data any, fn func(ops.Chunk) error, opts ...SubmitOption) (string, *Reply, error) {
-	var o submitOptions
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return "", nil, err
-		}
-	}
-	id := o.id
-	if id == "" {
-		id = uuid.NewString()
-		opts = append(opts, WithID(id))
-	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	w, err := c.watch(id)
+	id, w, given, err := c.submitWatched(ctx, verb, branchID, data, opts)
 	if err != nil {
 		return id, nil, err
 	}
 	defer w.stop()
-	if _, err := c.Submit(ctx, verb, branchID, data, opts...); err != nil {
-		return id, nil, err
-	}
-	r, err := c.follow(ctx, w, 0, fn)
+	r, err := c.follow(ctx, w, 0, fn, given)
 	return id, r, err
 }
 
@@ -74,7 +59,10 @@ type chunkMsg struct {
 	err error
 }
 
-func (c *Client) follow(ctx context.Context, w *answerWatch, from uint64, fn func(ops.Chunk) error) (*Reply, error) {
+// follow delivers the chunks of w's request from seq from to fn and
+// returns its answer (see Follow). early says the answer may be out
+// already (see wait).
+func (c *Client) follow(ctx context.Context, w *answerWatch, from uint64, fn func(ops.Chunk) error, early bool) (*Reply, error) {
 	// The readers below end with this call.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -120,7 +108,7 @@ func (c *Client) follow(ctx context.Context, w *answerWatch, from uint64, fn fun
 	}()
 	answers := make(chan answerOrErr, 1)
 	go func() {
-		r, err := c.wait(ctx, w, true)
+		r, err := c.wait(ctx, w, early)
 		answers <- answerOrErr{r, err}
 	}()
 

@@ -396,28 +396,42 @@ func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
 // no look into the results stream unless the request id was given (with
 // WithID) and may have been answered before.
 func (c *Client) Do(ctx context.Context, verb, branchID string, data any, opts ...SubmitOption) (*Reply, error) {
-	var o submitOptions
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	id, given := o.id, o.id != ""
-	if !given {
-		id = uuid.NewString()
-		opts = append(opts, WithID(id))
-	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
-	w, err := c.watch(id)
+	_, w, given, err := c.submitWatched(ctx, verb, branchID, data, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
-	if _, err := c.Submit(ctx, verb, branchID, data, opts...); err != nil {
-		return nil, err
-	}
 	return c.wait(ctx, w, given)
+}
+
+// submitWatched submits a request after subscribing to its answer, so that
+// the answer cannot be missed; the caller stops the returned watch. It
+// returns the request id (a new UUID unless opts gives one) also with an
+// error after the options were read, and whether the id was given: only
+// then may the request have been answered before, so that the results
+// stream is worth a look at once.
+func (c *Client) submitWatched(ctx context.Context, verb, branchID string, data any, opts []SubmitOption) (id string, w *answerWatch, given bool, err error) {
+	var o submitOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return "", nil, false, err
+		}
+	}
+	id, given = o.id, o.id != ""
+	if !given {
+		id = uuid.NewString()
+		opts = append(opts, WithID(id))
+	}
+	if w, err = c.watch(id); err != nil {
+		return id, nil, given, err
+	}
+	if _, err := c.Submit(ctx, verb, branchID, data, opts...); err != nil {
+		w.stop()
+		return id, nil, given, err
+	}
+	return id, w, given, nil
 }
 
 // Cancel asks the workers to cancel request id. A running request is
