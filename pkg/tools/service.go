@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -451,7 +450,7 @@ func (s *Service) serve(t *tool, r micro.Request) {
 
 	// Arguments are checked before anything else happens (no claim, no
 	// handler): a repeated invalid call gets the same answer anyway.
-	if err := t.schema.Validate(jsonValue(inv.Arguments)); err != nil {
+	if err := t.schema.Validate(inv.Arguments); err != nil {
 		s.respond(r, trace, ops.ToolOutcome{Error: Errorf(CodeInvalidArguments, "arguments do not match the schema of %s: %v", t.Name, err)})
 		return
 	}
@@ -618,18 +617,4 @@ func (s *Service) respond(r micro.Request, trace string, out ops.ToolOutcome) {
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not answer an invocation")
 	}
-}
-
-// jsonValue converts decoded JSON (float64 numbers) to the form the schema
-// validator expects.
-func jsonValue(v map[string]any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return v
-	}
-	return doc
 }
