@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
@@ -132,7 +133,7 @@ func printDeadLetters(asJSON bool, prefix string, list []*protocol.DeadLetter, w
 	}
 	for _, d := range list {
 		fmt.Fprintf(w, "%s  %-36s  %-24s  %-18s  %d deliveries  %s\n",
-			d.Time.UTC().Format(time.RFC3339), d.Key, strings.TrimPrefix(d.Subject, prefix+".ops."), d.Reason, d.Attempts, oneLine(d.Error, 80))
+			d.Time.UTC().Format(time.RFC3339), d.Key, strings.TrimPrefix(d.Subject, prefix+".ops."), d.Reason, d.Attempts, render.Clip(d.Error, 80))
 	}
 }
 
@@ -153,13 +154,4 @@ func printDeadLetter(asJSON bool, d *protocol.DeadLetter, w io.Writer) {
 		fmt.Fprintf(w, "header:    %s: %s\n", k, strings.Join(d.Header[k], ", "))
 	}
 	fmt.Fprintf(w, "body:\n%s\n", d.Data)
-}
-
-// oneLine shortens s to one line of at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -147,17 +147,13 @@ func renderAnalyses(w io.Writer, analyses []json.RawMessage) {
 // line), then the answer: its value, or with --json its data.
 func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request, opts []client.SubmitOption, stdout, stderr io.Writer) int {
 	var rounds int
+	asJSON := &chunkPrinter{w: stdout, json: true}
 	onChunk := func(c ops.Chunk) error {
 		if c.Kind != ops.ChunkRound {
 			return nil
 		}
 		if o.JSON {
-			b, err := json.Marshal(c)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(stdout, string(b))
-			return err
+			return asJSON.print(c)
 		}
 		if c.Metadata["phase"] == "analysis" {
 			fmt.Fprintf(stdout, "round %d: %s\n", rounds, render.Clip(c.Content, lineWidth))

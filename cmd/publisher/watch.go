@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
@@ -89,32 +90,24 @@ func eventLine(ev *event.Event) string {
 	case d["message"] != nil:
 		if m, ok := d["message"].(map[string]any); ok {
 			kind, _ := m["kind"].(string)
-			detail = kind + " " + oneLine(compact(m["content"]), 100)
+			detail = kind + " " + render.Clip(render.Text(m["content"]), 100)
 		}
 	case d["tool"] != nil:
 		if t, ok := d["tool"].(map[string]any); ok {
 			fn, _ := t["function"].(string)
 			detail = fn
 			if r, ok := t["result_summary"].(string); ok && r != "" {
-				detail += " → " + oneLine(r, 80)
+				detail += " → " + render.Clip(r, 80)
 			}
 		}
 	case d["error"] != nil:
-		detail = "error " + oneLine(compact(d["error"]), 100)
+		detail = "error " + render.Clip(render.Text(d["error"]), 100)
 	}
 	line := fmt.Sprintf("%s  %-22s %s", ev.Time().UTC().Format("15:04:05.000"), typ, req)
 	if detail != "" {
 		line += "  " + detail
 	}
 	return line
-}
-
-func compact(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // branchList is `publisher branch list`.

@@ -73,14 +73,19 @@ func MessageText(m ops.Message) string {
 	}
 	for _, k := range messageKeys {
 		if v, ok := m.Content[k]; ok {
-			if s, ok := v.(string); ok {
-				return s
-			}
-			b, _ := json.Marshal(v)
-			return string(b)
+			return Text(v)
 		}
 	}
 	b, _ := json.Marshal(m.Content)
+	return string(b)
+}
+
+// Text is v as text: a string as it is, any other value as JSON.
+func Text(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
 	return string(b)
 }
 
