@@ -478,7 +478,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	var operr *Error
 	switch {
 	case errors.As(err, &se):
-		closeSinks(cctx, false)
+		closeSinks(cctx)
 		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
 	case err == nil, errors.Is(err, errBenignEOS):
 	case errors.Is(err, errStreamFailed):
@@ -493,7 +493,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 			break
 		}
 		// The worker stops: nothing recorded, the request runs again.
-		closeSinks(cctx, false)
+		closeSinks(cctx)
 		return nil, nil, asError(ctx, err)
 	default:
 		// The provider failed without an error chunk (a CLI exiting non-zero):
@@ -509,7 +509,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		st.session = comp.SessionID
 	}
 	st.flush()
-	if err := closeSinks(cctx, true); err != nil && operr == nil && !canceled {
+	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
 		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
 	}
 
@@ -675,9 +675,9 @@ func (e *sinkError) Error() string { return e.err.Error() }
 func (e *sinkError) Unwrap() error { return e.err }
 
 // openRunSinks opens the request's chunk stream and, with a run log
-// directory, the run log in it (after the first snapshot). close closes
-// them; ok false means the run is abandoned.
-func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDir string) (ChunkSink, func(context.Context, bool) error, error) {
+// directory, the run log in it (after the first snapshot), and the
+// function that closes them (once; later calls do nothing).
+func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDir string) (ChunkSink, func(context.Context) error, error) {
 	var streams []ChunkStream
 	if e.chunks != nil {
 		cs, err := e.chunks.OpenChunks(ctx, req)
@@ -706,7 +706,7 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDi
 		return nil
 	})
 	closed := false
-	closeAll := func(ctx context.Context, _ bool) error {
+	closeAll := func(ctx context.Context) error {
 		if closed {
 			return nil
 		}
