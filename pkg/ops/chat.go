@@ -392,26 +392,12 @@ func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, 
 	}
 	msgs := ev.Messages
 	ev.Type, ev.RequestID, ev.Time, ev.BranchID, ev.Result = EventMessages, req.ID, e.clock(), branchID, outcome
-	nb, err := e.store.Append(ctx, branchID, ev)
-	switch {
-	case errors.Is(err, ErrAlreadyCommitted):
-		seq, ok := uint64(0), false
-		if nb != nil {
-			seq, ok = nb.Commits[req.ID]
-		}
-		if !ok {
-			if nb, err = e.load(ctx, branchID); err != nil {
-				return nil, err
-			}
-			if seq, ok = nb.Commits[req.ID]; !ok {
-				return nil, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", req.ID, branchID)
-			}
-		}
+	seq, dup, err := e.appendOnce(ctx, branchID, ev)
+	if err != nil {
+		return nil, err
+	}
+	if dup {
 		return e.replayCommitted(ctx, req, seq, replayMessages)
-	case errors.Is(err, ErrBranchNotFound):
-		return nil, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", branchID)
-	case err != nil:
-		return nil, storeErr("append", err)
 	}
 	for i := range msgs {
 		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: branchID, RequestID: req.ID, Message: &msgs[i]})
@@ -420,6 +406,37 @@ func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, 
 		return nil, operr
 	}
 	return res, nil
+}
+
+// appendOnce appends ev, an EventMessages of the request (or stage) id
+// ev.RequestID, to branchID. When that id has committed already (a
+// redelivery, or a concurrent copy that was first), it appends nothing and
+// returns the sequence of the committed event with dup true. Store errors
+// come back as the errors to answer with.
+func (e *Engine) appendOnce(ctx context.Context, branchID string, ev Event) (seq uint64, dup bool, err error) {
+	id := ev.RequestID
+	nb, err := e.store.Append(ctx, branchID, ev)
+	switch {
+	case errors.Is(err, ErrAlreadyCommitted):
+		ok := false
+		if nb != nil {
+			seq, ok = nb.Commits[id]
+		}
+		if !ok {
+			if nb, err = e.load(ctx, branchID); err != nil {
+				return 0, false, err
+			}
+			if seq, ok = nb.Commits[id]; !ok {
+				return 0, false, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", id, branchID)
+			}
+		}
+		return seq, true, nil
+	case errors.Is(err, ErrBranchNotFound):
+		return 0, false, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", branchID)
+	case err != nil:
+		return 0, false, storeErr("append", err)
+	}
+	return 0, false, nil
 }
 
 // committedError is the stored form of a recorded failure.

@@ -587,29 +587,15 @@ func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange)
 		Type: EventMessages, RequestID: id, Time: e.clock(), BranchID: x.branch.ID,
 		Messages: []Message{x.ins}, Clear: x.data.ClearMessages, Result: outcome,
 	}
-	nb, err := e.store.Append(sctx, x.branch.ID, ev)
-	switch {
-	case errors.Is(err, ErrAlreadyCommitted):
+	seq, dup, err := e.appendOnce(sctx, x.branch.ID, ev)
+	if err != nil {
+		return err
+	}
+	if dup {
 		// A concurrent duplicate stored it first: its instruction is the one.
-		seq, ok := uint64(0), false
-		if nb != nil {
-			seq, ok = nb.Commits[id]
-		}
-		if !ok {
-			if nb, err = e.load(ctx, x.branch.ID); err != nil {
-				return err
-			}
-			if seq, ok = nb.Commits[id]; !ok {
-				return Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", id, x.branch.ID)
-			}
-		}
 		if x.ins, err = e.committedInstruction(ctx, x.branch.ID, id, seq); err != nil {
 			return err
 		}
-	case errors.Is(err, ErrBranchNotFound):
-		return Errorf(CodeBranchNotFound, "branch %q was deleted during the request", x.branch.ID)
-	case err != nil:
-		return storeErr("append", err)
 	}
 	signal()
 	return nil
