@@ -48,21 +48,15 @@ type resultStore struct {
 // openResults opens the results bucket, creating it with a max age of
 // window when it does not exist. An existing bucket keeps its own window.
 func openResults(ctx context.Context, js jetstream.JetStream, bucket string, window time.Duration) (*resultStore, error) {
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      bucket,
-			Description: "lionbus tool results by idempotency key",
-			History:     1,
-			TTL:         window,
-			Storage:     jetstream.FileStorage,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, bucket)
-		}
-	}
+	kv, err := openBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "lionbus tool results by idempotency key",
+		History:     1,
+		TTL:         window,
+		Storage:     jetstream.FileStorage,
+	}, "results")
 	if err != nil {
-		return nil, fmt.Errorf("tools: results bucket %s: %w", bucket, err)
+		return nil, err
 	}
 	return &resultStore{kv: kv}, nil
 }

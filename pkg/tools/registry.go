@@ -11,25 +11,33 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
+
+// openBucket opens the KV bucket cfg.Bucket, creating it with cfg when it
+// does not exist (an existing bucket keeps its own settings); what names
+// it in errors.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, what string) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tools: %s bucket %s: %w", what, cfg.Bucket, err)
+	}
+	return kv, nil
+}
 
 // openRegistryBucket opens the registry bucket, creating it (with the
 // settings of the worker's provisioning) when it does not exist.
 func openRegistryBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: "lionbus tool registry", History: 1, Storage: jetstream.FileStorage,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, bucket)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tools: registry bucket %s: %w", bucket, err)
-	}
-	return kv, nil
+	return openBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "lionbus tool registry", History: 1, Storage: jetstream.FileStorage,
+	}, "registry")
 }
 
 // Registry is a cached, live view of the tool registry bucket: it watches
@@ -53,7 +61,7 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, lo
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	kv, err := openRegistryBucket(ctx, js, prefix+"_tools")
+	kv, err := openRegistryBucket(ctx, js, protocol.Subjects{Prefix: prefix}.ToolsBucket())
 	if err != nil {
 		return nil, err
 	}
