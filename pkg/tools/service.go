@@ -604,14 +604,8 @@ func (s *Service) respond(r micro.Request, trace string, out ops.ToolOutcome) {
 	ev, err := newEvent(s.source, ResultType, trace, out)
 	if err == nil {
 		var msg *nats.Msg
-		if msg, err = protocol.Encode("", ev, protocol.Structured); err == nil {
-			h := micro.Headers{}
-			for k, v := range msg.Header {
-				if k != "Nats-Msg-Id" {
-					h[k] = v
-				}
-			}
-			err = r.Respond(msg.Data, micro.WithHeaders(h))
+		if msg, err = protocol.EncodeCore("", ev, protocol.Structured); err == nil {
+			err = r.Respond(msg.Data, micro.WithHeaders(micro.Headers(msg.Header)))
 		}
 	}
 	if err != nil {

@@ -80,13 +80,10 @@ func encodeMsg(subject, source, typ, traceParent string, data any) (*nats.Msg, e
 	if err != nil {
 		return nil, err
 	}
-	msg, err := protocol.Encode(subject, ev, protocol.Structured)
+	msg, err := protocol.EncodeCore(subject, ev, protocol.Structured)
 	if err != nil {
 		return nil, err
 	}
-	// Core request/reply: the JetStream de-duplication header means
-	// nothing here.
-	msg.Header.Del("Nats-Msg-Id")
 	if tp := traceOf(ev); tp != "" {
 		msg.Header.Set(protocol.TraceParentHeader, tp)
 	}

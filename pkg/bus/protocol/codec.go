@@ -837,11 +837,22 @@ func unhex(c byte) byte {
 // present, values percent-encoded only where needed. It returns ErrEncode
 // (wrapped) when e is not a valid event.
 func Encode(subject string, e *event.Event, mode Mode) (*nats.Msg, error) {
+	msg, err := EncodeCore(subject, e, mode)
+	if err != nil {
+		return nil, err
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, e.ID())
+	return msg, nil
+}
+
+// EncodeCore is Encode without the Nats-Msg-Id header: for core NATS
+// request/reply (tool invocations and their results), where JetStream's
+// de-duplication plays no part.
+func EncodeCore(subject string, e *event.Event, mode Mode) (*nats.Msg, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	msg := nats.NewMsg(subject)
-	msg.Header.Set(jetstream.MsgIDHeader, e.ID())
 	switch mode {
 	case Structured:
 		body, err := marshalStructured(e)
