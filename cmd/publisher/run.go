@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -112,22 +111,12 @@ func sendRun(ctx context.Context, cl *client.Client, o *options, req *request, o
 		fmt.Fprintf(stderr, "publisher: run %s: %v\n(the run may still go on: 'publisher result %s' reads its answer later)\n", id, err, id)
 		return exitNoAnswer
 	}
-	if o.JSON {
-		fmt.Fprintln(stdout, render.IndentJSON(reply.Data))
-	}
-	if rerr := reply.Err(); rerr != nil {
-		var re *client.RemoteError
-		if errors.As(rerr, &re) {
-			fmt.Fprintf(stderr, "error: %s: %s (request %s)\n", re.Code, re.Message, re.RequestID)
-		} else {
-			fmt.Fprintf(stderr, "error: %v\n", rerr)
-		}
+	if !answerHead(o, reply, stdout, stderr) {
 		return exitFailed
 	}
-	res, err := reply.Result()
-	if err != nil {
-		fmt.Fprintf(stderr, "publisher: %v\n", err)
-		return exitFailed
+	res, code := answerResult(reply, stderr)
+	if res == nil {
+		return code
 	}
 	var rv ops.RunValue
 	if json.Unmarshal(res.Value, &rv) == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // send connects, submits req and, unless --no-wait, waits for the answer
@@ -154,6 +155,24 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*client.Client,
 // printReply prints an answer and returns the exit code: exitFailed for an
 // error event.
 func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
+	if !answerHead(o, reply, stdout, stderr) {
+		return exitFailed
+	}
+	if o.JSON {
+		return exitOK
+	}
+	res, code := answerResult(reply, stderr)
+	if res == nil {
+		return code
+	}
+	renderResult(stdout, verbOf(reply.Type), res)
+	return exitOK
+}
+
+// answerHead prints what every command prints of an answer first: its data
+// with --json, and for an error answer the error line; it reports whether
+// the answer is a result.
+func answerHead(o *options, reply *client.Reply, stdout, stderr io.Writer) bool {
 	if o.JSON {
 		fmt.Fprintln(stdout, render.IndentJSON(reply.Data))
 	}
@@ -164,16 +183,18 @@ func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
 		} else {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 		}
-		return exitFailed
+		return false
 	}
-	if o.JSON {
-		return exitOK
-	}
+	return true
+}
+
+// answerResult decodes the result of an answer answerHead accepted; when it
+// cannot, it says so and returns exitFailed.
+func answerResult(reply *client.Reply, stderr io.Writer) (*ops.Result, int) {
 	res, err := reply.Result()
 	if err != nil {
 		fmt.Fprintf(stderr, "publisher: %v\n", err)
-		return exitFailed
+		return nil, exitFailed
 	}
-	renderResult(stdout, verbOf(reply.Type), res)
-	return exitOK
+	return res, exitOK
 }
