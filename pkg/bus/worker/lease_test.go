@@ -224,3 +224,47 @@ func TestLease_release_notice_wakes_the_waiting_worker(t *testing.T) {
 		t.Fatalf("the second request's prompt had %d user turns, want 2 (it must see the first exchange)", model.users["second"])
 	}
 }
+
+// TestClaims_release_notice_wakes_a_waiting_copy: a copy of a request
+// without a branch that waits on another worker for the request id's
+// claim is woken when the claim is let go, like a request waiting for a
+// branch lease: with a one-hour poll, it is answered through the notice
+// (the claim's key, "_req.<id>", holds a dot that the notices must carry)
+// or not at all.
+func TestClaims_release_notice_wakes_a_waiting_copy(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{LeaseTTL: 3 * time.Second})
+	var calls atomic.Int32
+	h := worker.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		calls.Add(1)
+		time.Sleep(300 * time.Millisecond) // the other copy reaches the other worker meanwhile
+		return &ops.Result{Value: json.RawMessage(`"once"`)}, nil
+	})
+	// One request at a time each: the second copy goes to the other
+	// worker while the first runs.
+	cfg := worker.LeasePollForTest(worker.Config{MaxInFlight: 1}, time.Hour)
+	for range 2 {
+		b.StartWorker(t, nil, h, nil, cfg)
+	}
+	ev, err := protocol.EventBuilder{Source: "/test"}.Request("op.slow", "", "", "", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		m, err := protocol.EncodeCore(b.Res.Subjects.Op("op.slow"), ev, protocol.Structured)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.JS.PublishMsg(bustest.Ctx(t), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Await(t, ev.ID())
+	bustest.WaitFor(t, 20*time.Second, "both copies acknowledged", func() bool {
+		info, err := b.Res.Workers.Info(bustest.Ctx(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times for two copies, want 1", n)
+	}
+}

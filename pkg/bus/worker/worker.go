@@ -401,13 +401,13 @@ func (w *Worker) Start(ctx context.Context) error {
 			if !ok {
 				return
 			}
-			if branch, free := strings.CutSuffix(rest, protocol.LeaseFreeSuffix); free {
-				if protocol.ValidToken(branch) {
-					w.lanes.leaser.freed(branch)
+			if key, free := strings.CutSuffix(rest, protocol.LeaseFreeSuffix); free {
+				if validLeaseKey(key) {
+					w.lanes.leaser.freed(key)
 				}
 				return
 			}
-			if protocol.ValidToken(rest) {
+			if validLeaseKey(rest) {
 				w.lanes.wanted(rest)
 			}
 		}); err != nil {
