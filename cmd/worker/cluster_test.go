@@ -135,9 +135,12 @@ func TestCluster_worker_started_before_the_other_nodes_serves_once_they_join(t *
 		t.Fatal(err)
 	}
 	subj, _ := protocol.NewSubjects("")
-	info, err := js.StreamInfo(subj.OpsStream())
-	if err != nil || info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
-		t.Fatalf("ops stream: %v %+v", err, info)
+	// The requests, and the tool results bucket the tool services use.
+	for _, stream := range []string{subj.OpsStream(), "KV_" + subj.ToolResultsBucket()} {
+		info, err := js.StreamInfo(stream)
+		if err != nil || info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+			t.Fatalf("stream %s: %v %+v", stream, err, info)
+		}
 	}
 	cl, err := client.New(nc, client.Config{})
 	if err != nil {

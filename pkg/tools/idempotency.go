@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
@@ -27,7 +28,9 @@ const claimGrace = 5 * time.Second
 
 // ResultsBucket returns the name of the KV bucket of remembered results
 // under prefix: "<prefix>_tool_results".
-func ResultsBucket(prefix string) string { return prefix + "_tool_results" }
+func ResultsBucket(prefix string) string {
+	return protocol.Subjects{Prefix: prefix}.ToolResultsBucket()
+}
 
 // record is the value of a key in the results bucket.
 type record struct {

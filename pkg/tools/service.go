@@ -98,6 +98,12 @@ type ServiceConfig struct {
 	// keeps its own). 0 means DefaultResultWindow; a negative value turns
 	// remembering off: every invocation runs the handler.
 	ResultWindow time.Duration
+	// StartupTimeout bounds how long Serve keeps trying to open the
+	// registry and results buckets while JetStream does not answer (a
+	// cluster still forming, a leader being elected): each try gives up
+	// after 5s, the next follows after a pause of 250ms doubling to 5s.
+	// Serve's ctx bounds it too. 0 means DefaultStartupTimeout.
+	StartupTimeout time.Duration
 	// Tools are the tools the service serves. At least one.
 	Tools []Tool
 	// Version is the service's semantic version, e.g. "1.0.0". Required.
@@ -147,8 +153,10 @@ type Service struct {
 // error wraps ErrInvalidConfig), opens the registry and results buckets
 // (creating the results bucket when missing; the registry bucket is
 // created by the worker's provisioning, or here when missing), writes the
-// registry entries and adds the micro service. It returns at once; the
-// service runs until [Service.Stop]. ctx bounds the start only.
+// registry entries and adds the micro service. Opening the buckets is
+// tried again while JetStream does not answer, for at most
+// cfg.StartupTimeout. It returns once serving; the service runs until
+// [Service.Stop]. ctx bounds the start only.
 func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
@@ -162,6 +170,9 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	if cfg.ResultWindow == 0 {
 		cfg.ResultWindow = DefaultResultWindow
 	}
+	if cfg.StartupTimeout == 0 {
+		cfg.StartupTimeout = DefaultStartupTimeout
+	}
 	switch {
 	case nc == nil:
 		return nil, fmt.Errorf("%w: no connection", ErrInvalidConfig)
@@ -169,8 +180,8 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 		return nil, fmt.Errorf("%w: Name %q must be [A-Za-z0-9_-]+", ErrInvalidConfig, cfg.Name)
 	case len(cfg.Tools) == 0:
 		return nil, fmt.Errorf("%w: %s serves no tools", ErrInvalidConfig, cfg.Name)
-	case cfg.Heartbeat < 0 || cfg.MaxConcurrent < 0:
-		return nil, fmt.Errorf("%w: Heartbeat and MaxConcurrent must not be negative", ErrInvalidConfig)
+	case cfg.Heartbeat < 0 || cfg.MaxConcurrent < 0 || cfg.StartupTimeout < 0:
+		return nil, fmt.Errorf("%w: Heartbeat, MaxConcurrent and StartupTimeout must not be negative", ErrInvalidConfig)
 	}
 	subj, err := protocol.NewSubjects(cfg.Prefix)
 	if err != nil {
@@ -205,11 +216,19 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	if err != nil {
 		return nil, err
 	}
-	if s.reg, err = openRegistryBucket(ctx, js, subj.ToolsBucket()); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	defer cancel()
+	if err := s.untilOpen(sctx, "registry", func(ctx context.Context) (err error) {
+		s.reg, err = openRegistryBucket(ctx, js, subj.ToolsBucket())
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	if cfg.ResultWindow > 0 {
-		if s.results, err = openResults(ctx, js, ResultsBucket(cfg.Prefix), cfg.ResultWindow); err != nil {
+		if err := s.untilOpen(sctx, "results", func(ctx context.Context) (err error) {
+			s.results, err = openResults(ctx, js, ResultsBucket(cfg.Prefix), cfg.ResultWindow)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 	}

@@ -146,6 +146,10 @@ func (s Subjects) WorkersConsumer() string { return "workers" }
 func (s Subjects) BranchesBucket() string  { return s.Prefix + "_branches" }
 func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }
 
+// ToolResultsBucket is the KV bucket where tool services remember results
+// by idempotency key.
+func (s Subjects) ToolResultsBucket() string { return s.Prefix + "_tool_results" }
+
 func upper(s string) string {
 	b := []byte(s)
 	for i, c := range b {

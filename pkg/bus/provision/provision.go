@@ -32,6 +32,12 @@ const (
 	DefaultRunLogMaxAge    = 7 * 24 * time.Hour
 )
 
+// ToolResultsMaxAge is the max age of the tool results bucket when Ensure
+// creates it: the tool SDK's default window of remembered results. Tool
+// services would create the bucket themselves; creating it here gives it
+// the configured replicas, so that losing a server does not lose it.
+const ToolResultsMaxAge = 24 * time.Hour
+
 // RequestTimeout bounds each JetStream API request provisioning makes (a
 // stream, consumer or bucket looked up or created), whatever the deadline
 // of the context passed in. A server that never answers one (a cluster
@@ -258,6 +264,9 @@ type Resources struct {
 	Branches jetstream.KeyValue
 	// Tools is the tool registry bucket.
 	Tools jetstream.KeyValue
+	// ToolResults is the bucket where tool services remember results by
+	// idempotency key.
+	ToolResults jetstream.KeyValue
 
 	// Drift lists tunable settings (ages, limits, ack wait, ...) of
 	// resources that already existed and differ from Config. They are left
@@ -418,6 +427,14 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 			Bucket:      subj.ToolsBucket(),
 			Description: "lionbus tool registry",
 			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+		{&r.ToolResults, jetstream.KeyValueConfig{
+			Bucket:      subj.ToolResultsBucket(),
+			Description: "lionbus tool results by idempotency key",
+			History:     1,
+			TTL:         ToolResultsMaxAge,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
 		}},

@@ -66,13 +66,26 @@ func TestProvision_creates_everything(t *testing.T) {
 		cc.MaxDeliver != provision.DefaultMaxDeliver || cc.MaxAckPending != provision.DefaultMaxAckPending {
 		t.Errorf("consumer config = %+v", cc)
 	}
-	for _, b := range []string{"px_branches", "px_tools"} {
-		if _, err := js.KeyValue(ctx, b); err != nil {
-			t.Errorf("bucket %s: %v", b, err)
+	buckets := []struct {
+		name string
+		ttl  time.Duration
+	}{{"px_branches", 0}, {"px_tools", 0}, {"px_tool_results", provision.ToolResultsMaxAge}}
+	for _, b := range buckets {
+		kv, err := js.KeyValue(ctx, b.name)
+		if err != nil {
+			t.Errorf("bucket %s: %v", b.name, err)
+			continue
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.TTL() != b.ttl || st.History() != 1 {
+			t.Errorf("bucket %s: ttl %v history %d; want %v, 1", b.name, st.TTL(), st.History(), b.ttl)
 		}
 	}
 	if r.Ops == nil || r.Results == nil || r.History == nil || r.Events == nil || r.Leases == nil || r.Dead == nil ||
-		r.Workers == nil || r.Branches == nil || r.Tools == nil {
+		r.Workers == nil || r.Branches == nil || r.Tools == nil || r.ToolResults == nil {
 		t.Errorf("Resources has nil handles: %+v", r)
 	}
 	if r.Subjects.Prefix != "px" {
@@ -123,8 +136,8 @@ func TestProvision_concurrent_workers(t *testing.T) {
 	for range names.Name() {
 		count++
 	}
-	if count != 10 { // eight streams and two KV buckets
-		t.Errorf("%d streams after concurrent provisioning, want 10", count)
+	if count != 11 { // eight streams and three KV buckets
+		t.Errorf("%d streams after concurrent provisioning, want 11", count)
 	}
 }
 
