@@ -61,7 +61,7 @@ func serve(name string, cc client.ConnectConfig, prefix string, configure Config
 	if err != nil {
 		return err
 	}
-	cfg, err := configure(ctx, js, prefix)
+	cfg, err := configureUntilReady(ctx, name, js, prefix, configure)
 	if err != nil {
 		return err
 	}
@@ -78,4 +78,26 @@ func serve(name string, cc client.ConnectConfig, prefix string, configure Config
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return svc.Stop(sctx)
+}
+
+// configureUntilReady runs configure, each try bounded by 5s, again after
+// a second while it fails (JetStream not answering yet: a cluster still
+// forming), for at most tools.DefaultStartupTimeout.
+func configureUntilReady(ctx context.Context, name string, js jetstream.JetStream, prefix string, configure Configure) (tools.ServiceConfig, error) {
+	ctx, cancel := context.WithTimeout(ctx, tools.DefaultStartupTimeout)
+	defer cancel()
+	for {
+		tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+		cfg, err := configure(tctx, js, prefix)
+		tcancel()
+		if err == nil {
+			return cfg, nil
+		}
+		fmt.Fprintf(os.Stderr, "%s: %v; trying again\n", name, err)
+		select {
+		case <-ctx.Done():
+			return cfg, err
+		case <-time.After(time.Second):
+		}
+	}
 }
