@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,24 +26,6 @@ func startCLIWorker(t *testing.T) string {
 	prov.KillGrace = 300 * time.Millisecond
 	b.StartWorker(t, nil, nil, map[string]ops.Provider{cli.Name: prov}, worker.Config{Name: "test"})
 	return b.Srv.ClientURL()
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while run writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestPublisher_run(t *testing.T) {
@@ -81,7 +61,7 @@ func TestPublisher_run_interrupted(t *testing.T) {
 	}
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr bustest.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--nats", url, "run", "--branch", "r1", "HANG"}, strings.NewReader(""), &stdout, &stderr)

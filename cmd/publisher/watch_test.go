@@ -23,7 +23,7 @@ func TestPublisher_watch_and_branch_list(t *testing.T) {
 
 	// watch --all: the earlier run's events, then the next one's live.
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &bustest.SyncBuffer{}, &bustest.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"watch", "wb", "--all", "--nats", url}, strings.NewReader(""), out, errOut)

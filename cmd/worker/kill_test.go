@@ -107,9 +107,9 @@ func blockingWorkerMain(raw string) int {
 // blockingWorkerMain).
 type workerProcess struct {
 	cmd    *exec.Cmd
-	child  *childCalls   // what it prints on stdout
-	stderr *syncBuffer   // its logs
-	exited chan struct{} // closed when it has exited
+	child  *childCalls         // what it prints on stdout
+	stderr *bustest.SyncBuffer // its logs
+	exited chan struct{}       // closed when it has exited
 }
 
 // startWorkerProcess starts a worker process named "doomed" with
@@ -125,7 +125,7 @@ func startWorkerProcess(t *testing.T, b *bustest.Bus, concurrency int) *workerPr
 	p := &workerProcess{
 		cmd:    exec.Command(os.Args[0], "-test.run=^$"),
 		child:  &childCalls{started: map[string]int{}},
-		stderr: &syncBuffer{},
+		stderr: &bustest.SyncBuffer{},
 		exited: make(chan struct{}),
 	}
 	p.cmd.Env = append(os.Environ(), blockingWorkerEnv+"="+string(args))

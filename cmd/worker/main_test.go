@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -22,31 +21,13 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runWorker runs the worker's run function in the background and returns
 // its output buffers and a function that stops it (as SIGTERM would) and
 // returns its exit code.
-func runWorker(t *testing.T, args ...string) (stdout, stderr *syncBuffer, stop func() int) {
+func runWorker(t *testing.T, args ...string) (stdout, stderr *bustest.SyncBuffer, stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	stdout, stderr = &bustest.SyncBuffer{}, &bustest.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, args, stdout, stderr) }()
 	var once sync.Once
@@ -427,15 +408,7 @@ func TestNewLogger(t *testing.T) {
 func TestRun_gives_up_when_JetStream_never_becomes_ready(t *testing.T) {
 	// A server without JetStream stands for a cluster that has not elected
 	// its leader yet: the worker retries provisioning, then gives up.
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	ns := bustest.NewCoreServer(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--nats", ns.ClientURL(), "--startup-timeout", "1500ms", "--log-format", "json", "--log-level", "warn"}, &stdout, &stderr)
 	if code != exitFailure {

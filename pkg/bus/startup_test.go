@@ -1,10 +1,8 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,27 +11,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // A worker service started against a server whose JetStream is not there
 // yet (a cluster still forming) becomes ready and serves once JetStream is
@@ -61,15 +42,7 @@ func TestStart_waits_for_JetStream_and_retries_an_unanswered_request(t *testing.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns.Start()
-			t.Cleanup(ns.Shutdown)
-			if !ns.ReadyForConnections(10 * time.Second) {
-				t.Fatal("server not ready")
-			}
+			ns := bustest.NewCoreServer(t)
 			if tt.blackHole {
 				nc, err := nats.Connect(ns.ClientURL())
 				if err != nil {
@@ -84,7 +57,7 @@ func TestStart_waits_for_JetStream_and_retries_an_unanswered_request(t *testing.
 				}
 			}
 
-			logs := &syncBuffer{}
+			logs := &bustest.SyncBuffer{}
 			type started struct {
 				svc *bus.Service
 				err error

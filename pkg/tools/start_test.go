@@ -1,11 +1,9 @@
 package tools_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,41 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/tools"
 )
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// coreServer starts a nats-server without JetStream.
-func coreServer(t *testing.T) *server.Server {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	return ns
-}
 
 func connectTo(t *testing.T, url string) *nats.Conn {
 	t.Helper()
@@ -80,7 +46,7 @@ func TestServe_retries_opening_buckets_until_JetStream_answers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ns := coreServer(t)
+			ns := bustest.NewCoreServer(t)
 			if tt.blackHole {
 				hole := connectTo(t, ns.ClientURL())
 				if _, err := hole.Subscribe("$JS.API.>", func(*nats.Msg) {}); err != nil {
@@ -90,7 +56,7 @@ func TestServe_retries_opening_buckets_until_JetStream_answers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			logs := &lockedBuffer{}
+			logs := &bustest.SyncBuffer{}
 			log := zerolog.New(logs).Level(zerolog.WarnLevel)
 			type served struct {
 				svc *tools.Service
@@ -151,7 +117,7 @@ func TestServe_retries_opening_buckets_until_JetStream_answers(t *testing.T) {
 // last try's error, and a negative timeout is a config error.
 func TestServe_gives_up_after_its_startup_timeout(t *testing.T) {
 	t.Parallel()
-	ns := coreServer(t)
+	ns := bustest.NewCoreServer(t)
 	cfg := tools.ServiceConfig{
 		Name: "never", Version: "1.0.0", StartupTimeout: 700 * time.Millisecond,
 		Tools: []tools.Tool{{Name: "echo", Handler: func(context.Context, map[string]any) (any, error) { return nil, nil }}},
