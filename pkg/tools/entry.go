@@ -69,36 +69,37 @@ func DecodeEntry(key string, value []byte) (*Entry, error) {
 // with no wildcards, and parameters that are a compilable JSON Schema of an
 // object.
 func (e *Entry) Validate() error {
-	if len(e.Name) == 0 || len(e.Name) > MaxNameLength || !nameRE.MatchString(e.Name) {
-		return fmt.Errorf("%w: name %q must be 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, e.Name, MaxNameLength)
-	}
-	if len(e.Description) > MaxDescriptionLength {
-		return fmt.Errorf("%w: %s: description is %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Description), MaxDescriptionLength)
-	}
-	if !validSubject(e.Subject) {
-		return fmt.Errorf("%w: %s: subject %q must be a literal subject (dot-separated tokens, no wildcards or spaces)", ErrInvalidEntry, e.Name, e.Subject)
-	}
-	if len(e.Parameters) == 0 {
-		return fmt.Errorf("%w: %s: parameters (a JSON Schema) are required", ErrInvalidEntry, e.Name)
-	}
-	if len(e.Parameters) > MaxParametersSize {
-		return fmt.Errorf("%w: %s: parameters are %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Parameters), MaxParametersSize)
-	}
-	if err := checkParameters(e.Parameters); err != nil {
-		return fmt.Errorf("%w: %s: parameters: %v", ErrInvalidEntry, e.Name, err)
-	}
-	return nil
-}
-
-// checkParameters compiles the schema (no external references) and requires
-// it to describe an object.
-func checkParameters(raw json.RawMessage) error {
-	_, err := compileParameters(raw)
+	_, err := e.compile()
 	return err
 }
 
-// compileParameters checks a parameters schema as checkParameters does and
-// returns it compiled.
+// compile checks the entry as Validate does and returns its parameters
+// compiled.
+func (e *Entry) compile() (*jsonschema.Schema, error) {
+	if len(e.Name) == 0 || len(e.Name) > MaxNameLength || !nameRE.MatchString(e.Name) {
+		return nil, fmt.Errorf("%w: name %q must be 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, e.Name, MaxNameLength)
+	}
+	if len(e.Description) > MaxDescriptionLength {
+		return nil, fmt.Errorf("%w: %s: description is %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Description), MaxDescriptionLength)
+	}
+	if !validSubject(e.Subject) {
+		return nil, fmt.Errorf("%w: %s: subject %q must be a literal subject (dot-separated tokens, no wildcards or spaces)", ErrInvalidEntry, e.Name, e.Subject)
+	}
+	if len(e.Parameters) == 0 {
+		return nil, fmt.Errorf("%w: %s: parameters (a JSON Schema) are required", ErrInvalidEntry, e.Name)
+	}
+	if len(e.Parameters) > MaxParametersSize {
+		return nil, fmt.Errorf("%w: %s: parameters are %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Parameters), MaxParametersSize)
+	}
+	sch, err := compileParameters(e.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: parameters: %v", ErrInvalidEntry, e.Name, err)
+	}
+	return sch, nil
+}
+
+// compileParameters compiles a parameters schema (no external references),
+// which must describe an object.
 func compileParameters(raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {

@@ -286,12 +286,9 @@ func prepareTool(t Tool, cfg ServiceConfig, subj protocol.Subjects) (*tool, erro
 		version = cfg.Version
 	}
 	e := Entry{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Subject: subj.Tool(t.Name), Version: version}
-	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	sch, err := compileParameters(t.Parameters)
+	sch, err := e.compile()
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool %q: %v", ErrInvalidConfig, t.Name, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return &tool{Tool: t, entry: e, schema: sch, subject: e.Subject}, nil
 }
