@@ -30,6 +30,7 @@ var ErrNotProvisioned = errors.New("chunks: the chunk streams are not provisione
 // before the request's answer is sent.
 type Outlet struct {
 	js      jetstream.JetStream
+	chunks  jetstream.Stream // the chunk stream, for the last chunk of a request
 	subj    protocol.Subjects
 	builder protocol.EventBuilder
 }
@@ -41,7 +42,7 @@ func NewOutlet(js jetstream.JetStream, res *provision.Resources, b protocol.Even
 	if js == nil || res == nil || res.Chunks == nil {
 		return nil, ErrNotProvisioned
 	}
-	return &Outlet{js: js, subj: res.Subjects, builder: b}, nil
+	return &Outlet{js: js, chunks: res.Chunks, subj: res.Subjects, builder: b}, nil
 }
 
 // OpenChunks opens the chunk stream of req. On a redelivery (Attempt >
@@ -63,11 +64,7 @@ func (o *Outlet) OpenChunks(ctx context.Context, req ops.Request) (ops.ChunkStre
 // lastSeq returns the seq of the last chunk stored for request id, 0 for
 // none.
 func (o *Outlet) lastSeq(ctx context.Context, id string) (uint64, error) {
-	st, err := o.js.Stream(ctx, o.subj.ChunksStream())
-	if err != nil {
-		return 0, fmt.Errorf("chunks: chunk stream: %w", err)
-	}
-	m, err := st.GetLastMsgForSubject(ctx, o.subj.Chunk(id))
+	m, err := o.chunks.GetLastMsgForSubject(ctx, o.subj.Chunk(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

@@ -164,9 +164,9 @@ type answerOrErr struct {
 // lastChunk returns the seq of the last stored chunk of request id, 0 when
 // there is none.
 func (c *Client) lastChunk(ctx context.Context, id string) (uint64, error) {
-	st, err := c.js.Stream(ctx, c.subj.ChunksStream())
+	st, err := c.stream(ctx, c.subj.ChunksStream(), "chunk")
 	if err != nil {
-		return 0, fmt.Errorf("client: chunk stream: %w", err)
+		return 0, err
 	}
 	m, err := st.GetLastMsgForSubject(ctx, c.subj.Chunk(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -96,7 +96,7 @@ type Client struct {
 	codec *protocol.Codec
 
 	mu      sync.Mutex
-	results jetstream.Stream // looked up on first use
+	streams map[string]jetstream.Stream // by name, looked up on first use
 }
 
 // NewClient returns a client using nc. It does not contact the server.
@@ -375,7 +375,7 @@ func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.resultsStream(ctx)
+	st, err := c.stream(ctx, c.subj.ResultsStream(), "results")
 	if err != nil {
 		return nil, err
 	}
@@ -450,17 +450,22 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 	return c.nc.FlushWithContext(ctx)
 }
 
-func (c *Client) resultsStream(ctx context.Context) (jetstream.Stream, error) {
+// stream returns the handle of the stream name, looked up (a STREAM.INFO
+// request) on first use only; what names the stream in errors.
+func (c *Client) stream(ctx context.Context, name, what string) (jetstream.Stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.results != nil {
-		return c.results, nil
+	if st, ok := c.streams[name]; ok {
+		return st, nil
 	}
-	st, err := c.js.Stream(ctx, c.subj.ResultsStream())
+	st, err := c.js.Stream(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("client: results stream %s: %w", c.subj.ResultsStream(), err)
+		return nil, fmt.Errorf("client: %s stream %s: %w", what, name, err)
 	}
-	c.results = st
+	if c.streams == nil {
+		c.streams = map[string]jetstream.Stream{}
+	}
+	c.streams[name] = st
 	return st, nil
 }
 

@@ -37,9 +37,9 @@ func (c *Client) DeadLetters(ctx context.Context, limit int) ([]*protocol.DeadLe
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.js.Stream(ctx, c.subj.DeadStream())
+	st, err := c.stream(ctx, c.subj.DeadStream(), "dead-letter")
 	if err != nil {
-		return nil, fmt.Errorf("client: dead-letter stream %s: %w", c.subj.DeadStream(), err)
+		return nil, err
 	}
 	info, err := st.Info(ctx)
 	if err != nil {
@@ -89,9 +89,9 @@ func (c *Client) DeadLetter(ctx context.Context, key string) (*protocol.DeadLett
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.js.Stream(ctx, c.subj.DeadStream())
+	st, err := c.stream(ctx, c.subj.DeadStream(), "dead-letter")
 	if err != nil {
-		return nil, fmt.Errorf("client: dead-letter stream %s: %w", c.subj.DeadStream(), err)
+		return nil, err
 	}
 	raw, err := st.GetLastMsgForSubject(ctx, c.subj.DeadLetter(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -111,9 +111,9 @@ func (c *Client) DeleteDeadLetter(ctx context.Context, key string) error {
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.js.Stream(ctx, c.subj.DeadStream())
+	st, err := c.stream(ctx, c.subj.DeadStream(), "dead-letter")
 	if err != nil {
-		return fmt.Errorf("client: dead-letter stream: %w", err)
+		return err
 	}
 	if err := st.DeleteMsg(ctx, d.Seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return fmt.Errorf("client: delete dead letter %s: %w", key, err)

@@ -30,9 +30,9 @@ type BranchInfo struct {
 func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.js.Stream(ctx, c.subj.HistoryStream())
+	st, err := c.stream(ctx, c.subj.HistoryStream(), "history")
 	if err != nil {
-		return nil, fmt.Errorf("client: history stream %s: %w", c.subj.HistoryStream(), err)
+		return nil, err
 	}
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(c.subj.HistoryWildcard()))
 	if err != nil {
