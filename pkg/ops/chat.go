@@ -156,7 +156,22 @@ func (d *chatData) models(b *Branch) (chat, parse ModelRef, err error) {
 	return chat, parse, nil
 }
 
-// modelCall is one call in an operation; calls counts the calls the
+// observeCall makes the model call through f, telling the engine's
+// observer (when there is one) that it starts and how it ended; f gets
+// the context the observer returned.
+func (e *Engine) observeCall(ctx context.Context, call Call, f func(context.Context) (*Completion, error)) (*Completion, error) {
+	if e.observer == nil {
+		return f(ctx)
+	}
+	ctx, observed := e.observer.ModelCall(ctx, call)
+	comp, err := f(ctx)
+	if observed != nil {
+		observed(comp, err)
+	}
+	return comp, err
+}
+
+// complete makes one model call of an operation; calls counts the calls the
 // operation already made (for Call.Index); tools, when given, are offered
 // to the model natively (Call.Tools).
 func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs Prompt, instruction string, calls uint64, tools ...ToolSpec) (*Completion, error) {
@@ -173,20 +188,14 @@ func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model Mod
 		BranchID: b.ID, RequestID: req.ID, Index: b.ModelCalls + calls, Attempt: attempt,
 		Tools: tools,
 	}
-	var observed func(*Completion, error)
-	if e.observer != nil {
-		ctx, observed = e.observer.ModelCall(ctx, call)
-	}
-	var comp *Completion
-	sp, streams := prov.(StreamingProvider)
-	if emit := chunkEmitter(ctx); emit != nil && streams {
-		comp, err = sp.Stream(ctx, call, emit)
-	} else {
-		comp, err = prov.Complete(ctx, call)
-	}
-	if observed != nil {
-		observed(comp, err)
-	}
+	comp, err := e.observeCall(ctx, call, func(ctx context.Context) (*Completion, error) {
+		if sp, ok := prov.(StreamingProvider); ok {
+			if emit := chunkEmitter(ctx); emit != nil {
+				return sp.Stream(ctx, call, emit)
+			}
+		}
+		return prov.Complete(ctx, call)
+	})
 	if err != nil {
 		var pe *ProviderError
 		if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

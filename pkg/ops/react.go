@@ -248,16 +248,14 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *Branch, p *reactP
 	t0 := e.clock()
 	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
 	if p.d.Stream && e.chunks != nil {
-		cs, oerr := e.chunks.OpenChunks(ctx, req)
+		cs, oerr := e.openChunks(ctx, req, "react")
 		if oerr != nil {
-			return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("react: open the chunk stream: %v", oerr), Err: oerr}
+			return nil, oerr
 		}
 		l.sink = Sequence(cs)
 		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-			defer cancel()
-			if cerr := cs.Close(cctx); cerr != nil && err == nil {
-				res, err = nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("react: chunks could not be stored: %v", cerr), Err: cerr}
+			if cerr := closeChunks(ctx, cs, "react"); cerr != nil && err == nil {
+				res, err = nil, cerr
 			}
 		}()
 	}

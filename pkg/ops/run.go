@@ -456,14 +456,9 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	var comp *Completion
 	if err == nil {
-		var observed func(*Completion, error)
-		if e.observer != nil {
-			sctx, observed = e.observer.ModelCall(sctx, call)
-		}
-		comp, err = prov.Stream(sctx, call, emit)
-		if observed != nil {
-			observed(comp, err)
-		}
+		comp, err = e.observeCall(sctx, call, func(ctx context.Context) (*Completion, error) {
+			return prov.Stream(ctx, call, emit)
+		})
 	}
 	timedOut := errors.Is(context.Cause(sctx), errRunTimeout)
 	stop()
@@ -666,9 +661,9 @@ func (e *sinkError) Unwrap() error { return e.err }
 func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDir string) (ChunkSink, func(context.Context) error, error) {
 	var streams []ChunkStream
 	if e.chunks != nil {
-		cs, err := e.chunks.OpenChunks(ctx, req)
+		cs, err := e.openChunks(ctx, req, "run")
 		if err != nil {
-			return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: open the chunk stream: %v", err), Err: err}
+			return nil, nil, err
 		}
 		streams = append(streams, cs)
 	}

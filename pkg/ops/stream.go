@@ -37,17 +37,45 @@ func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, m
 	if e.chunks == nil {
 		return e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}
-	cs, err := e.chunks.OpenChunks(ctx, x.streamRequest(req))
+	cs, err := e.openChunks(ctx, x.streamRequest(req), "")
 	if err != nil {
-		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("open the chunk stream: %v", err), Err: err}
+		return nil, err
 	}
 	out := Sequence(cs)
 	emit := func(c Chunk) error { return out.Emit(ctx, c) }
 	comp, err := e.complete(withChunkEmitter(ctx, emit), req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	if cerr := cs.Close(cctx); cerr != nil && err == nil {
-		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("chunks could not be stored: %v", cerr), Err: cerr}
+	if cerr := closeChunks(ctx, cs, ""); cerr != nil && err == nil {
+		return nil, cerr
 	}
 	return comp, err
+}
+
+// openChunks opens req's chunk stream; a failure is a temporary
+// CodeUnavailable error, its message led by what (the verb) when given.
+func (e *Engine) openChunks(ctx context.Context, req Request, what string) (ChunkStream, error) {
+	cs, err := e.chunks.OpenChunks(ctx, req)
+	if err != nil {
+		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: lead(what) + fmt.Sprintf("open the chunk stream: %v", err), Err: err}
+	}
+	return cs, nil
+}
+
+// closeChunks closes cs, waiting for its chunks to be stored for at most
+// commitTimeout, even when ctx has ended; a failure is a temporary
+// CodeUnavailable error, as in openChunks.
+func closeChunks(ctx context.Context, cs ChunkStream, what string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := cs.Close(cctx); err != nil {
+		return &Error{Code: CodeUnavailable, Temporary: true, Message: lead(what) + fmt.Sprintf("chunks could not be stored: %v", err), Err: err}
+	}
+	return nil
+}
+
+// lead is what, followed by ": ", or "" for none.
+func lead(what string) string {
+	if what == "" {
+		return ""
+	}
+	return what + ": "
 }
