@@ -52,7 +52,7 @@ type commitBlock struct {
 	used atomic.Int32
 	// filter is set, once the block is full, to two bits per id (see
 	// filterBits): an id whose bits are not both set is not in the block.
-	filter [8]uint64
+	filter [16]uint64
 }
 
 // commitSeed seeds the hashes of request ids, which are never stored.
@@ -62,7 +62,7 @@ func hashID(id string) uint64 { return maphash.String(commitSeed, id) }
 
 // filterBits returns the two bits of the block filter that stand for h.
 func filterBits(h uint64) (i, j uint) {
-	return uint(h % 512), uint(h>>9) % 512
+	return uint(h % 1024), uint(h>>10) % 1024
 }
 
 func (b *commitBlock) mayHold(h uint64) bool {

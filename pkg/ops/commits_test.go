@@ -368,3 +368,38 @@ func FuzzCommits(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCommits measures a value remembering as many commits as it
+// may: appending one (which forgets the oldest) and looking one up.
+func BenchmarkCommits(b *testing.B) {
+	full := appended(ops.Commits{}, "r", ops.MaxRememberedCommits, 1)
+	ids, known := make([]string, 4*ops.MaxRememberedCommits), make([]string, ops.MaxRememberedCommits)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i)
+	}
+	for i := range known {
+		known[i] = fmt.Sprintf("r%d", i)
+	}
+	b.Run("Append", func(b *testing.B) {
+		b.ReportAllocs()
+		c, seq := full, uint64(ops.MaxRememberedCommits)
+		for i := 0; b.Loop(); i++ {
+			seq++
+			c = c.Append(ids[i%len(ids)], seq) // forgotten since it was last appended
+		}
+	})
+	b.Run("Seq/remembered", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, ok := full.Seq(known[i%len(known)]); !ok {
+				b.Fatal("not remembered")
+			}
+		}
+	})
+	b.Run("Seq/unknown", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, ok := full.Seq(ids[i%len(ids)]); ok {
+				b.Fatal("remembered")
+			}
+		}
+	})
+}
