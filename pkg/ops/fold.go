@@ -63,7 +63,8 @@ func (b *Branch) Apply(ev Event) error {
 			b.update(*ev.Settings, ev)
 		}
 		if ev.RequestID != "" {
-			b.Commits = b.Commits.Append(ev.RequestID, ev.Seq)
+			// Not remembered, as checked above: add it without looking again.
+			b.Commits = b.Commits.add(Commit{ev.RequestID, ev.Seq}, hashID(ev.RequestID))
 		}
 	case EventCleared:
 		b.Messages = systemOnly(b.Messages)
