@@ -55,7 +55,8 @@ type commitBlock struct {
 	filter [16]uint64
 }
 
-// commitSeed seeds the hashes of request ids, which are never stored.
+// commitSeed seeds the hashes of request ids. They are kept in memory
+// only, never encoded, so a seed of the process's own will do.
 var commitSeed = maphash.MakeSeed()
 
 func hashID(id string) uint64 { return maphash.String(commitSeed, id) }
