@@ -182,7 +182,7 @@ func (e *Engine) actVerb(ctx context.Context, req Request) (*Result, error) {
 // idempotency keys. A failure with errors not suppressed is recorded with
 // the calls that started, and answered CodeAction, on every delivery.
 func (e *Engine) act(ctx context.Context, req Request, b *Branch, p actParams) (*Result, error) {
-	if seq, ok := b.Commits[req.ID]; ok {
+	if seq, ok := b.Commits.Seq(req.ID); ok {
 		return e.replayCommitted(ctx, req, seq, replayMessages)
 	}
 	start := e.clock()

@@ -54,7 +54,8 @@ func TestAct_records_calls_with_the_result(t *testing.T) {
 		t.Fatalf("a request without id has metadata %v", ev.Messages[2].Metadata)
 	}
 	// The branch folds the messages like any other.
-	if br := a.branch(t, "b"); len(br.Messages) != 4 || br.Commits["act-1"] != ev.Seq {
+	br := a.branch(t, "b")
+	if seq, _ := br.Commits.Seq("act-1"); len(br.Messages) != 4 || seq != ev.Seq {
 		t.Fatalf("branch has %d messages, commits %v", len(br.Messages), br.Commits)
 	}
 	// The messages are announced after the hooks, each once.

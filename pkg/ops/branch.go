@@ -64,10 +64,11 @@ type Branch struct {
 	// Commits maps the request ids of the most recent EventMessages events
 	// to their sequence, so that a redelivered request is recognised. It
 	// holds at most MaxRememberedCommits entries (see Branch.Apply for the
-	// eviction). Every snapshot of the branch carries it, so a Store should
-	// encode it compactly; only its content, not its encoding, is part of
-	// the contract.
-	Commits map[string]uint64 `json:"commits,omitempty" msgpack:"commits,omitempty"`
+	// eviction). It is immutable, so copies of the branch share it. Every
+	// snapshot of the branch carries it, so a Store encodes it itself, and
+	// compactly (msgpack leaves it out of the branch); only its content,
+	// not its encoding, is part of the contract.
+	Commits Commits `json:"commits,omitzero" msgpack:"-"`
 	// CreatedAt and UpdatedAt are the times of the first and last event.
 	CreatedAt time.Time `json:"created_at" msgpack:"created_at"`
 	UpdatedAt time.Time `json:"updated_at" msgpack:"updated_at"`

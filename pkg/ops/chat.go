@@ -364,7 +364,7 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	if seq, ok := x.branch.Commits[req.ID]; ok {
+	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		return e.replayCommitted(ctx, req, seq, replayMessages)
 	}
 	start := e.clock()
@@ -429,13 +429,13 @@ func (e *Engine) appendOnce(ctx context.Context, branchID string, ev Event) (seq
 	case errors.Is(err, ErrAlreadyCommitted):
 		ok := false
 		if nb != nil {
-			seq, ok = nb.Commits[id]
+			seq, ok = nb.Commits.Seq(id)
 		}
 		if !ok {
 			if nb, err = e.load(ctx, branchID); err != nil {
 				return 0, false, err
 			}
-			if seq, ok = nb.Commits[id]; !ok {
+			if seq, ok = nb.Commits.Seq(id); !ok {
 				return 0, false, Errorf(CodeInternal, "request %q is reported committed on branch %q but is not in its commits", id, branchID)
 			}
 		}

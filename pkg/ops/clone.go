@@ -1,6 +1,7 @@
 package ops
 
-// Clone returns a deep copy of b: nothing in the copy aliases b.
+// Clone returns a deep copy of b: nothing in the copy that may change
+// aliases b. (Commits, which never changes, is shared.)
 func (b *Branch) Clone() *Branch {
 	if b == nil {
 		return nil
@@ -10,12 +11,6 @@ func (b *Branch) Clone() *Branch {
 	c.Messages = cloneMessages(b.Messages)
 	if b.Messages != nil && c.Messages == nil {
 		c.Messages = []Message{}
-	}
-	if b.Commits != nil {
-		c.Commits = make(map[string]uint64, len(b.Commits))
-		for k, v := range b.Commits {
-			c.Commits[k] = v
-		}
 	}
 	return &c
 }

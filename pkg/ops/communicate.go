@@ -27,7 +27,7 @@ func (e *Engine) communicate(ctx context.Context, req Request) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	if seq, ok := x.branch.Commits[req.ID]; ok {
+	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		return e.replayCommitted(ctx, req, seq, replayRun)
 	}
 	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) { return e.communicateRun(ctx, req, x) })

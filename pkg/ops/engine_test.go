@@ -596,8 +596,8 @@ func TestEngine_communicate_concurrent_requests_all_land(t *testing.T) {
 	}
 	wg.Wait()
 	br := b.branch(t, "main")
-	if len(br.Messages) != 2*n || len(br.Commits) != n {
-		t.Fatalf("%d messages and %d commits, want %d and %d", len(br.Messages), len(br.Commits), 2*n, n)
+	if len(br.Messages) != 2*n || br.Commits.Len() != n {
+		t.Fatalf("%d messages and %d commits, want %d and %d", len(br.Messages), br.Commits.Len(), 2*n, n)
 	}
 	for i := 0; i < len(br.Messages); i += 2 {
 		ins, res := br.Messages[i], br.Messages[i+1]

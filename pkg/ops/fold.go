@@ -6,8 +6,8 @@ import (
 )
 
 // MaxRememberedCommits bounds Branch.Commits. When an EventMessages would
-// make the map larger, the entry with the smallest sequence (the oldest
-// commit) is evicted. A request redelivered after more than this many later
+// make it larger, the oldest commit (the one with the smallest sequence)
+// is forgotten. A request redelivered after more than this many later
 // commits on the same branch is no longer recognised by the branch alone; the
 // bus's result stream and de-duplication window cover that case.
 const MaxRememberedCommits = 1024
@@ -50,7 +50,7 @@ func (b *Branch) Apply(ev Event) error {
 		b.ModelCalls = ev.ModelCalls
 		b.CreatedAt = ev.Time
 	case EventMessages:
-		if _, dup := b.Commits[ev.RequestID]; dup && ev.RequestID != "" {
+		if _, dup := b.Commits.Seq(ev.RequestID); dup && ev.RequestID != "" {
 			break
 		}
 		if ev.Clear {
@@ -63,7 +63,8 @@ func (b *Branch) Apply(ev Event) error {
 			b.update(*ev.Settings, ev)
 		}
 		if ev.RequestID != "" {
-			b.remember(ev.RequestID, ev.Seq)
+			// Not remembered, as checked above: add it without looking again.
+			b.Commits = b.Commits.add(Commit{ev.RequestID, ev.Seq}, hashID(ev.RequestID))
 		}
 	case EventCleared:
 		b.Messages = systemOnly(b.Messages)
@@ -95,23 +96,6 @@ func Replay(events []Event) (*Branch, error) {
 		}
 	}
 	return b, nil
-}
-
-// remember records a commit, evicting the oldest beyond MaxRememberedCommits.
-func (b *Branch) remember(requestID string, seq uint64) {
-	if b.Commits == nil {
-		b.Commits = make(map[string]uint64)
-	}
-	b.Commits[requestID] = seq
-	for len(b.Commits) > MaxRememberedCommits {
-		oldest, oldestSeq := "", uint64(0)
-		for id, s := range b.Commits {
-			if oldest == "" || s < oldestSeq || (s == oldestSeq && id < oldest) {
-				oldest, oldestSeq = id, s
-			}
-		}
-		delete(b.Commits, oldest)
-	}
 }
 
 // update merges the non-empty fields of s, from ev, into the branch

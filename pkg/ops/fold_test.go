@@ -116,11 +116,11 @@ func TestBranch_Apply(t *testing.T) {
 			if b.Seq != tt.wantSeq || b.ModelCalls != tt.wantCalls {
 				t.Errorf("seq, calls = %d, %d; want %d, %d", b.Seq, b.ModelCalls, tt.wantSeq, tt.wantCalls)
 			}
-			if len(b.Commits) != len(tt.wantCommit) {
+			if b.Commits.Len() != len(tt.wantCommit) {
 				t.Errorf("commits = %v, want keys %v", b.Commits, tt.wantCommit)
 			}
 			for _, c := range tt.wantCommit {
-				if b.Commits[c] == 0 {
+				if seq, _ := b.Commits.Seq(c); seq == 0 {
 					t.Errorf("commit %q missing from %v", c, b.Commits)
 				}
 			}
@@ -140,15 +140,15 @@ func TestBranch_Apply_commits_are_bounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(b.Commits) != ops.MaxRememberedCommits {
-		t.Fatalf("commits = %d, want %d", len(b.Commits), ops.MaxRememberedCommits)
+	if b.Commits.Len() != ops.MaxRememberedCommits {
+		t.Fatalf("commits = %d, want %d", b.Commits.Len(), ops.MaxRememberedCommits)
 	}
 	for i := 0; i < 10; i++ {
-		if _, ok := b.Commits[fmt.Sprintf("r%d", i)]; ok {
+		if _, ok := b.Commits.Seq(fmt.Sprintf("r%d", i)); ok {
 			t.Fatalf("oldest commit r%d was not evicted", i)
 		}
 	}
-	if _, ok := b.Commits[fmt.Sprintf("r%d", n-1)]; !ok {
+	if _, ok := b.Commits.Seq(fmt.Sprintf("r%d", n-1)); !ok {
 		t.Fatalf("newest commit missing")
 	}
 }

@@ -250,7 +250,7 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 	}
 	x.streamID = in.StreamID
 	var res *Result
-	if seq, ok := x.branch.Commits[req.ID]; ok {
+	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
 		res, err = m.e.communicateRun(ctx, req, x)

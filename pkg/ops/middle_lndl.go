@@ -536,7 +536,7 @@ func (r *lndlRun) bridge(ctx context.Context, n int, pending []lndl.Action, rec 
 		return nil, false, err
 	}
 	var res *Result
-	if seq, ok := b.Commits[req.ID]; ok {
+	if seq, ok := b.Commits.Seq(req.ID); ok {
 		if res, err = e.replayCommitted(ctx, req, seq, replayMessages); err != nil {
 			return nil, false, err
 		}

@@ -24,7 +24,7 @@ func (e *Engine) parseFailureValue(ctx context.Context, p *operatePlan, in Middl
 	if lerr != nil {
 		return nil, false
 	}
-	seq, committed := b.Commits[in.RequestID]
+	seq, committed := b.Commits.Seq(in.RequestID)
 	if !committed {
 		return nil, false
 	}

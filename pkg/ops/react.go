@@ -302,7 +302,7 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *Branch, p *reactP
 // which is then answered from history, so the model is not called again.
 func (e *Engine) reactInterpret(ctx context.Context, b *Branch, l *reactLoop, p *reactPlan) (instructData, error) {
 	ins, req := p.ins, l.req
-	if _, done := b.Commits[stageID(l.roundID(0), "middle")]; done {
+	if _, done := b.Commits.Seq(stageID(l.roundID(0), "middle")); done {
 		return ins, nil
 	}
 	text := textOf(ins.Instruction)

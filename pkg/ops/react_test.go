@@ -103,7 +103,7 @@ func TestReact_tool_extension_answer_and_redelivery(t *testing.T) {
 		t.Fatalf("history %s", got)
 	}
 	for _, id := range []string{"q1/react/0/middle", "q1/react/0/act", "q1/react/1/middle", "q1/react/answer/middle"} {
-		if _, ok := br.Commits[id]; !ok {
+		if _, ok := br.Commits.Seq(id); !ok {
 			t.Errorf("no commit %s in %v", id, br.Commits)
 		}
 	}

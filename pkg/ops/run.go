@@ -228,7 +228,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if seq, ok := x.branch.Commits[req.ID]; ok {
+	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		return e.replayRunCommitted(ctx, req, x.branch, seq, replayRun)
 	}
 	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) {
@@ -406,7 +406,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	// A first attempt builds (and bounds) its prompt before it stores the
 	// instruction, so that a refused prompt records nothing; a redelivery
 	// reads its stored instruction first and leaves it out of the history.
-	_, stored := x.branch.Commits[stageID(req.ID, stageInstruction)]
+	_, stored := x.branch.Commits.Seq(stageID(req.ID, stageInstruction))
 	var msgs Prompt
 	var err error
 	if !stored {
@@ -554,7 +554,7 @@ func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange)
 	signal := func() {
 		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Message: &x.ins})
 	}
-	if seq, ok := x.branch.Commits[id]; ok {
+	if seq, ok := x.branch.Commits.Seq(id); ok {
 		ins, err := e.committedInstruction(ctx, x.branch.ID, id, seq)
 		if err != nil {
 			return err
@@ -616,7 +616,7 @@ func (e *Engine) committedInstruction(ctx context.Context, branchID, id string, 
 // first, from its stage event, then the final event's, as when it ran.
 func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *Branch, seq uint64, sig replaySignals) (*Result, error) {
 	var before []Message
-	if iseq, ok := b.Commits[stageID(req.ID, stageInstruction)]; ok && iseq < seq {
+	if iseq, ok := b.Commits.Seq(stageID(req.ID, stageInstruction)); ok && iseq < seq {
 		ins, err := e.committedInstruction(ctx, b.ID, stageID(req.ID, stageInstruction), iseq)
 		if err != nil {
 			return nil, err

@@ -39,7 +39,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 		return nil, err
 	}
 	var res *Result
-	if seq, ok := x.branch.Commits[req.ID]; ok {
+	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		res, err = m.e.replayRunCommitted(ctx, req, x.branch, seq, replayMessages)
 	} else {
 		res, _, err = m.e.runStream(ctx, req, x, prov, logDir)

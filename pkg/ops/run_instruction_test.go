@@ -162,7 +162,7 @@ func TestRun_0021_D3_13_instruction_stored_before_the_first_chunk(t *testing.T) 
 		if last.Kind != ops.KindInstruction || last.Content[ops.KeyInstruction] != "list the files" {
 			seen = append(seen, fmt.Sprintf("the branch's last message is %s %v, want the instruction", last.Kind, last.Content))
 		}
-		if _, ok := b.Commits["r1/instruction"]; !ok {
+		if _, ok := b.Commits.Seq("r1/instruction"); !ok {
 			seen = append(seen, fmt.Sprintf("commits %v lack r1/instruction", b.Commits))
 		}
 		if got := pb.signals.added("r1"); !slices.Equal(got, []string{last.ID}) {

@@ -187,7 +187,7 @@ func TestRunLogDir_invalid_is_refused_before_anything_is_stored(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(b.Messages) != 0 || len(b.Commits) != len(before.Commits) {
+				if len(b.Messages) != 0 || b.Commits.Len() != before.Commits.Len() {
 					t.Errorf("the refused request recorded %v (commits %v)", msgKinds(b.Messages), b.Commits)
 				}
 				if n := len(clitest.Records(t, rb.cliDir)); n != 0 {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"container/list"
-	"maps"
 	"sync"
 
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -28,14 +27,11 @@ type entry struct {
 	mu sync.Mutex
 	id string
 	// b is the folded branch, nil until loaded. Branches handed to
-	// callers share its messages (see view), so it is changed only by
-	// appending messages or, for every other change, by replacing it
-	// with a copy (see apply).
-	b *ops.Branch
-	// shared reports that b.Commits was handed to a caller since b was
-	// last copied: the next commit copies the map first.
-	shared bool
-	snap   snapState
+	// callers share its messages and commits (see view), so it is changed
+	// only by appending messages and commits or, for every other change,
+	// by replacing it with a copy (see apply).
+	b    *ops.Branch
+	snap snapState
 	// size is the encoded bytes b was folded from: the snapshot and
 	// segment values it was read from and every history event applied
 	// since (since the last clear, which drops the messages before it).
@@ -54,30 +50,24 @@ type entry struct {
 func (e *entry) view() *ops.Branch {
 	v := *e.b
 	v.Messages = e.b.Messages[:len(e.b.Messages):len(e.b.Messages)]
-	e.shared = true
 	return &v
 }
 
 // apply folds ev, whose encoded size is size, into the entry's branch
 // without changing anything a caller holds: EventMessages append to the
-// shared message array (beyond every caller's length) and, when the
-// commits were handed out, to a copy of them; every other event is applied
-// to a deep copy, as it may rewrite messages in place (a new system
-// message). On failure the entry is reset, to be loaded again.
+// shared message array (beyond every caller's length) and to the commits
+// (which never change: appending makes new ones that share the old); every
+// other event is applied to a deep copy, as it may rewrite messages in
+// place (a new system message). On failure the entry is reset, to be
+// loaded again.
 func (e *entry) apply(ev ops.Event, size int) error {
 	if e.b == nil {
 		e.b = &ops.Branch{}
 	}
-	switch {
-	case ev.Type != ops.EventMessages:
+	if ev.Type != ops.EventMessages {
 		e.b = e.b.Clone()
 		e.snap.rewritten = true
-	case e.shared:
-		n := *e.b
-		n.Commits = maps.Clone(e.b.Commits)
-		e.b = &n
 	}
-	e.shared = false
 	if ev.Type == ops.EventMessages && ev.Clear {
 		e.snap.rewritten = true
 		e.size = 0
@@ -92,7 +82,7 @@ func (e *entry) apply(ev ops.Event, size int) error {
 
 // reset forgets the entry's branch and snapshot state.
 func (e *entry) reset() {
-	e.b, e.shared, e.snap, e.size = nil, false, snapState{}, 0
+	e.b, e.snap, e.size = nil, snapState{}, 0
 }
 
 // cache is a least-recently-used set of entries, bounded by count and by

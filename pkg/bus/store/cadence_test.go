@@ -283,7 +283,7 @@ func TestStore_load_after_a_crash_between_append_and_snapshot(t *testing.T) {
 		if jsonOf(t, got) != want || got.Seq != last {
 			t.Fatalf("%s store: the load misses the dead worker's events (seq %d, want %d)", name, got.Seq, last)
 		}
-		if _, ok := got.Commits["dead2"]; !ok {
+		if _, ok := got.Commits.Seq("dead2"); !ok {
 			t.Fatalf("%s store: the dead worker's commit is not known", name)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // Snapshot encoding versions. Version 1 held Branch.Commits inside the
-// branch as a msgpack map; version 2 holds it beside the branch as a
-// [commitTable]; version 3 keeps the older messages in segments (see
+// branch as a msgpack map (which the branch's own encoding now leaves
+// out); version 2 holds it beside the branch as a [commitTable]; version 3 keeps the older messages in segments (see
 // snapState) and only the newest in the snapshot itself. All are read;
 // version 3 is written.
 const (
@@ -27,8 +27,8 @@ const (
 
 // snapshot is the value stored in the branches bucket under the branch
 // id: the folded branch, the history sequence it reflects and, from
-// version 2, the branch's commits (Branch.Commits is then left out of
-// Branch). From version 3, Branch.Messages holds only the messages after
+// version 2, the branch's commits (Branch.Commits is left out of Branch
+// by its msgpack tag). From version 3, Branch.Messages holds only the messages after
 // those kept in Segments, and Total counts them all.
 type snapshot struct {
 	Version  int         `msgpack:"v"`
@@ -54,11 +54,16 @@ type snapshotHead struct {
 
 // commitTable is Branch.Commits in a compact msgpack form: an array
 // [count, records], records being one bin value holding, per commit,
-// uvarint(len(id)) id uvarint(seq). It is written without reflection and
-// without intermediate allocations, and read with three: the records, one
-// string holding every id (each id is a substring of it), and the map
-// sized for count. A msgpack map (version 1) is read too.
-type commitTable map[string]uint64
+// uvarint(len(id)) id uvarint(seq). It is written oldest first, without
+// reflection and without intermediate allocations, and read into the
+// records, one string holding every id (each id is a substring of it), a
+// list of count commits and the commits' own blocks. A msgpack map
+// (version 1) is read too. The order of the records is not part of the
+// format: earlier versions wrote them in any order.
+//
+// ops.Commits is embedded so that its IsZero tells msgpack's omitempty
+// when the table is empty.
+type commitTable struct{ ops.Commits }
 
 // maxCommitTable bounds the count a commit table may declare, so that a
 // corrupt snapshot cannot make the decoder allocate a huge map. It is far
@@ -68,13 +73,13 @@ const maxCommitTable = 1 << 16
 // EncodeMsgpack writes the table.
 func (t commitTable) EncodeMsgpack(enc *msgpack.Encoder) error {
 	size := 0
-	for id, seq := range t {
+	for id, seq := range t.All() {
 		size += uvarintLen(uint64(len(id))) + len(id) + uvarintLen(seq)
 	}
 	if err := enc.EncodeArrayLen(2); err != nil {
 		return err
 	}
-	if err := enc.EncodeInt(int64(len(t))); err != nil {
+	if err := enc.EncodeInt(int64(t.Len())); err != nil {
 		return err
 	}
 	if err := enc.EncodeBytesLen(size); err != nil {
@@ -82,7 +87,7 @@ func (t commitTable) EncodeMsgpack(enc *msgpack.Encoder) error {
 	}
 	w := enc.Writer()
 	var scratch [binary.MaxVarintLen64]byte
-	for id, seq := range t {
+	for id, seq := range t.All() {
 		if _, err := w.Write(binary.AppendUvarint(scratch[:0], uint64(len(id)))); err != nil {
 			return err
 		}
@@ -104,7 +109,7 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return err
 	}
 	if code == 0xc0 { // nil
-		*t = nil
+		*t = commitTable{}
 		return dec.Skip()
 	}
 	if isMapCode(code) {
@@ -112,7 +117,11 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 		if err := dec.Decode(&m); err != nil {
 			return err
 		}
-		*t = m
+		list := make([]ops.Commit, 0, len(m))
+		for id, seq := range m {
+			list = append(list, ops.Commit{ID: id, Seq: seq})
+		}
+		*t = commitTable{ops.NewCommits(list)}
 		return nil
 	}
 	if n, err := dec.DecodeArrayLen(); err != nil || n != 2 {
@@ -130,7 +139,7 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return fmt.Errorf("commit table records: %w", err)
 	}
 	ids := string(raw) // every id is a substring of this one string
-	m := make(map[string]uint64, count)
+	list := make([]ops.Commit, 0, count)
 	for i := 0; i < count; i++ {
 		n, k := binary.Uvarint(raw)
 		if k <= 0 || n > uint64(len(raw)-k) {
@@ -144,12 +153,16 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 			return errors.New("commit table: truncated record")
 		}
 		raw = raw[k:]
-		m[id] = seq
+		list = append(list, ops.Commit{ID: id, Seq: seq})
 	}
-	if len(raw) != 0 || len(m) != count {
-		return fmt.Errorf("commit table: %d records declared, %d distinct read, %d bytes left", count, len(m), len(raw))
+	if len(raw) != 0 {
+		return fmt.Errorf("commit table: %d records declared, %d bytes left", count, len(raw))
 	}
-	*t = m
+	c := ops.NewCommits(list)
+	if c.Len() != min(count, ops.MaxRememberedCommits) { // a repeated id
+		return fmt.Errorf("commit table: %d records declared, %d distinct kept", count, c.Len())
+	}
+	*t = commitTable{c}
 	return nil
 }
 
@@ -182,10 +195,9 @@ func encodeSnapshot(b *ops.Branch, segs []segment, covered int) (data []byte, re
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)
-	body := *b // shallow: Commits and the segments' messages are left out
-	body.Commits = nil
+	body := *b // shallow: the segments' messages are left out
 	body.Messages = b.Messages[covered:]
-	snap := &snapshot{Version: snapshotVersion, Seq: b.Seq, Branch: &body, Commits: b.Commits, Segments: segs, Total: len(b.Messages)}
+	snap := &snapshot{Version: snapshotVersion, Seq: b.Seq, Branch: &body, Commits: commitTable{b.Commits}, Segments: segs, Total: len(b.Messages)}
 	if err := enc.Encode(snap); err != nil {
 		release()
 		return nil, func() {}, err
@@ -202,17 +214,25 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	}
 	switch snap.Version {
 	case snapshotVersion, snapshotVersionTable:
-		if snap.Branch != nil && snap.Branch.Commits != nil {
-			return nil, errors.New("branch snapshot has commits in two places")
-		}
-		if snap.Branch != nil && len(snap.Commits) > 0 {
-			snap.Branch.Commits = snap.Commits
-		}
 	case snapshotVersionMap:
+		// The commits are inside the branch, where its decoding skips
+		// them: read them on their own.
+		var v1 struct {
+			Branch struct {
+				Commits commitTable `msgpack:"commits"`
+			} `msgpack:"branch"`
+		}
+		if err := newDecoder(data).Decode(&v1); err != nil {
+			return nil, fmt.Errorf("decode branch snapshot commits: %w", err)
+		}
+		snap.Commits = v1.Branch.Commits
 	default:
 		return nil, fmt.Errorf("branch snapshot version %d, want %d to %d", snap.Version, snapshotVersionMap, snapshotVersion)
 	}
-	snap.Commits = nil
+	if snap.Branch != nil {
+		snap.Branch.Commits = snap.Commits.Commits
+	}
+	snap.Commits = commitTable{}
 	if snap.Branch == nil || snap.Branch.Seq != snap.Seq || snap.Seq == 0 {
 		return nil, errors.New("branch snapshot is inconsistent")
 	}

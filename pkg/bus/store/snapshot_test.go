@@ -3,8 +3,9 @@ package store_test
 import (
 	"errors"
 	"fmt"
-	"maps"
+	"os"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func snapshotBranch(commits int) *ops.Branch {
 		CreatedAt: t0, UpdatedAt: t0, ModelCalls: 3,
 	}
 	if commits > 0 {
-		b.Commits = map[string]uint64{}
+		list := make([]ops.Commit, 0, commits)
 		for i := range commits {
 			id := uuid.NewString()
 			switch i % 3 {
@@ -34,10 +35,20 @@ func snapshotBranch(commits int) *ops.Branch {
 			case 2:
 				id = fmt.Sprintf("éß€-%d-%0200d", i, i) // multi-byte, long
 			}
-			b.Commits[id] = uint64(i + 2)
+			list = append(list, ops.Commit{ID: id, Seq: uint64(i + 2)})
 		}
+		b.Commits = ops.NewCommits(list)
 	}
 	return b
+}
+
+// commitList returns c's commits, oldest first.
+func commitList(c ops.Commits) []ops.Commit {
+	var list []ops.Commit
+	for id, seq := range c.All() {
+		list = append(list, ops.Commit{ID: id, Seq: seq})
+	}
+	return list
 }
 
 func TestSnapshot_round_trip(t *testing.T) {
@@ -65,10 +76,10 @@ func TestSnapshot_round_trip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			if !maps.Equal(got.Commits, want.Commits) || len(got.Commits) != tt.commits {
-				t.Fatalf("commits: %d decoded, want %d equal", len(got.Commits), len(want.Commits))
+			if !slices.Equal(commitList(got.Commits), commitList(want.Commits)) || got.Commits.Len() != tt.commits {
+				t.Fatalf("commits: %d decoded, want %d equal", got.Commits.Len(), want.Commits.Len())
 			}
-			got.Commits, want.Commits = nil, nil
+			got.Commits, want.Commits = ops.Commits{}, ops.Commits{}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("branch\n got %+v\nwant %+v", got, want)
 			}
@@ -119,7 +130,7 @@ func TestStore_reads_version_1_snapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !maps.Equal(got.Commits, br.Commits) || len(got.Commits) != 3 {
+	if !slices.Equal(commitList(got.Commits), commitList(br.Commits)) || got.Commits.Len() != 3 {
 		t.Fatalf("commits %v, want %v", got.Commits, br.Commits)
 	}
 	entry, err := b.res.Branches.Get(ctx, "v1")
@@ -132,5 +143,48 @@ func TestStore_reads_version_1_snapshots(t *testing.T) {
 	// A redelivered request is still recognised.
 	if _, err := b.store.Append(ctx, "v1", messagesEvent("r1", "again")); !errors.Is(err, ops.ErrAlreadyCommitted) {
 		t.Fatalf("Append of a committed request = %v, want ErrAlreadyCommitted", err)
+	}
+}
+
+// TestSnapshot_reads_stored_snapshots: snapshots written before commits
+// were kept in order (testdata, version 1 with the commits inside the
+// branch as a map, version 3 with them beside it as a table in map order)
+// decode to the same branch, remembering every commit in order of
+// sequence, and a later commit forgets the oldest.
+func TestSnapshot_reads_stored_snapshots(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	want := make([]ops.Commit, ops.MaxRememberedCommits)
+	for i := range want {
+		want[i] = ops.Commit{ID: fmt.Sprintf("r%d", i), Seq: uint64(i + 2)}
+	}
+	for _, file := range []string{"snapshot-v1.msgpack", "snapshot-v3.msgpack"} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile("testdata/" + file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := store.DecodeSnapshotForTest(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.ID != "golden" || b.Seq != ops.MaxRememberedCommits+1 || !b.UpdatedAt.Equal(t0) || len(b.Messages) != 1 || b.Settings.System != "sys" {
+				t.Fatalf("branch %+v", b)
+			}
+			if got := commitList(b.Commits); !slices.Equal(got, want) {
+				t.Fatalf("%d commits decoded, want the %d in order of sequence", len(got), len(want))
+			}
+			next := b.Seq + 1
+			if err := b.Apply(ops.Event{Seq: next, Type: ops.EventMessages, BranchID: "golden", RequestID: "new"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := b.Commits.Seq("r0"); ok || b.Commits.Len() != ops.MaxRememberedCommits {
+				t.Errorf("after one more commit: r0 remembered, or %d commits", b.Commits.Len())
+			}
+			if seq, ok := b.Commits.Seq("new"); !ok || seq != next {
+				t.Errorf("new commit at %d, %t; want %d", seq, ok, next)
+			}
+		})
 	}
 }

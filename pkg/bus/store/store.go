@@ -391,7 +391,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 		return ev.RequestID != "" && x.RequestID == ev.RequestID && x.Type == ev.Type
 	}
 	for attempt := 0; attempt < s.retries; attempt++ {
-		if _, ok := e.b.Commits[ev.RequestID]; ok && ev.Type == ops.EventMessages && ev.RequestID != "" {
+		if _, ok := e.b.Commits.Seq(ev.RequestID); ok && ev.Type == ops.EventMessages && ev.RequestID != "" {
 			return e.view(), ops.ErrAlreadyCommitted
 		}
 		ack, size, err := s.publish(ctx, branchID, ev, e.b.Seq, msgID)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"maps"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -22,11 +23,15 @@ func EncodeSnapshotForTest(b *ops.Branch) ([]byte, error) {
 // EncodeSnapshotV1ForTest encodes b as version 1 snapshots were: the
 // commits inside the branch, as a msgpack map.
 func EncodeSnapshotV1ForTest(b *ops.Branch) ([]byte, error) {
+	type branchV1 struct {
+		ops.Branch `msgpack:",inline"`
+		Commits    map[string]uint64 `msgpack:"commits,omitempty"`
+	}
 	return msgpack.Marshal(&struct {
-		Version int         `msgpack:"v"`
-		Seq     uint64      `msgpack:"seq"`
-		Branch  *ops.Branch `msgpack:"branch"`
-	}{snapshotVersionMap, b.Seq, b})
+		Version int       `msgpack:"v"`
+		Seq     uint64    `msgpack:"seq"`
+		Branch  *branchV1 `msgpack:"branch"`
+	}{snapshotVersionMap, b.Seq, &branchV1{*b, maps.Collect(b.Commits.All())}})
 }
 
 // DecodeSnapshotForTest exposes the snapshot decoding.

@@ -537,6 +537,30 @@ func BenchmarkStore(b *testing.B) {
 		}
 	})
 
+	// A branch that remembers as many commits as it may: every append
+	// also forgets the oldest.
+	if _, err := st.Create(ctx, "long", createdEvent("c", "sys")); err != nil {
+		b.Fatal(err)
+	}
+	for i := range ops.MaxRememberedCommits + 100 {
+		ev := messagesEvent(fmt.Sprintf("f%d", i), "x")
+		ev.Clear = true
+		if _, err := st.Append(ctx, "long", ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("Append/long", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			next++
+			ev := messagesEvent(fmt.Sprintf("a%d", next), "x")
+			ev.Clear = true
+			if _, err := st.Append(ctx, "long", ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
 	if _, err := st.Create(ctx, "load", createdEvent("c", "sys")); err != nil {
 		b.Fatal(err)
 	}

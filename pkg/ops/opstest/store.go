@@ -199,8 +199,8 @@ func testAppendOrder(t *testing.T, s ops.Store) {
 		if b.Seq <= prev {
 			t.Fatalf("append %d: seq %d not above previous %d", i, b.Seq, prev)
 		}
-		if b.Commits[rid] != b.Seq {
-			t.Fatalf("append %d: Commits[%q] = %d, want %d", i, rid, b.Commits[rid], b.Seq)
+		if seq, ok := b.Commits.Seq(rid); !ok || seq != b.Seq {
+			t.Fatalf("append %d: Commits.Seq(%q) = %d, %t, want %d", i, rid, seq, ok, b.Seq)
 		}
 		if b.ModelCalls != uint64(i) {
 			t.Fatalf("append %d: ModelCalls = %d, want %d", i, b.ModelCalls, i)
@@ -251,8 +251,8 @@ func testConcurrentAppends(t *testing.T, s ops.Store) {
 	if got, want := len(b.Messages), 1+2*writers*each; got != want {
 		t.Fatalf("messages = %d, want %d", got, want)
 	}
-	if len(b.Commits) != writers*each {
-		t.Fatalf("commits = %d, want %d", len(b.Commits), writers*each)
+	if b.Commits.Len() != writers*each {
+		t.Fatalf("commits = %d, want %d", b.Commits.Len(), writers*each)
 	}
 	evs, err := s.History(ctx(t), id, 0, 0)
 	if err != nil {
@@ -276,8 +276,8 @@ func testDuplicateRequest(t *testing.T, s ops.Store) {
 	if !errors.Is(err, ops.ErrAlreadyCommitted) {
 		t.Fatalf("duplicate Append: err = %v, want ErrAlreadyCommitted", err)
 	}
-	if b == nil || b.Commits["dup"] != first.Commits["dup"] {
-		t.Fatalf("duplicate Append returned %+v; want the branch with the first commit (seq %d)", b, first.Commits["dup"])
+	if b == nil || commitSeq(b, "dup") != commitSeq(first, "dup") {
+		t.Fatalf("duplicate Append returned %+v; want the branch with the first commit (seq %d)", b, commitSeq(first, "dup"))
 	}
 	l, err := s.Load(ctx(t), id)
 	if err != nil {
@@ -327,7 +327,7 @@ func testClear(t *testing.T, s ops.Store) {
 	if got := texts(b); !equalStrings(got, []string{"be brief"}) {
 		t.Fatalf("after clear: %q, want only the system message", got)
 	}
-	if b.Commits["r1"] == 0 || b.ModelCalls != 1 {
+	if commitSeq(b, "r1") == 0 || b.ModelCalls != 1 {
 		t.Fatalf("clear dropped commits or model calls: %v, %d", b.Commits, b.ModelCalls)
 	}
 	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventCleared, RequestID: "clear-1", Time: at(3)}); !errors.Is(err, ops.ErrAlreadyCommitted) {
@@ -481,7 +481,13 @@ func testDelete(t *testing.T, s ops.Store) {
 		t.Fatalf("History after Delete: err = %v, want ErrBranchNotFound", err)
 	}
 	b := mustCreate(t, s, id)
-	if len(b.Messages) != 1 || len(b.Commits) != 0 {
+	if len(b.Messages) != 1 || b.Commits.Len() != 0 {
 		t.Fatalf("re-created branch carries old state: %+v", b)
 	}
+}
+
+// commitSeq returns the sequence b remembers for request id, 0 if none.
+func commitSeq(b *ops.Branch, id string) uint64 {
+	seq, _ := b.Commits.Seq(id)
+	return seq
 }
