@@ -57,14 +57,14 @@ func (e *entry) view() *ops.Branch {
 // without changing anything a caller holds: EventMessages append to the
 // shared message array (beyond every caller's length) and to the commits
 // (which never change: appending makes new ones that share the old); every
-// other event is applied to a deep copy, as it may rewrite messages in
-// place (a new system message). On failure the entry is reset, to be
-// loaded again.
+// other event, and an EventMessages that sets a system message, is applied
+// to a deep copy, as it may rewrite messages in place (the system
+// message). On failure the entry is reset, to be loaded again.
 func (e *entry) apply(ev ops.Event, size int) error {
 	if e.b == nil {
 		e.b = &ops.Branch{}
 	}
-	if ev.Type != ops.EventMessages {
+	if ev.Type != ops.EventMessages || (ev.Settings != nil && ev.Settings.System != "") {
 		e.b = e.b.Clone()
 		e.snap.rewritten = true
 	}

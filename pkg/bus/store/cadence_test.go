@@ -484,3 +484,44 @@ func TestStore_cache_evicts_by_bytes(t *testing.T) {
 	load("small", 4)
 	load("tiny", 4)
 }
+
+// A branch handed out by Load or Append never changes afterwards, whatever
+// the next events do: a commit that appends messages, one that also sets a
+// new system message (rewritten in place by the fold), a clear.
+func TestStore_branches_handed_out_do_not_change(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := bustest.Ctx(t)
+	created := createdEvent("c0", "first system")
+	created.Messages = []ops.Message{{ID: "sys", Kind: ops.KindSystem, Role: ops.RoleSystem,
+		Content: map[string]any{"system_message": "first system"}}}
+	if _, err := b.store.Create(ctx, "held", created); err != nil {
+		t.Fatal(err)
+	}
+	withSystem := messagesEvent("m2", "two")
+	withSystem.Settings = &ops.Settings{System: "second system"}
+	cleared := messagesEvent("m3", "three")
+	cleared.Clear = true
+	// Two commits first, so that the messages' array has room for the next
+	// one and the fold does not move it.
+	for i, ev := range []ops.Event{messagesEvent("m0", "zero"), messagesEvent("m1", "one"), withSystem, cleared} {
+		held, err := b.store.Load(ctx, "held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := jsonOf(t, held)
+		if _, err := b.store.Append(ctx, "held", ev); err != nil {
+			t.Fatal(err)
+		}
+		if after := jsonOf(t, held); after != before {
+			t.Errorf("event %d (%s) changed a branch loaded before it:\nbefore %s\nafter  %s", i, ev.RequestID, before, after)
+		}
+	}
+	got, err := b.store.Load(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jsonOf(t, got) != replayed(t, ctx, b.store, "held") {
+		t.Error("load differs from the replayed history")
+	}
+}
