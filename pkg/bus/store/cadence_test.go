@@ -525,3 +525,50 @@ func TestStore_branches_handed_out_do_not_change(t *testing.T) {
 		t.Error("load differs from the replayed history")
 	}
 }
+
+// A commit that sets a new system message, once older messages have
+// moved into segments, makes the next snapshot write the segments again:
+// a new store loading the snapshot sees the new system message, as the
+// history says.
+func TestStore_snapshot_after_a_new_system_message(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := bustest.Ctx(t)
+	cfg := store.Config{SnapshotEvents: 1, SegmentBytes: 4 << 10}
+	st := b.newStoreOnOwnConn(t, cfg)
+	created := createdEvent("c0", "first system")
+	created.Messages = []ops.Message{{ID: "sys", Kind: ops.KindSystem, Role: ops.RoleSystem,
+		Content: map[string]any{"system_message": "first system"}}}
+	if _, err := st.Create(ctx, "sys", created); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("s", 1<<10)
+	for i := range 10 {
+		if _, err := st.Append(ctx, "sys", messagesEvent(fmt.Sprintf("r%d", i), big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bucketKeys(t, ctx, b, "sys.")) == 0 {
+		t.Fatal("no segments: the test needs the system message in one")
+	}
+	withSystem := messagesEvent("new-system", "after the change")
+	withSystem.Settings = &ops.Settings{System: "second system"}
+	if _, err := st.Append(ctx, "sys", withSystem); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := st.Append(ctx, "sys", messagesEvent(fmt.Sprintf("s%d", i), "small")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.newStoreOnOwnConn(t, cfg).Load(ctx, "sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := got.Messages[0].Content["system_message"]; first != "second system" {
+		t.Errorf("a new store loads the system message %q, want the new one", first)
+	}
+	if jsonOf(t, got) != replayed(t, ctx, st, "sys") {
+		t.Error("the load from the snapshot differs from the replayed history")
+	}
+}
