@@ -451,16 +451,25 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 }
 
 // stream returns the handle of the stream name, looked up (a STREAM.INFO
-// request) on first use only; what names the stream in errors.
+// request) on first use only; what names the stream in errors. The lookup
+// runs without the client's lock, so a slow one delays no other call;
+// callers racing on the first use each look it up, and the first handle
+// kept is the one used afterwards.
 func (c *Client) stream(ctx context.Context, name, what string) (jetstream.Stream, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.streams[name]; ok {
+	st, ok := c.streams[name]
+	c.mu.Unlock()
+	if ok {
 		return st, nil
 	}
 	st, err := c.js.Stream(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s stream %s: %w", what, name, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.streams[name]; ok {
+		return kept, nil
 	}
 	if c.streams == nil {
 		c.streams = map[string]jetstream.Stream{}
