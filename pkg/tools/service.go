@@ -99,10 +99,11 @@ type ServiceConfig struct {
 	// remembering off: every invocation runs the handler.
 	ResultWindow time.Duration
 	// StartupTimeout bounds how long Serve keeps trying to open the
-	// registry and results buckets while JetStream does not answer (a
-	// cluster still forming, a leader being elected): each try gives up
-	// after 5s, the next follows after a pause of 250ms doubling to 5s.
-	// Serve's ctx bounds it too. 0 means DefaultStartupTimeout.
+	// registry and results buckets, and to write the registry entries,
+	// while JetStream does not answer (a cluster still forming, a leader
+	// being elected): each try gives up after 5s, the next follows after
+	// a pause of 250ms doubling to 5s. Serve's ctx bounds it too. 0 means
+	// DefaultStartupTimeout.
 	StartupTimeout time.Duration
 	// Tools are the tools the service serves. At least one.
 	Tools []Tool
@@ -153,9 +154,9 @@ type Service struct {
 // error wraps ErrInvalidConfig), opens the registry and results buckets
 // (creating the results bucket when missing; the registry bucket is
 // created by the worker's provisioning, or here when missing), writes the
-// registry entries and adds the micro service. Opening the buckets is
-// tried again while JetStream does not answer, for at most
-// cfg.StartupTimeout. It returns once serving; the service runs until
+// registry entries and adds the micro service. Opening the buckets and
+// writing the entries are tried again while JetStream does not answer, for
+// at most cfg.StartupTimeout. It returns once serving; the service runs until
 // [Service.Stop]. ctx bounds the start only.
 func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if cfg.Prefix == "" {
@@ -218,14 +219,14 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
-	if err := s.untilOpen(sctx, "registry", func(ctx context.Context) (err error) {
+	if err := s.untilReady(sctx, "open the registry bucket", func(ctx context.Context) (err error) {
 		s.reg, err = openRegistryBucket(ctx, js, subj.ToolsBucket())
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	if cfg.ResultWindow > 0 {
-		if err := s.untilOpen(sctx, "results", func(ctx context.Context) (err error) {
+		if err := s.untilReady(sctx, "open the results bucket", func(ctx context.Context) (err error) {
 			s.results, err = openResults(ctx, js, ResultsBucket(cfg.Prefix), cfg.ResultWindow)
 			return err
 		}); err != nil {
@@ -254,7 +255,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 			return nil, fmt.Errorf("tools: serve %s: %w", t.Name, err)
 		}
 	}
-	if err := s.register(ctx); err != nil {
+	if err := s.untilReady(sctx, "write the registry entries", s.register); err != nil {
 		s.abort()
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 
 const (
 	// DefaultStartupTimeout bounds how long [Serve] keeps trying to open
-	// the registry and results buckets while JetStream does not answer.
+	// the registry and results buckets, and to write the registry
+	// entries, while JetStream does not answer.
 	DefaultStartupTimeout = 30 * time.Second
 
 	// startTryTimeout bounds one JetStream API request of a start: a
@@ -25,22 +26,23 @@ const (
 	startMaxDelay   = 5 * time.Second
 )
 
-// untilOpen calls open, each time with a context bounded by
+// untilReady calls f, each time with a context bounded by
 // startTryTimeout, until it succeeds, returns an error that waiting cannot
 // cure (a bucket name or configuration the server refuses), or ctx ends.
 // Between tries it pauses 250ms, doubling to 5s, less up to a quarter at
-// random, and logs the failure.
-func (s *Service) untilOpen(ctx context.Context, what string, open func(context.Context) error) error {
+// random, and logs the failure; what says what f does ("open the registry
+// bucket").
+func (s *Service) untilReady(ctx context.Context, what string, f func(context.Context) error) error {
 	delay := startFirstDelay
 	for try := 1; ; try++ {
 		tctx, cancel := context.WithTimeout(ctx, startTryTimeout)
-		err := open(tctx)
+		err := f(tctx)
 		cancel()
 		if err == nil || permanent(err) {
 			return err
 		}
 		pause := delay - time.Duration(rand.Int64N(int64(delay/4)+1))
-		s.log.Warn().Err(err).Int("attempt", try).Dur("retry_in", pause).Msgf("opening the %s bucket; retrying", what)
+		s.log.Warn().Err(err).Int("attempt", try).Dur("retry_in", pause).Msgf("%s: retrying", what)
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -52,7 +54,7 @@ func (s *Service) untilOpen(ctx context.Context, what string, open func(context.
 	}
 }
 
-// permanent reports whether err, from opening a bucket, stays the same
+// permanent reports whether err, from a JetStream request, stays the same
 // however long one waits: the server refused the request itself (any
 // JetStream API error but "temporarily unavailable"), or the name or
 // configuration is invalid.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/tools"
 )
 
@@ -63,14 +64,16 @@ func TestServe_retries_opening_buckets_until_JetStream_answers(t *testing.T) {
 				err error
 			}
 			done := make(chan served, 1)
+			nc := connectTo(t, ns.ClientURL())
 			go func() {
-				svc, err := tools.Serve(context.Background(), connectTo(t, ns.ClientURL()), tools.ServiceConfig{
+				svc, err := tools.Serve(context.Background(), nc, tools.ServiceConfig{
 					Name: "late", Version: "1.0.0", Logger: &log, StartupTimeout: time.Minute,
 					Tools: []tools.Tool{{Name: "echo", Handler: func(_ context.Context, args map[string]any) (any, error) { return args, nil }}},
 				})
 				done <- served{svc, err}
 			}()
-			// Enable JetStream only once a try has failed and was logged.
+			// Enable JetStream only once a try has failed and was logged
+			// (Serve gives up after its StartupTimeout: the wait is bounded).
 			for !strings.Contains(logs.String(), "retrying") {
 				select {
 				case s := <-done:
@@ -129,5 +132,13 @@ func TestServe_gives_up_after_its_startup_timeout(t *testing.T) {
 	cfg.StartupTimeout = -time.Second
 	if _, err := tools.Serve(context.Background(), connectTo(t, ns.ClientURL()), cfg); !errors.Is(err, tools.ErrInvalidConfig) {
 		t.Errorf("Serve with a negative StartupTimeout: %v; want ErrInvalidConfig", err)
+	}
+}
+
+// The workers create the tool results bucket with the max age the SDK
+// would give it: the two must not drift apart.
+func TestResultWindow_is_the_provisioned_max_age(t *testing.T) {
+	if provision.ToolResultsMaxAge != tools.DefaultResultWindow {
+		t.Errorf("provision.ToolResultsMaxAge = %v, tools.DefaultResultWindow = %v", provision.ToolResultsMaxAge, tools.DefaultResultWindow)
 	}
 }
