@@ -663,5 +663,11 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	if have.MaxMsgsPerSubject != int64(want.History) {
 		drift = append(drift, fmt.Sprintf("%s: history is %d, configured %d (left unchanged)", res, have.MaxMsgsPerSubject, want.History))
 	}
+	if have.MaxAge != want.TTL {
+		drift = append(drift, fmt.Sprintf("%s: max age is %v, configured %v (left unchanged)", res, have.MaxAge, want.TTL))
+	}
+	if want.Replicas > 0 && have.Replicas != want.Replicas {
+		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", res, have.Replicas, want.Replicas))
+	}
 	return kv, drift, nil
 }

@@ -212,6 +212,34 @@ func TestProvision_tunable_difference_is_drift(t *testing.T) {
 	}
 }
 
+// A bucket that exists with another max age (a tool results bucket a tool
+// service created with its own window) is kept, and the difference is
+// reported as drift.
+func TestProvision_bucket_with_another_max_age_is_drift(t *testing.T) {
+	t.Parallel()
+	_, js := bustest.Connect(t, bustest.NewServer(t))
+	ctx := context.Background()
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: "lion_tool_results", History: 1, TTL: time.Hour, Storage: jetstream.FileStorage,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := provision.Ensure(ctx, js, provision.Config{})
+	if err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	if len(r.Drift) != 1 || !strings.Contains(r.Drift[0], "bucket lion_tool_results: max age is 1h0m0s, configured 24h0m0s") {
+		t.Errorf("Drift = %q, want the tool results bucket's max age", r.Drift)
+	}
+	st, err := r.ToolResults.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != time.Hour {
+		t.Errorf("the bucket's max age changed to %v", st.TTL())
+	}
+}
+
 func TestConfig_WithDefaults_rejects_bad_values(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
