@@ -225,10 +225,16 @@ func (c *Commits) UnmarshalJSON(data []byte) error {
 	if m == nil {
 		return nil
 	}
+	*c = CommitsFromMap(m)
+	return nil
+}
+
+// CommitsFromMap returns what a branch remembers after committing the
+// request ids of m at their sequences, as [NewCommits] does.
+func CommitsFromMap(m map[string]uint64) Commits {
 	list := make([]Commit, 0, len(m))
 	for id, seq := range m {
 		list = append(list, Commit{id, seq})
 	}
-	*c = NewCommits(list)
-	return nil
+	return NewCommits(list)
 }

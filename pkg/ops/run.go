@@ -674,6 +674,9 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDi
 		}
 		lg, err := e.runLog.Open(ctx, logDir, req)
 		if err != nil {
+			for _, s := range streams {
+				_ = closeChunks(ctx, s, "") // nothing was emitted into it
+			}
 			return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: open the run log: %v", err), Err: err}
 		}
 		streams = append(streams, lg)

@@ -15,9 +15,9 @@ import (
 
 // Snapshot encoding versions. Version 1 held Branch.Commits inside the
 // branch as a msgpack map (which the branch's own encoding now leaves
-// out); version 2 holds it beside the branch as a [commitTable]; version 3 keeps the older messages in segments (see
-// snapState) and only the newest in the snapshot itself. All are read;
-// version 3 is written.
+// out); version 2 holds it beside the branch as a [commitTable]; version
+// 3 keeps the older messages in segments (see snapState) and only the
+// newest in the snapshot itself. All are read; version 3 is written.
 const (
 	snapshotVersionMap     = 1
 	snapshotVersionTable   = 2
@@ -66,7 +66,7 @@ type snapshotHead struct {
 type commitTable struct{ ops.Commits }
 
 // maxCommitTable bounds the count a commit table may declare, so that a
-// corrupt snapshot cannot make the decoder allocate a huge map. It is far
+// corrupt snapshot cannot make the decoder allocate a huge list. It is far
 // above ops.MaxRememberedCommits.
 const maxCommitTable = 1 << 16
 
@@ -117,11 +117,7 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 		if err := dec.Decode(&m); err != nil {
 			return err
 		}
-		list := make([]ops.Commit, 0, len(m))
-		for id, seq := range m {
-			list = append(list, ops.Commit{ID: id, Seq: seq})
-		}
-		*t = commitTable{ops.NewCommits(list)}
+		*t = commitTable{ops.CommitsFromMap(m)}
 		return nil
 	}
 	if n, err := dec.DecodeArrayLen(); err != nil || n != 2 {
