@@ -96,7 +96,7 @@ func configureUntilReady(ctx context.Context, name string, js jetstream.JetStrea
 		fmt.Fprintf(os.Stderr, "%s: %v; trying again\n", name, err)
 		select {
 		case <-ctx.Done():
-			return cfg, err
+			return cfg, fmt.Errorf("%w (gave up: %w)", err, context.Cause(ctx))
 		case <-time.After(time.Second):
 		}
 	}
