@@ -164,11 +164,7 @@ type answerOrErr struct {
 // lastChunk returns the seq of the last stored chunk of request id, 0 when
 // there is none.
 func (c *Client) lastChunk(ctx context.Context, id string) (uint64, error) {
-	st, err := c.stream(ctx, c.subj.ChunksStream(), "chunk")
-	if err != nil {
-		return 0, err
-	}
-	m, err := st.GetLastMsgForSubject(ctx, c.subj.Chunk(id))
+	m, err := c.lastMsg(ctx, c.subj.ChunksStream(), "chunk", c.subj.Chunk(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

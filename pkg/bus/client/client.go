@@ -375,11 +375,7 @@ func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.stream(ctx, c.subj.ResultsStream(), "results")
-	if err != nil {
-		return nil, err
-	}
-	m, err := st.GetLastMsgForSubject(ctx, c.subj.Reply(id))
+	m, err := c.lastMsg(ctx, c.subj.ResultsStream(), "results", c.subj.Reply(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, ErrNoResult
 	}
@@ -476,6 +472,31 @@ func (c *Client) stream(ctx context.Context, name, what string) (jetstream.Strea
 	}
 	c.streams[name] = st
 	return st, nil
+}
+
+// lastMsg returns the last message of subject in the stream name (see
+// stream for what). A read of a cached handle that finds no responders —
+// the handle reads with direct gets, which the stream no longer allows
+// since it was looked up — looks the stream up again and reads once more.
+// A missing message is jetstream.ErrMsgNotFound, returned as it is.
+func (c *Client) lastMsg(ctx context.Context, name, what, subject string) (*jetstream.RawStreamMsg, error) {
+	st, err := c.stream(ctx, name, what)
+	if err != nil {
+		return nil, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, subject)
+	if !errors.Is(err, nats.ErrNoResponders) {
+		return m, err
+	}
+	c.mu.Lock()
+	if c.streams[name] == st {
+		delete(c.streams, name)
+	}
+	c.mu.Unlock()
+	if st, err = c.stream(ctx, name, what); err != nil {
+		return nil, err
+	}
+	return st.GetLastMsgForSubject(ctx, subject)
 }
 
 func (c *Client) decodeReply(h nats.Header, body []byte) (*Reply, error) {

@@ -154,3 +154,29 @@ func TestClient_remote_errors_match_sentinels(t *testing.T) {
 		t.Fatalf("second create: %v, want branch_exists", err)
 	}
 }
+
+// A client keeps the stream handles it looked up. When the results stream
+// stops allowing direct gets after that (edited by hand, or re-created by
+// an older deployment), the cached handle's read finds no responders: the
+// client looks the stream up again and reads the answer all the same.
+func TestClient_result_after_the_stream_stopped_allowing_direct_gets(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{})
+	b.StartWorker(t, nil, nil, nil, worker.Config{})
+	const id = "create-direct"
+	bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{"branch_id": "direct"}, client.WithID(id)), nil)
+	if _, err := b.Client.Result(bustest.Ctx(t), id); err != nil {
+		t.Fatalf("Result with direct gets allowed: %v", err)
+	}
+	ctx := bustest.Ctx(t)
+	cfg := b.Res.Results.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := b.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Client.Result(ctx, id)
+	if err != nil {
+		t.Fatalf("Result after direct gets were turned off: %v", err)
+	}
+	bustest.MustResult(t, got, nil)
+}

@@ -89,11 +89,7 @@ func (c *Client) DeadLetter(ctx context.Context, key string) (*protocol.DeadLett
 	}
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	st, err := c.stream(ctx, c.subj.DeadStream(), "dead-letter")
-	if err != nil {
-		return nil, err
-	}
-	raw, err := st.GetLastMsgForSubject(ctx, c.subj.DeadLetter(key))
+	raw, err := c.lastMsg(ctx, c.subj.DeadStream(), "dead-letter", c.subj.DeadLetter(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDeadLetter, key)
 	}
