@@ -492,9 +492,7 @@ func TestStore_branches_handed_out_do_not_change(t *testing.T) {
 	t.Parallel()
 	b := setupStore(t)
 	ctx := bustest.Ctx(t)
-	created := createdEvent("c0", "first system")
-	created.Messages = []ops.Message{{ID: "sys", Kind: ops.KindSystem, Role: ops.RoleSystem,
-		Content: map[string]any{"system_message": "first system"}}}
+	created := createdWithSystemMessage("c0", "first system")
 	if _, err := b.store.Create(ctx, "held", created); err != nil {
 		t.Fatal(err)
 	}
@@ -536,9 +534,7 @@ func TestStore_snapshot_after_a_new_system_message(t *testing.T) {
 	ctx := bustest.Ctx(t)
 	cfg := store.Config{SnapshotEvents: 1, SegmentBytes: 4 << 10}
 	st := b.newStoreOnOwnConn(t, cfg)
-	created := createdEvent("c0", "first system")
-	created.Messages = []ops.Message{{ID: "sys", Kind: ops.KindSystem, Role: ops.RoleSystem,
-		Content: map[string]any{"system_message": "first system"}}}
+	created := createdWithSystemMessage("c0", "first system")
 	if _, err := st.Create(ctx, "sys", created); err != nil {
 		t.Fatal(err)
 	}
@@ -571,4 +567,13 @@ func TestStore_snapshot_after_a_new_system_message(t *testing.T) {
 	if jsonOf(t, got) != replayed(t, ctx, st, "sys") {
 		t.Error("the load from the snapshot differs from the replayed history")
 	}
+}
+
+// createdWithSystemMessage is createdEvent with the system message among
+// the branch's messages, as branch.create records it.
+func createdWithSystemMessage(req, system string) ops.Event {
+	ev := createdEvent(req, system)
+	ev.Messages = []ops.Message{{ID: "sys", Kind: ops.KindSystem, Role: ops.RoleSystem,
+		Content: map[string]any{"system_message": system}}}
+	return ev
 }
