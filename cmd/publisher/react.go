@@ -166,17 +166,8 @@ func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request
 		fmt.Fprintf(stderr, "publisher: react %s: %v\n(the request may still run: 'publisher result %s' reads its answer later)\n", id, err, id)
 		return exitNoAnswer
 	}
-	if !answerHead(o, reply, stdout, stderr) {
-		return exitFailed
-	}
-	if o.JSON {
-		return exitOK
-	}
-	res, code := answerResult(reply, stderr)
-	if res == nil {
-		return code
-	}
 	// The rounds are printed already: only the answer is left.
-	fmt.Fprintln(stdout, valueText(res.Value))
-	return exitOK
+	return printAnswer(o, reply, stdout, stderr, func(res *ops.Result) {
+		fmt.Fprintln(stdout, valueText(res.Value))
+	})
 }

@@ -155,6 +155,15 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*client.Client,
 // printReply prints an answer and returns the exit code: exitFailed for an
 // error event.
 func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
+	return printAnswer(o, reply, stdout, stderr, func(res *ops.Result) {
+		renderResult(stdout, verbOf(reply.Type), res)
+	})
+}
+
+// printAnswer prints an answer's head (see answerHead) and, without
+// --json, its result with show; it returns the exit code: exitFailed for
+// an error event or a result that cannot be decoded.
+func printAnswer(o *options, reply *client.Reply, stdout, stderr io.Writer, show func(*ops.Result)) int {
 	if !answerHead(o, reply, stdout, stderr) {
 		return exitFailed
 	}
@@ -165,7 +174,7 @@ func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
 	if res == nil {
 		return code
 	}
-	renderResult(stdout, verbOf(reply.Type), res)
+	show(res)
 	return exitOK
 }
 
