@@ -491,28 +491,24 @@ func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before [
 		return nil, err
 	}
 	res, oerr := committedOutcome(ev.Result, req)
-	if sig == replayRun && isNestedTurn(ctx) {
-		// A nested turn replays its messages, never a lifecycle
-		// (0021-D4-04).
-		sig = replayMessages
-	}
-	if sig == replayQuiet {
-		return res, oerr
-	}
-	if sig == replayRun {
-		e.emit(ctx, Signal{Type: SignalRunStart, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID})
-	}
-	for _, msgs := range [][]Message{before, ev.Messages} {
-		for i := range msgs {
-			e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Message: &msgs[i]})
+	messagesAdded := func() {
+		for _, msgs := range [][]Message{before, ev.Messages} {
+			for i := range msgs {
+				e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Message: &msgs[i]})
+			}
 		}
 	}
-	if sig == replayRun {
-		if oerr != nil {
-			e.emit(ctx, Signal{Type: SignalRunFailed, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Err: asError(ctx, oerr)})
-		} else {
-			e.emit(ctx, Signal{Type: SignalRunEnd, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Result: res})
-		}
+	switch sig {
+	case replayRun:
+		// The same lifecycle as the run (none under a nested turn,
+		// 0021-D4-04); a recorded failure is final, so it ends in
+		// run.failed.
+		return e.runLifecycle(ctx, req, req.BranchID, func() (*Result, error) {
+			messagesAdded()
+			return res, oerr
+		})
+	case replayMessages:
+		messagesAdded()
 	}
 	return res, oerr
 }
