@@ -38,9 +38,16 @@ func (d *interpretData) check() error {
 	if strings.TrimSpace(d.Text) == "" {
 		return Errorf(CodeInvalidRequest, "data.text is required and must not be blank")
 	}
-	for _, h := range []struct{ name, v string }{{"domain", d.Domain}, {"style", d.Style}} {
+	return checkInterpretHints("", d.Domain, d.Style)
+}
+
+// checkInterpretHints refuses a domain or style hint longer than
+// MaxInterpretHint; prefix leads their names in the error
+// ("data.<prefix>domain").
+func checkInterpretHints(prefix, domain, style string) error {
+	for _, h := range []struct{ name, v string }{{"domain", domain}, {"style", style}} {
 		if len(h.v) > MaxInterpretHint {
-			return Errorf(CodeInvalidRequest, "data.%s is longer than %d bytes", h.name, MaxInterpretHint)
+			return Errorf(CodeInvalidRequest, "data.%s%s is longer than %d bytes", prefix, h.name, MaxInterpretHint)
 		}
 	}
 	return nil

@@ -105,6 +105,18 @@ var removedNames = []struct{ name, instead string }{
 	{"operative", "response_format, reason, actions and field_models (operate builds its schemas itself)"},
 }
 
+// pickInstruct returns the instruction of a request that gives it either
+// as one object (instruct) or as its fields (0022-D1-02), never both.
+func pickInstruct(instruct *instructData, instruction, guidance, context any) (instructData, error) {
+	if instruct == nil {
+		return instructData{Instruction: instruction, Guidance: guidance, Context: context}, nil
+	}
+	if !isEmpty(instruction) || !isEmpty(guidance) || !isEmpty(context) {
+		return instructData{}, Errorf(CodeInvalidRequest, "data.instruct and data.instruction, guidance or context exclude each other")
+	}
+	return *instruct, nil
+}
+
 // plan checks d and returns its plan. b is the branch, for the default
 // chat model and the tools.
 func (d *operateData) plan(b *Branch) (*operatePlan, error) {
@@ -114,12 +126,9 @@ func (d *operateData) plan(b *Branch) (*operatePlan, error) {
 			return nil, Errorf(CodeInvalidRequest, "data.%s is not accepted by operate; use %s", r.name, r.instead)
 		}
 	}
-	ins := instructData{Instruction: d.Instruction, Guidance: d.Guidance, Context: d.Context}
-	if d.Instruct != nil {
-		if !isEmpty(d.Instruction) || !isEmpty(d.Guidance) || !isEmpty(d.Context) {
-			return nil, Errorf(CodeInvalidRequest, "data.instruct and data.instruction, guidance or context exclude each other")
-		}
-		ins = *d.Instruct
+	ins, err := pickInstruct(d.Instruct, d.Instruction, d.Guidance, d.Context)
+	if err != nil {
+		return nil, err
 	}
 	// Explicit flags are written into the instruction (0022-D1-03).
 	if d.Reason != nil && *d.Reason {

@@ -112,12 +112,9 @@ type reactPlan struct {
 // plan checks d and returns the loop's plan. Everything operate would
 // refuse in a round is refused here too, before any model call.
 func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
-	ins := instructData{Instruction: d.Instruction, Guidance: d.Guidance, Context: d.Context}
-	if d.Instruct != nil {
-		if !isEmpty(d.Instruction) || !isEmpty(d.Guidance) || !isEmpty(d.Context) {
-			return nil, Errorf(CodeInvalidRequest, "data.instruct and data.instruction, guidance or context exclude each other")
-		}
-		ins = *d.Instruct
+	ins, err := pickInstruct(d.Instruct, d.Instruction, d.Guidance, d.Context)
+	if err != nil {
+		return nil, err
 	}
 	if isEmpty(ins.Instruction) {
 		return nil, Errorf(CodeInvalidRequest, "data.instruction is required (or data.instruct with an instruction)")
@@ -151,10 +148,8 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 			p.extensions = n
 		}
 	}
-	for _, h := range []struct{ name, v string }{{"interpret_domain", d.InterpretDomain}, {"interpret_style", d.InterpretStyle}} {
-		if len(h.v) > MaxInterpretHint {
-			return nil, Errorf(CodeInvalidRequest, "data.%s is longer than %d bytes", h.name, MaxInterpretHint)
-		}
+	if err := checkInterpretHints("interpret_", d.InterpretDomain, d.InterpretStyle); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
