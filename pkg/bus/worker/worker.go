@@ -401,15 +401,13 @@ func (w *Worker) Start(ctx context.Context) error {
 			if !ok {
 				return
 			}
+			// Both look the key up among this worker's own leases and
+			// waits: a key that names none (or no lease at all) is a no-op.
 			if key, free := strings.CutSuffix(rest, protocol.LeaseFreeSuffix); free {
-				if validLeaseKey(key) {
-					w.lanes.leaser.freed(key)
-				}
+				w.lanes.leaser.freed(key)
 				return
 			}
-			if validLeaseKey(rest) {
-				w.lanes.wanted(rest)
-			}
+			w.lanes.wanted(rest)
 		}); err != nil {
 			_ = w.cancelSub.Unsubscribe()
 			w.closeStopped()

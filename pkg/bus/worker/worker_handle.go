@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -58,15 +57,6 @@ func (w *Worker) admit(msg jetstream.Msg) (*protocol.Request, *ticket, error) {
 // claimKey is the lane, and lease, of the request id of a request without
 // a branch. The dot keeps it apart from every branch id, which has none.
 func claimKey(id string) string { return "_req." + id }
-
-// validLeaseKey reports whether key names a lease: a branch id, or the
-// claim of a request id (claimKey).
-func validLeaseKey(key string) bool {
-	if id, ok := strings.CutPrefix(key, claimKey("")); ok {
-		return protocol.ValidToken(id)
-	}
-	return protocol.ValidToken(key)
-}
 
 // handle runs one fetched request to its end: answered and acknowledged,
 // terminated, or handed back for redelivery. req and decodeErr are what
