@@ -91,6 +91,9 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		hctx, cancelDeadline = context.WithDeadline(hctx, deadline)
 		defer cancelDeadline()
 	}
+	if t != nil {
+		w.lanes.revocable(t, cancel)
+	}
 	remove, added := w.cancels.add(req.ID(), cancel)
 	switch added {
 	case wasCancelled:
@@ -169,6 +172,12 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		}
 	}
 
+	if err != nil {
+		var handedBack bool
+		if handedBack, err = w.handBack(hctx, msg, attempt, log, err); handedBack {
+			return
+		}
+	}
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		if !w.lastDelivery(attempt) {
 			// The worker is stopping hard: hand the request back, to be
@@ -291,7 +300,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 			}
 			settled = true
 			if aerr := <-stored; aerr != nil {
-				log.Warn().Err(aerr).Msg("events of the request not stored")
+				w.health.warn(log).Err(aerr).Msg("events of the request not stored")
 			}
 		}
 	}
@@ -319,9 +328,9 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		code, message, temporary := protocol.ErrorCode(err)
 		if temporary && (w.maxDeliver <= 0 || attempt < w.maxDeliver) {
 			delay := w.cfg.Backoff.Delay(attempt)
-			log.Warn().Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
+			w.health.warn(log).Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
 			if nerr := msg.NakWithDelay(delay); nerr != nil {
-				log.Warn().Err(nerr).Msg("nak")
+				w.health.warn(log).Err(nerr).Msg("nak")
 			}
 			return
 		}
@@ -347,7 +356,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		// Not stored: the request is retried, and a handler that already
 		// committed its work answers from history then.
 		delay := w.cfg.Backoff.Delay(attempt)
-		log.Warn().Err(perr).Dur("retry_in", delay).Msg("publish answer; request will be retried")
+		w.health.warn(log).Err(perr).Dur("retry_in", delay).Msg("publish answer; request will be retried")
 		_ = msg.NakWithDelay(delay)
 		return
 	}
@@ -421,7 +430,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 	if err != nil {
 		// Cannot tell: run it. A handler that committed before answers
 		// from history.
-		log.Warn().Err(err).Msg("look up stored answer")
+		w.health.warn(log).Err(err).Msg("look up stored answer")
 		return false
 	}
 	// Send it again to the reply subject, for a client waiting there. On
@@ -479,6 +488,6 @@ func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
 // from the stored answer (the same event) without running again.
 func (w *Worker) ack(msg jetstream.Msg, log zerolog.Logger) {
 	if err := msg.Ack(); err != nil {
-		log.Warn().Err(err).Msg("ack")
+		w.health.warn(log).Err(err).Msg("ack")
 	}
 }
