@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -274,6 +275,44 @@ func (r *Resources) Missing(ctx context.Context) ([]Resource, error) {
 		}
 	}
 	return missing, nil
+}
+
+// Unanswered returns the streams of r (buckets included) that exist but do
+// not answer: in a cluster, a stream without a leader (one being elected
+// after a restart) is listed by the meta leader yet cannot take a message.
+// It asks each stream for its info, all at once, each bounded by
+// RequestTimeout; a stream that is missing is not reported (see Missing).
+// r must come from Ensure.
+func (r *Resources) Unanswered(ctx context.Context) ([]Resource, error) {
+	if r.js == nil {
+		return nil, fmt.Errorf("%w: Unanswered needs Resources made by Ensure", ErrInvalidConfig)
+	}
+	var streams []Resource
+	for _, res := range r.Required() {
+		if res.Kind != KindConsumer {
+			streams = append(streams, res)
+		}
+	}
+	failed := make([]bool, len(streams))
+	var wg sync.WaitGroup
+	for i, res := range streams {
+		name := res.Name
+		if res.Kind == KindBucket {
+			name = "KV_" + name
+		}
+		wg.Go(func() {
+			_, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return r.js.Stream(ctx, name) })
+			failed[i] = err != nil && !errors.Is(err, jetstream.ErrStreamNotFound)
+		})
+	}
+	wg.Wait()
+	var out []Resource
+	for i, res := range streams {
+		if failed[i] {
+			out = append(out, res)
+		}
+	}
+	return out, ctx.Err()
 }
 
 // Repair creates the resources of missing again, with r's configuration,

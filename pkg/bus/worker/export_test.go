@@ -32,6 +32,9 @@ func (l Leaser) Release(branch string, seq uint64) { l.l.release(branch, seq) }
 
 func (l Leaser) TTL() time.Duration { return l.l.ttl }
 
+// Owner is what the leaser's lease messages hold.
+func (l Leaser) Owner() string { return l.l.owner }
+
 // Fetches returns how many fetch requests w sent.
 func (w *Worker) Fetches() int64 { return w.fetches.Load() }
 

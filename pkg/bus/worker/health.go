@@ -32,6 +32,11 @@ const (
 	// explainWait bounds how long a failure waits for the check it
 	// started (see health.explain).
 	explainWait = time.Second
+	// explainReuse is how long the outcome of a check that found nothing
+	// wrong answers for the failures that follow, without another check:
+	// failures of the requests' own (a model refusing) do not make the
+	// worker ask JetStream about every stream each time.
+	explainReuse = time.Second
 )
 
 // ErrNotReady is returned (wrapped) by [Worker.Ready] when the worker
@@ -64,7 +69,9 @@ type health struct {
 	started   uint64        // checks begun
 	finished  uint64        // the last check ended
 	problem   error         // why the worker cannot serve; nil: it can
-	kind      string        // what sort of problem was last logged ("" none)
+	logged    bool          // the problem was logged
+	deep      bool          // the next check looks for streams that do not answer
+	clean     time.Time     // when a check looking closely last found nothing wrong
 	since     time.Time     // when the problem began
 	recovered time.Time     // when the worker could serve again
 	quieted   int           // warnings not logged during the problem
@@ -90,7 +97,7 @@ func (h *health) run(ctx context.Context) {
 			return
 		case st := <-status:
 			if st != nats.CONNECTED {
-				h.set(fmt.Errorf("%w: connection to NATS %s", ErrNotReady, st), "connection", false)
+				h.set(fmt.Errorf("%w: connection to NATS %s", ErrNotReady, st), false)
 				continue
 			}
 		case <-h.poked:
@@ -135,9 +142,15 @@ func (h *health) check(ctx context.Context) {
 		h.mu.Unlock()
 	}()
 	if st := h.nc.Status(); st != nats.CONNECTED {
-		h.set(fmt.Errorf("%w: connection to NATS %s", ErrNotReady, st), "connection", false)
+		h.set(fmt.Errorf("%w: connection to NATS %s", ErrNotReady, st), false)
 		return
 	}
+	h.mu.Lock()
+	// A failure asked for this check, or the worker cannot serve: look
+	// further, for streams that exist but do not answer.
+	deep := h.deep || h.problem != nil
+	h.deep = false
+	h.mu.Unlock()
 	missing, err := h.res.Missing(ctx)
 	if errors.Is(err, provision.ErrInvalidConfig) {
 		// Resources made by hand (tests): nothing to check against.
@@ -148,7 +161,7 @@ func (h *health) check(ctx context.Context) {
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			h.set(fmt.Errorf("%w: JetStream does not answer: %w", ErrNotReady, err), "jetstream", true)
+			h.set(fmt.Errorf("%w: JetStream does not answer: %w", ErrNotReady, err), true)
 		}
 		return
 	}
@@ -159,13 +172,30 @@ func (h *health) check(ctx context.Context) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				h.set(fmt.Errorf("%w: %s missing and not created again: %w", ErrNotReady, names(missing), err), "repair", true)
+				h.set(fmt.Errorf("%w: %s missing and not created again: %w", ErrNotReady, names(missing), err), true)
 			}
 			return
 		}
 		h.noteTrouble()
 	}
-	h.set(nil, "", false)
+	if deep {
+		silent, err := h.res.Unanswered(ctx)
+		if err == nil && len(silent) > 0 {
+			err = fmt.Errorf("%s do not answer", names(silent))
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				h.set(fmt.Errorf("%w: %w", ErrNotReady, err), true)
+			}
+			return
+		}
+		if len(missing) == 0 {
+			h.mu.Lock()
+			h.clean = time.Now()
+			h.mu.Unlock()
+		}
+	}
+	h.set(nil, false)
 }
 
 // logCreated logs that res was created again.
@@ -196,30 +226,33 @@ func (h *health) noteTrouble() {
 }
 
 // set records the outcome of a check: problem nil means the worker can
-// serve. kind says what sort of problem it is; a new kind is logged when
-// logIt is set (the connection logs its own losses).
-func (h *health) set(problem error, kind string, logIt bool) {
+// serve. The first problem of an outage with logIt set is logged (the
+// connection logs its own losses), and the end of the outage.
+func (h *health) set(problem error, logIt bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
 	if problem == nil {
 		if h.problem != nil {
-			h.log.Info().Dur("down_ms", now.Sub(h.since)).Int("suppressed", h.quieted).
+			h.log.Info().Dur("down_ms", now.Sub(h.since)).Int("suppressed", h.quieted).AnErr("last_problem", h.problem).
 				Msg("serving again: connected, JetStream answers, every stream, consumer and bucket is there")
 			h.recovered = now
 			close(h.up)
 			h.up = make(chan struct{})
 		}
-		h.problem, h.kind, h.quieted = nil, "", 0
+		h.problem, h.quieted, h.logged = nil, 0, false
 		return
 	}
 	if h.problem == nil {
 		h.since = now
 	}
-	if kind != h.kind && logIt {
+	if logIt && !h.logged {
+		// Once per outage: the connection logs its own losses, and a
+		// change of reason meanwhile is kept for the line that ends it.
 		h.log.Warn().Err(problem).Msg("cannot serve")
+		h.logged = true
 	}
-	h.problem, h.kind = problem, kind
+	h.problem = problem
 }
 
 // err returns why the worker cannot serve, nil when it can.
@@ -247,13 +280,14 @@ func (h *health) explain() bool {
 		return true
 	}
 	h.mu.Lock()
-	if h.disabled {
+	if h.disabled || !h.clean.IsZero() && time.Since(h.clean) < explainReuse {
 		h.mu.Unlock()
 		return false
 	}
 	// A check under way may have looked before the failure: wait for one
-	// that begins after it.
+	// that begins after it, and looks closely.
 	want := h.started + 1
+	h.deep = true
 	h.mu.Unlock()
 	h.poke()
 	timeout := time.NewTimer(explainWait)
@@ -300,6 +334,17 @@ func (h *health) warn(log zerolog.Logger) *zerolog.Event {
 		return log.Debug()
 	}
 	return log.Warn()
+}
+
+// info returns log's info event for a request's notice (a redelivery
+// answered from the stored answer, say), or a debug one while the worker
+// cannot serve or just could not: then such notices are echoes of the
+// trouble, counted, not logged.
+func (h *health) info(log zerolog.Logger) *zerolog.Event {
+	if h.quiet() {
+		return log.Debug()
+	}
+	return log.Info()
 }
 
 // servingAgain returns a channel closed when the worker, unable to serve

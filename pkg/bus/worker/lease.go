@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/bus/internal/jserr"
 	"github.com/lionbus/lionbus/pkg/bus/internal/retry"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
@@ -40,6 +41,9 @@ const (
 	leaseRetryFirst     = 50 * time.Millisecond
 	leaseRetryMax       = time.Second
 	leaseUnavailableMax = 30 * time.Second
+	// leaseRequestTimeout bounds one publish of an acquire: one lost
+	// with a server that restarted is sent again after it.
+	leaseRequestTimeout = 2 * time.Second
 )
 
 // Lease renewal, in fractions of the lease TTL: a holder renews every
@@ -104,6 +108,11 @@ type leaser struct {
 
 	mu      sync.Mutex
 	waiting map[string][]chan struct{} // by branch: acquires waiting for it
+	// stale holds, by branch, a lease of this worker that it no longer
+	// uses but may still be in the stream (not renewed in time, or its
+	// release failed): nobody else can hold the branch while it is there,
+	// so this worker takes it over, and lets it go when another asks.
+	stale map[string]uint64
 }
 
 // acquire waits until the branch's lease is free and takes it, returning
@@ -122,14 +131,25 @@ func (l *leaser) acquire(ctx context.Context, branch string) (uint64, time.Time,
 	defer l.await(branch, woken)()
 	for try := 0; ; try++ {
 		sent := time.Now()
-		seq, err := l.publish(ctx, branch, 0)
+		seq, took, err := l.takeOver(ctx, branch)
+		if !took {
+			pctx, cancel := connloss.Bound(ctx, l.nc, leaseRequestTimeout)
+			seq, err = l.publish(pctx, branch, 0)
+			cancel()
+		}
 		if err == nil {
 			return seq, sent, nil
 		}
 		if ctx.Err() != nil {
 			return 0, time.Time{}, context.Cause(ctx)
 		}
-		if !jserr.WrongLastSequence(err) {
+		if !took && outcomeUnknown(err) {
+			// The publish may have landed all the same (sent again once
+			// the connection was back, its acknowledgement lost): a
+			// lease of this worker may be in the way now.
+			l.keepStaleIfNone(branch, 0)
+		}
+		if !jserr.WrongLastSequence(err) && !errors.Is(err, errLeaseTaken) {
 			if failingSince.IsZero() {
 				failingSince = sent
 				unavailable = retry.Backoff{First: leaseRetryFirst, Max: leaseRetryMax}
@@ -161,6 +181,99 @@ func (l *leaser) acquire(ctx context.Context, branch string) (uint64, time.Time,
 			return 0, time.Time{}, context.Cause(ctx)
 		}
 	}
+}
+
+// takeOver takes a stale lease of this worker on branch (see
+// leaser.stale) over, renewing it as its holder would (see renew: it may
+// stand at a later sequence than the one kept, or be gone), which saves
+// waiting for it to age out. tried reports whether there was one; err is
+// why it could not be taken over: errLeaseTaken when another worker holds
+// the branch now, and the stale lease is forgotten.
+func (l *leaser) takeOver(ctx context.Context, branch string) (next uint64, tried bool, err error) {
+	l.mu.Lock()
+	seq, ok := l.stale[branch]
+	l.mu.Unlock()
+	if !ok {
+		return 0, false, nil
+	}
+	pctx, cancel := connloss.Bound(ctx, l.nc, leaseRequestTimeout)
+	next, err = l.renew(pctx, branch, seq)
+	err = connloss.Err(pctx, err)
+	cancel()
+	if err == nil || errors.Is(err, errLeaseTaken) {
+		l.forget(branch, seq)
+	}
+	return next, true, err
+}
+
+// outcomeUnknown reports whether a publish that failed with err may have
+// been stored all the same: it timed out, or the connection was lost
+// while it was outstanding (not refused, nor unheard).
+func outcomeUnknown(err error) bool {
+	var apiErr *jetstream.APIError
+	return !errors.As(err, &apiErr) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// keepStaleIfNone records a possible lease of this worker on branch, at
+// a sequence it does not know (0), unless one is kept already.
+func (l *leaser) keepStaleIfNone(branch string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.stale[branch]; !ok {
+		l.stale[branch] = seq
+	}
+}
+
+// keepStale records seq as a stale lease of this worker on branch.
+func (l *leaser) keepStale(branch string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stale[branch] = seq
+}
+
+// forget drops the stale lease seq of branch, if that is the one kept.
+func (l *leaser) forget(branch string, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stale[branch] == seq {
+		delete(l.stale, branch)
+	}
+}
+
+// releaseStale lets a stale lease of this worker on branch go, when it
+// keeps one, saying so to the workers waiting for it, and reports whether
+// it had one.
+func (l *leaser) releaseStale(branch string) bool {
+	l.mu.Lock()
+	seq, ok := l.stale[branch]
+	l.mu.Unlock()
+	if !ok {
+		return false
+	}
+	go func() {
+		at := seq
+		if at == 0 {
+			// A lease this worker may hold, at a sequence it does not
+			// know: look.
+			ctx, cancel := connloss.Bound(context.Background(), l.nc, leaseRequestTimeout)
+			m, err := l.stream.GetLastMsgForSubject(ctx, l.subj.Lease(branch))
+			cancel()
+			switch {
+			case err == nil && string(m.Data) == l.owner:
+				at = m.Sequence
+			case err == nil || errors.Is(err, jetstream.ErrMsgNotFound):
+				l.forget(branch, seq) // not this worker's
+				return
+			default:
+				return
+			}
+		}
+		if l.release(branch, at) {
+			l.forget(branch, seq)
+			_ = l.nc.Publish(l.subj.LeaseFree(branch), nil)
+		}
+	}()
+	return true
 }
 
 // pauseUnavailable waits d after a lease publish failed, or less when the
@@ -238,14 +351,19 @@ func (l *leaser) renew(ctx context.Context, branch string, seq uint64) (uint64, 
 	return next, err
 }
 
-// release removes the lease of sequence seq, and nothing newer.
-func (l *leaser) release(branch string, seq uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+// release removes the lease of sequence seq, and nothing newer, and
+// reports whether it did; when it could not, the lease is kept as stale
+// (see leaser.stale) until it ages out.
+func (l *leaser) release(branch string, seq uint64) bool {
+	ctx, cancel := connloss.Bound(context.Background(), l.nc, publishTimeout)
 	defer cancel()
 	err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(l.subj.Lease(branch)), jetstream.WithPurgeSequence(seq+1))
 	if err != nil {
 		l.log.Debug().Err(err).Str("branch", branch).Msg("release branch lease; it ages out")
+		l.keepStale(branch, seq)
+		return false
 	}
+	return true
 }
 
 // publish writes the lease message of branch, expecting last to be the
@@ -326,7 +444,7 @@ func (l *lanes) renew(branch string, ln *lane, stop chan struct{}) {
 			l.lost(branch, ln, seq, errLeaseUnconfirmed)
 			return
 		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := connloss.Bound(context.Background(), l.leaser.nc, time.Until(deadline))
 		sent := time.Now()
 		next, err := l.leaser.renew(ctx, branch, seq)
 		cancel()
@@ -360,6 +478,10 @@ func (l *lanes) lost(branch string, ln *lane, seq uint64, why error) {
 		return
 	}
 	ln.lease, ln.handovers, ln.wanted = 0, 0, false
+	if errors.Is(why, errLeaseUnconfirmed) {
+		// Not renewed in time, but perhaps still in the stream.
+		l.leaser.keepStale(branch, seq)
+	}
 	running := ln.running != nil && ln.running.revoke != nil
 	if running {
 		ln.running.revoke(fmt.Errorf("%w: %w", errLeaseLost, why))
@@ -441,6 +563,10 @@ func (l *lanes) wanted(branch string) {
 	defer l.mu.Unlock()
 	ln := l.m[branch]
 	if ln == nil || ln.lease == 0 {
+		if ln == nil || ln.running == nil {
+			// Perhaps an old lease of this worker stands in the way.
+			l.leaser.releaseStale(branch)
+		}
 		return
 	}
 	ln.wanted = true

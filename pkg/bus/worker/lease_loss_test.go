@@ -26,17 +26,17 @@ func TestLease_renewal_after_the_lease_vanished(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		// vanish does something to the lease of seq held by "one".
-		vanish func(t *testing.T, b *bustest.Bus, seq uint64)
+		// vanish does something to the lease of seq held by one.
+		vanish func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64)
 		// taken: the renewal must fail, another worker holds the lease.
 		taken bool
 	}{
-		{name: "purged", vanish: func(t *testing.T, b *bustest.Bus, seq uint64) {
+		{name: "purged", vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
 			if err := b.Res.Leases.Purge(bustest.Ctx(t)); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "leases stream deleted and created again", vanish: func(t *testing.T, b *bustest.Bus, seq uint64) {
+		{name: "leases stream deleted and created again", vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
 			if err := b.JS.DeleteStream(bustest.Ctx(t), b.Res.Subjects.LeasesStream()); err != nil {
 				t.Fatal(err)
 			}
@@ -44,14 +44,14 @@ func TestLease_renewal_after_the_lease_vanished(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{name: "renewed, its acknowledgement lost", vanish: func(t *testing.T, b *bustest.Bus, seq uint64) {
+		{name: "renewed, its acknowledgement lost", vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
 			m := nats.NewMsg(b.Res.Subjects.Lease("br"))
-			m.Data = []byte("one")
+			m.Data = []byte(one.Owner())
 			if _, err := b.JS.PublishMsg(bustest.Ctx(t), m, jetstream.WithExpectLastSequencePerSubject(seq)); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "taken by another worker", taken: true, vanish: func(t *testing.T, b *bustest.Bus, seq uint64) {
+		{name: "taken by another worker", taken: true, vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
 			if err := b.Res.Leases.Purge(bustest.Ctx(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestLease_renewal_after_the_lease_vanished(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.vanish(t, b, seq)
+			tt.vanish(t, b, one, seq)
 			next, err := one.Renew(ctx, "br", seq)
 			if tt.taken {
 				if err == nil || !strings.Contains(err.Error(), "another worker holds the lease") {

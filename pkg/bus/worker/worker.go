@@ -212,8 +212,11 @@ func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resource
 		if ttl <= 0 {
 			ttl = provision.DefaultLeaseTTL
 		}
-		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: cfg.Name,
-			pollFirst: leasePollFirst, pollMax: leasePollMax, waiting: map[string][]chan struct{}{},
+		// The worker's name and this process's own token: a lease message
+		// that says so was written by this process and no other.
+		owner := cfg.Name + "/" + nuid.Next()
+		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: owner,
+			pollFirst: leasePollFirst, pollMax: leasePollMax, waiting: map[string][]chan struct{}{}, stale: map[string]uint64{},
 			log: cfg.Logger.With().Str("worker", cfg.Name).Logger(), health: h}
 		if cfg.leasePoll > 0 {
 			l.leaser.pollFirst, l.leaser.pollMax = cfg.leasePoll, cfg.leasePoll

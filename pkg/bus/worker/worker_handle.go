@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/bus/internal/pending"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
@@ -107,7 +108,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	case alreadyRunning:
 		// Another delivery of the same request (published twice without
 		// a message id) runs here: come back when it has been answered.
-		log.Info().Msg("request already running in this worker; delivery postponed")
+		w.health.info(log).Msg("request already running in this worker; delivery postponed")
 		_ = msg.NakWithDelay(w.cfg.Backoff.Delay(1))
 		return
 	}
@@ -289,7 +290,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 	if acks != nil {
 		stored := make(chan error, 1)
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+			ctx, cancel := connloss.Bound(context.Background(), w.nc, publishTimeout)
 			defer cancel()
 			stored <- acks.Wait(ctx)
 		}()
@@ -421,7 +422,7 @@ func (w *Worker) reject(msg jetstream.Msg, ee *protocol.EventError, attempt int)
 // answerFromStore answers req with the answer stored for its id, if any,
 // and acknowledges it. It reports whether it did.
 func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log zerolog.Logger) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := connloss.Bound(context.Background(), w.nc, publishTimeout)
 	defer cancel()
 	stored, err := w.res.Results.GetLastMsgForSubject(ctx, w.subj.Reply(req.ID()))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -448,7 +449,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 		log.Warn().Err(err).Msg("republish stored answer")
 		return false
 	}
-	log.Info().Msg("request answered before; stored answer sent again, not run")
+	w.health.info(log).Msg("request answered before; stored answer sent again, not run")
 	w.ack(msg, log)
 	return true
 }
@@ -456,7 +457,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 // publishAnswer stores ev on the default reply subject of id (when id is
 // known) and sends it to replyTo when that is another subject.
 func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := connloss.Bound(context.Background(), w.nc, publishTimeout)
 	defer cancel()
 	stored := ""
 	if id != "" {
@@ -468,7 +469,7 @@ func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
 		// One answer per request id, whichever worker publishes it.
 		m.Header.Set(jetstream.MsgIDHeader, "answer-"+id)
 		if _, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectStream(w.subj.ResultsStream())); err != nil {
-			return fmt.Errorf("store answer: %w", err)
+			return fmt.Errorf("store answer: %w", connloss.Err(ctx, err))
 		}
 	}
 	if replyTo != "" && replyTo != stored {
