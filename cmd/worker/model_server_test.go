@@ -20,10 +20,16 @@ import (
 // counts, by tag, the calls it received, and, by branch (the tag's part
 // before "/"), the calls running at the same time, and the most ever seen.
 // A call takes delay, or until the worker gives up on it (the request
-// context ends, which closes the connection).
+// context ends, which closes the connection); a call whose tag starts with
+// "hold/" waits, besides, until release is called.
 type modelServer struct {
 	srv   *httptest.Server
 	delay time.Duration
+	// delayOf, when set, says how long the call of a tag takes instead.
+	delayOf func(tag string) time.Duration
+
+	holdMu sync.Mutex
+	hold   chan struct{}
 
 	mu      sync.Mutex
 	calls   map[string]int // by tag
@@ -33,7 +39,8 @@ type modelServer struct {
 
 func newModelServer(t *testing.T, delay time.Duration) *modelServer {
 	t.Helper()
-	m := &modelServer{delay: delay, calls: map[string]int{}, running: map[string]int{}, maxRun: map[string]int{}}
+	m := &modelServer{delay: delay, calls: map[string]int{}, running: map[string]int{}, maxRun: map[string]int{},
+		hold: make(chan struct{})}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
 	return m
@@ -65,9 +72,23 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 		m.running[branch]--
 		m.mu.Unlock()
 	}()
-	if m.delay > 0 {
+	delay := m.delay
+	if m.delayOf != nil {
+		delay = m.delayOf(tag)
+	}
+	if delay > 0 {
 		select {
-		case <-time.After(m.delay):
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if strings.HasPrefix(tag, "hold/") {
+		m.holdMu.Lock()
+		hold := m.hold
+		m.holdMu.Unlock()
+		select {
+		case <-hold:
 		case <-r.Context().Done():
 			return
 		}
@@ -76,6 +97,14 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","model":"m",
 		"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}],
 		"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, "ok "+tag))
+}
+
+// release lets the held calls answer (and holds the next ones again).
+func (m *modelServer) release() {
+	m.holdMu.Lock()
+	defer m.holdMu.Unlock()
+	close(m.hold)
+	m.hold = make(chan struct{})
 }
 
 // callsOf returns how many calls tag had.

@@ -506,6 +506,9 @@ func compareStream(res string, have, want jetstream.StreamConfig, storageTunable
 	if have.Replicas != want.Replicas {
 		tunable("replicas", have.Replicas, want.Replicas)
 	}
+	if want.DenyPurge && !have.DenyPurge {
+		tunable("deny purge", have.DenyPurge, want.DenyPurge)
+	}
 	if want.AllowDirect && !have.AllowDirect {
 		// Only slower: reads go through the JetStream API instead.
 		tunable("allow direct", have.AllowDirect, want.AllowDirect)

@@ -129,6 +129,9 @@ func (r *Resources) streamSpecs() []streamSpec {
 			Duplicates:        cfg.LeaseTTL,
 			Storage:           leaseStorage,
 			Replicas:          cfg.Replicas,
+			// A purge would take every lease from under its holder
+			// unseen; workers let a lease go by deleting its message.
+			DenyPurge: true,
 		}},
 		{dst: &r.Dead, cfg: jetstream.StreamConfig{
 			Name:              subj.DeadStream(),

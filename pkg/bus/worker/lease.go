@@ -351,13 +351,18 @@ func (l *leaser) renew(ctx context.Context, branch string, seq uint64) (uint64, 
 	return next, err
 }
 
-// release removes the lease of sequence seq, and nothing newer, and
-// reports whether it did; when it could not, the lease is kept as stale
-// (see leaser.stale) until it ages out.
+// release removes the lease message of sequence seq, and nothing else (a
+// newer lease is another message), and reports whether it is gone; when
+// it could not, the lease is kept as stale (see leaser.stale) until it
+// ages out. (The leases stream refuses purges, so that nobody takes every
+// lease from under its holders; a message is deleted by its sequence.)
 func (l *leaser) release(branch string, seq uint64) bool {
 	ctx, cancel := connloss.Bound(context.Background(), l.nc, publishTimeout)
 	defer cancel()
-	err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(l.subj.Lease(branch)), jetstream.WithPurgeSequence(seq+1))
+	err := l.stream.DeleteMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true // gone already: aged out, or the stream created again
+	}
 	if err != nil {
 		l.log.Debug().Err(err).Str("branch", branch).Msg("release branch lease; it ages out")
 		l.keepStale(branch, seq)

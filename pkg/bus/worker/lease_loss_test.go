@@ -18,10 +18,12 @@ import (
 )
 
 // What a renewal does when the lease's subject no longer holds the lease
-// it renews: it takes the lease back when the subject is empty (purged,
-// or the leases stream created again, whose sequences are all higher),
-// renews its own newer lease (a renewal whose acknowledgement was lost),
-// and fails when another worker holds the branch.
+// it renews: it takes the lease back when the subject is empty (its
+// message deleted, or the leases stream created again, whose sequences
+// are all higher), renews its own newer lease (a renewal whose
+// acknowledgement was lost), and fails when another worker holds the
+// branch. The leases stream refuses a purge, which would take every lease
+// from under its holders.
 func TestLease_renewal_after_the_lease_vanished(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -31,8 +33,13 @@ func TestLease_renewal_after_the_lease_vanished(t *testing.T) {
 		// taken: the renewal must fail, another worker holds the lease.
 		taken bool
 	}{
-		{name: "purged", vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
-			if err := b.Res.Leases.Purge(bustest.Ctx(t)); err != nil {
+		{name: "purge refused", vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
+			if err := b.Res.Leases.Purge(bustest.Ctx(t)); err == nil {
+				t.Fatal("the leases stream let its leases be purged")
+			}
+		}},
+		{name: "message deleted", vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
+			if err := b.Res.Leases.DeleteMsg(bustest.Ctx(t), seq); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -52,7 +59,7 @@ func TestLease_renewal_after_the_lease_vanished(t *testing.T) {
 			}
 		}},
 		{name: "taken by another worker", taken: true, vanish: func(t *testing.T, b *bustest.Bus, one worker.Leaser, seq uint64) {
-			if err := b.Res.Leases.Purge(bustest.Ctx(t)); err != nil {
+			if err := b.Res.Leases.DeleteMsg(bustest.Ctx(t), seq); err != nil {
 				t.Fatal(err)
 			}
 			two := worker.NewLeaserForTest(b.JS, b.Res, "two")
