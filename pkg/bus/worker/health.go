@@ -27,8 +27,10 @@ const (
 	healthRetryMax   = 2 * time.Second
 	// healthEcho is how long after the worker could serve again a failure
 	// of a request is still taken for an echo of the trouble it had (a
-	// request that failed during it and is retried), and not logged.
-	healthEcho = 10 * time.Second
+	// request that failed during it and is retried, or redelivered once
+	// its ack wait passed), and not logged: as long as the redeliveries of
+	// the requests caught in an outage take to come through.
+	healthEcho = 30 * time.Second
 	// explainWait bounds how long a failure waits for the check it
 	// started (see health.explain).
 	explainWait = time.Second
@@ -65,6 +67,7 @@ type health struct {
 
 	mu        sync.Mutex
 	up        chan struct{} // closed when the worker can serve again
+	back      chan struct{} // closed when the connection is back
 	checked   chan struct{} // closed when the check under way (or next) ends
 	started   uint64        // checks begun
 	finished  uint64        // the last check ended
@@ -80,7 +83,7 @@ type health struct {
 
 func newHealth(nc *nats.Conn, res *provision.Resources, interval time.Duration, log zerolog.Logger) *health {
 	return &health{res: res, nc: nc, log: log, interval: interval,
-		poked: make(chan struct{}, 1), checked: make(chan struct{}), up: make(chan struct{})}
+		poked: make(chan struct{}, 1), checked: make(chan struct{}), up: make(chan struct{}), back: make(chan struct{})}
 }
 
 // run checks until ctx ends: at once, then when poked, when the connection
@@ -100,6 +103,10 @@ func (h *health) run(ctx context.Context) {
 				h.set(fmt.Errorf("%w: connection to NATS %s", ErrNotReady, st), false)
 				continue
 			}
+			h.mu.Lock()
+			close(h.back)
+			h.back = make(chan struct{})
+			h.mu.Unlock()
 		case <-h.poked:
 		case <-timer.C:
 		}
@@ -353,6 +360,15 @@ func (h *health) servingAgain() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.up
+}
+
+// connectionBack returns a channel closed when the connection, lost now or
+// later, is back (before the worker may know it can serve: in a cluster
+// some streams may still be electing their leaders).
+func (h *health) connectionBack() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.back
 }
 
 // ready reports whether the worker can serve right now, checking the

@@ -712,13 +712,15 @@ func (w *Worker) release(n int) {
 	}
 }
 
-// pause waits d, or until the fetch loop is to end, or the worker can
-// serve again after it could not (the server is back).
+// pause waits d, or until the fetch loop is to end, or the connection is
+// back after it was lost, or the worker can serve again after it could
+// not.
 func (w *Worker) pause(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+	case <-w.health.connectionBack():
 	case <-w.health.servingAgain():
 	case <-w.fetchCtx.Done():
 	}
