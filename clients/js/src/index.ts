@@ -1,0 +1,13 @@
+// @lionbus/client: the TypeScript SDK of lionbus. See docs/typescript.md.
+export { LionClient } from "./client.js";
+export type { ClientOptions, ConnectOptions, OpResult, SignalEvent, WatchOptions } from "./client.js";
+export { Answer, Call } from "./call.js";
+export type { BranchlessCallOptions, CallOptions } from "./call.js";
+export type { ChunkStream, FollowOptions } from "./chunks.js";
+export { LionError, WaitError } from "./errors.js";
+export { cloudEventsJSON, decodeEvent, encodeEvent, EventDecodeError, isTraceParent } from "./events.js";
+export type { CloudEvent, ContentMode } from "./events.js";
+export { cancelSubject, checkToken, defaultPrefix, eventToken, isToken, isVerb, maxTokenLength, Subjects } from "./subjects.js";
+export { branchlessVerbs, VerbMethods, verbs } from "./generated/verbs.js";
+export type { Verb, Verbs } from "./generated/verbs.js";
+export * from "./generated/schemas.js";
