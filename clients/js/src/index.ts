@@ -11,3 +11,8 @@ export { cancelSubject, checkToken, defaultPrefix, eventToken, isToken, isVerb, 
 export { branchlessVerbs, VerbMethods, verbs } from "./generated/verbs.js";
 export type { Verb, Verbs } from "./generated/verbs.js";
 export * from "./generated/schemas.js";
+export { defineTool, InvalidConfigError, serveTools, ToolError, ToolService } from "./tools/service.js";
+export type { ServiceOptions, Tool, ToolContext, ToolHandler, ToolLogger } from "./tools/service.js";
+export { claimGrace, defaultResultWindow, resultKey } from "./tools/results.js";
+export type { Outcome } from "./tools/results.js";
+export { compileParameters, maxDescriptionLength, maxParametersSize, maxSchemaDepth, maxSchemaNodes } from "./tools/schema.js";
