@@ -82,7 +82,7 @@ export interface CallHost {
  * whatever it is; cancel() asks the workers to stop it; chunks() follows
  * its streamed chunks.
  */
-export class Call<R = unknown> implements PromiseLike<R> {
+export class Call<R = unknown> implements Promise<R> {
   /** The request id. */
   readonly id: string;
   /** Resolves once the requests stream stored the request (rejects when it could not be submitted). */
@@ -118,6 +118,13 @@ export class Call<R = unknown> implements PromiseLike<R> {
   then<A = R, B = never>(onfulfilled?: ((value: R) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
     return this.#answer.then((a) => a.result()).then(onfulfilled, onrejected);
   }
+
+  /** As Promise.finally. */
+  finally(onfinally?: (() => void) | null): Promise<R> {
+    return this.then(undefined, undefined).finally(onfinally);
+  }
+
+  readonly [Symbol.toStringTag] = "Call";
 
   /** As Promise.catch. */
   catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<R | B> {
