@@ -16,3 +16,7 @@ export type { ServiceOptions, Tool, ToolContext, ToolHandler, ToolLogger } from 
 export { claimGrace, defaultResultWindow, resultKey } from "./tools/results.js";
 export type { Outcome } from "./tools/results.js";
 export { compileParameters, maxDescriptionLength, maxParametersSize, maxSchemaDepth, maxSchemaNodes } from "./tools/schema.js";
+// The nats.js connection this package is built on, so that an application
+// needs no second copy of it.
+export { connect } from "@nats-io/transport-node";
+export type { ConnectionOptions, NatsConnection } from "@nats-io/transport-node";
