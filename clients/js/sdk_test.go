@@ -77,7 +77,9 @@ func TestTypeScriptSDK(t *testing.T) {
 	}
 	cmd := exec.CommandContext(ctx, node, append(args, files...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NATS_URL="+h.b.Srv.ClientURL(), "LIONBUS_HARNESS=1")
+	// The fake CLI of a run whose prompt says GATE waits for the file gate
+	// in FAKECLI_DIR: a test creates it to let the run finish.
+	cmd.Env = append(os.Environ(), "NATS_URL="+h.b.Srv.ClientURL(), "FAKECLI_DIR="+h.cliDir)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)
 	if err != nil {

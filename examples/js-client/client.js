@@ -1,7 +1,7 @@
 // A lionbus client in JavaScript, on the lionbus TypeScript SDK
 // (clients/js, docs/typescript.md). It
 //
-//   1. follows the branch's signal events as they happen (watch);
+//   1. follows the branch's signal events from its start (watch);
 //   2. creates the branch (branchCreate) and sends a communicate to it,
 //      each a typed call whose answer it awaits;
 //   3. prints each answer and the events, one JSON line each, then exits 0
@@ -18,16 +18,16 @@ const instruction = process.argv[3] || "Hello from JavaScript";
 
 const lion = await LionClient.connect({ servers: natsURL, prefix, source: "/examples/js-client", name: "lionbus-js-client" });
 
+// From now on: events stored before the watch's consumer is in place count too.
+const since = new Date();
 const stopWatching = new AbortController();
 const watching = (async () => {
-  for await (const ev of lion.watch(branch, { signal: stopWatching.signal })) {
+  for await (const ev of lion.watch(branch, { since, signal: stopWatching.signal })) {
     console.log(JSON.stringify({ event: ev.type, subject: `${prefix}.events.${branch}.${ev.type.replace(/^lionbus\./, "").replaceAll(".", "_")}` }));
     // The communicate's run.end (or run.failed) is its last event.
     if (ev.type === "lionbus.run.end" || ev.type === "lionbus.run.failed") stopWatching.abort();
   }
 })();
-// The watch starts with the next event published: let its consumer start.
-await new Promise((r) => setTimeout(r, 100));
 
 let failed = false;
 const calls = [

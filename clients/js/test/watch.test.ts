@@ -13,14 +13,14 @@ test("watch delivers a communicate's signal events, typed, in order", async (t) 
   await lion.branchCreate({ branch_id: b, chat_model: "scripted:echo" });
   const ac = new AbortController();
   const seen: SignalEvent[] = [];
+  // From now on: events stored before the watch's consumer starts count too.
+  const since = new Date();
   const watching = (async () => {
-    for await (const ev of lion.watch(b, { signal: ac.signal })) {
+    for await (const ev of lion.watch(b, { since, signal: ac.signal })) {
       seen.push(ev);
       if (ev.type === "lionbus.run.end") ac.abort();
     }
   })();
-  // The watch starts with the next event: give its consumer a moment.
-  await new Promise((r) => setTimeout(r, 200));
   const call = lion.communicate(b, { instruction: "watched" });
   await call;
   await watching;
