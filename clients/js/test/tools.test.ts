@@ -3,6 +3,7 @@
 // the handler as its AbortSignal, the registry entry kept alive.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { defineTool, InvalidConfigError, LionClient, serveTools, ToolError } from "../src/index.js";
 import type { ToolService } from "../src/index.js";
@@ -148,6 +149,24 @@ test("the registry entry is written back when it vanishes, and removed on stop",
   assert.equal((await kv.get(name))!.revision, rev);
   await svc.stop();
   assert.notEqual((await kv.get(name))?.operation, "PUT");
+});
+
+test("a registry bucket that vanished is created again with the entry", async (t) => {
+  const nc = await conn(t);
+  const prefix = "regloss"; // its own buckets: the other tests' registry stays
+  const name = fresh("back");
+  const svc = await serve(t, nc, { name: fresh("ts-back"), version: "1.0.0", prefix, heartbeat: 100, tools: [{ name, handler: () => "ok" }] });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.delete(`KV_${prefix}_tools`);
+  const kvm = new Kvm(nc);
+  await until("the bucket and the entry to be back", async () => {
+    try {
+      return (await (await kvm.open(`${prefix}_tools`)).get(name))?.operation === "PUT";
+    } catch {
+      return false;
+    }
+  });
+  await svc.stop();
 });
 
 test("bad tool declarations are refused", async (t) => {

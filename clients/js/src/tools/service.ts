@@ -251,8 +251,11 @@ export class ToolService {
       await this.#svc?.stop().catch(() => {});
       throw err;
     }
+    let beating = false;
     this.#heartbeat = setInterval(() => {
-      this.#register().catch((err) => this.#log("warn", "registry heartbeat failed", { error: String(err) }));
+      if (beating) return;
+      beating = true;
+      this.#beat().finally(() => { beating = false; });
     }, this.#opts.heartbeat);
     this.#log("info", "tool service started", { service: this.#opts.name, tools: this.#tools.size });
   }
@@ -270,6 +273,25 @@ export class ToolService {
         this.#log("warn", `${what}: retrying`, { attempt, retry_in_ms: pause, error: String(err) });
         await new Promise((r) => setTimeout(r, pause));
         delay = Math.min(2 * delay, startMaxDelay);
+      }
+    }
+  }
+
+  // beat writes the registry entries back when they are missing or differ.
+  // When the registry bucket itself is gone (a server that lost its store,
+  // a bucket deleted by hand) it is opened again, created when missing.
+  async #beat(): Promise<void> {
+    try {
+      await this.#register();
+    } catch (err) {
+      this.#log("warn", "registry heartbeat failed", { error: String(err) });
+      if (!/stream not found|no responders|503/i.test(String(err))) return;
+      try {
+        this.#reg = await openBucket(this.nc, this.subjects.toolsBucket, { description: "lionbus tool registry" }, this.#opts.heartbeat);
+        await this.#register();
+        this.#log("info", "registry bucket opened again", { bucket: this.subjects.toolsBucket });
+      } catch (err2) {
+        this.#log("warn", "could not open the registry bucket again", { error: String(err2) });
       }
     }
   }
