@@ -169,6 +169,33 @@ test("a registry bucket that vanished is created again with the entry", async (t
   await svc.stop();
 });
 
+test("maxConcurrent bounds the handlers; one that waits past its deadline runs nothing", async (t) => {
+  const nc = await conn(t);
+  const name = fresh("one");
+  const release = gate();
+  const ran: string[] = [];
+  const svc = await serve(t, nc, {
+    name: fresh("ts-one"), version: "1.0.0", maxConcurrent: 1,
+    tools: [{ name, handler: async (args) => {
+      ran.push(String(args.id));
+      if (args.id === "a") await release.promise;
+      return args.id;
+    } }],
+  });
+  const a = invoke(nc, name, { id: "a" }, `${fresh("r")}/tool/0`);
+  await until("a to run", () => ran.length === 1);
+  // b waits for the slot past its deadline; c waits without one.
+  const b = invoke(nc, name, { id: "b" }, `${fresh("r")}/tool/0`, { deadline: new Date(Date.now() + 200) });
+  await new Promise((r) => setTimeout(r, 50));
+  const c = invoke(nc, name, { id: "c" }, `${fresh("r")}/tool/0`);
+  assert.equal((await b).data.error?.code, "timeout");
+  release.open();
+  assert.equal((await a).data.output, "a");
+  assert.equal((await c).data.output, "c");
+  assert.deepEqual(ran, ["a", "c"]);
+  assert.equal(svc.runs(name), 2);
+});
+
 test("bad tool declarations are refused", async (t) => {
   const nc = await conn(t);
   const bad = [

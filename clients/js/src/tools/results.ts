@@ -14,7 +14,7 @@
 // outcome: the claim is deleted and the next invocation runs again.
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import type { KV, KvEntry } from "@nats-io/kv";
 import { Kvm } from "@nats-io/kv";
 
@@ -65,9 +65,19 @@ export async function openBucket(nc: NatsConnection, name: string, opts: { descr
   return kvm.create(name, { history: 1, storage: StorageType.File, description: opts.description, ttl: opts.ttl ?? 0, timeout });
 }
 
+// isNotFound reports whether err is JetStream's "stream not found".
 function isNotFound(err: unknown): boolean {
-  const e = err as { code?: unknown; api_error?: { err_code?: number }; message?: string };
-  return e?.api_error?.err_code === 10059 || /stream not found/i.test(String(e?.message));
+  return apiCode(err) === JetStreamApiCodes.StreamNotFound || /stream not found/i.test(String((err as Error)?.message));
+}
+
+/** The JetStream API error code (err_code) of err, when it is a JetStream API error. */
+export function apiCode(err: unknown): number | undefined {
+  return err instanceof JetStreamApiError ? err.code : undefined;
+}
+
+/** The status (503: JetStream is not available yet) of err, when it is a JetStream API error. */
+export function apiStatus(err: unknown): number | undefined {
+  return err instanceof JetStreamApiError ? err.status : undefined;
 }
 
 /** The results bucket of the tools of one service. */
@@ -162,7 +172,6 @@ function decodeRecord(e: KvEntry): Record {
 }
 
 function isWrongLastSequence(err: unknown): boolean {
-  const e = err as { api_error?: { err_code?: number }; message?: string };
-  const code = e?.api_error?.err_code;
-  return code === 10071 || code === 10164 || /wrong last sequence/i.test(String(e?.message));
+  const code = apiCode(err);
+  return code === JetStreamApiCodes.StreamWrongLastSequence || code === JetStreamApiCodes.StreamWrongLastSequenceUnknown;
 }

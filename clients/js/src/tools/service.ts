@@ -12,7 +12,7 @@ import { decodeEvent, isTraceParent, cloudEventsJSON } from "../events.js";
 import type { CloudEvent } from "../events.js";
 import type { ToolCancelData, ToolEntry, ToolErrorCode, ToolInvokeData } from "../generated/schemas.js";
 import { cancelSubject, checkToken, defaultPrefix, Subjects } from "../subjects.js";
-import { claimGrace, defaultResultWindow, openBucket, ResultStore, resultKey } from "./results.js";
+import { apiStatus, claimGrace, defaultResultWindow, openBucket, ResultStore, resultKey } from "./results.js";
 import type { Claim, Outcome } from "./results.js";
 import { compileParameters, maxDescriptionLength } from "./schema.js";
 import type { ArgsValidator } from "./schema.js";
@@ -475,9 +475,18 @@ export class ToolService {
     while (this.#slots === 0) {
       if (signal.aborted) return false;
       await new Promise<void>((resolve) => {
-        const wake = () => { signal.removeEventListener("abort", wake); resolve(); };
+        const wake = () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        // An aborted waiter leaves the queue, so that a freed slot wakes a live one.
+        const onAbort = () => {
+          const i = this.#slotWaiters.indexOf(wake);
+          if (i >= 0) this.#slotWaiters.splice(i, 1);
+          resolve();
+        };
         this.#slotWaiters.push(wake);
-        signal.addEventListener("abort", wake, { once: true });
+        signal.addEventListener("abort", onAbort, { once: true });
       });
     }
     if (signal.aborted) return false;
@@ -567,8 +576,8 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 // one waits: the server refused the request itself (a JetStream API error
 // other than 503).
 function permanent(err: unknown): boolean {
-  const code = (err as { api_error?: { code?: number } })?.api_error?.code;
-  return typeof code === "number" && code !== 503;
+  const status = apiStatus(err);
+  return status !== undefined && status !== 503;
 }
 
 // encodeEntry encodes an entry as Go's encoding/json does (field order of
