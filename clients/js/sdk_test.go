@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -37,6 +39,10 @@ const (
 	ctlKillWorker  = "jsharness.worker.kill"  // {id} -> {}
 	ctlStartTool   = "jsharness.gotool.start" // {prefix, service, tool, parameters, delay_ms} -> {id}
 	ctlStopTool    = "jsharness.gotool.stop"  // {id} -> {}
+	// A second server, of its own, which a test restarts (same port, same
+	// store) with its clients connected: {} -> {url}.
+	ctlStartServer   = "jsharness.server2.start"
+	ctlRestartServer = "jsharness.server2.restart"
 	// ranPrefix.<tool> gets "go" each time a Go replica's handler runs.
 	ranPrefix = "jsharness.ran."
 )
@@ -49,6 +55,9 @@ type harness struct {
 	cliDir  string
 
 	mu          sync.Mutex
+	server2     *embedded.Server
+	server2Dir  string
+	server2Port int
 	provisioned map[string]bool
 	workers     map[int]func()
 	tools       map[int]*tools.Service
@@ -264,7 +273,46 @@ func (h *harness) serveControl() {
 		}
 		return map[string]any{}, nil
 	})
+	handle(ctlStartServer, func(map[string]any) (any, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.server2 == nil {
+			h.server2Dir = t.TempDir()
+			if err := h.runServer2(embedded.RandomPort); err != nil {
+				return nil, err
+			}
+			h.server2Port = h.server2.NATSServer().Addr().(*net.TCPAddr).Port
+		}
+		return map[string]any{"url": h.server2.ClientURL()}, nil
+	})
+	handle(ctlRestartServer, func(map[string]any) (any, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.server2 == nil {
+			return nil, fmt.Errorf("the second server is not started")
+		}
+		h.server2.Shutdown()
+		time.Sleep(300 * time.Millisecond) // its clients notice, and start reconnecting
+		if err := h.runServer2(h.server2Port); err != nil {
+			return nil, err
+		}
+		return map[string]any{"url": h.server2.ClientURL()}, nil
+	})
 	if err := h.b.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runServer2 starts the second server on port with its store in
+// server2Dir; h.mu is held.
+func (h *harness) runServer2(port int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := embedded.Start(ctx, embedded.Config{Port: port, StoreDir: h.server2Dir})
+	if err != nil {
+		return err
+	}
+	h.server2 = s
+	h.t.Cleanup(s.Shutdown)
+	return nil
 }
