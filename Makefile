@@ -18,7 +18,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   ?= -s -w -X main.version=$(VERSION)
 BINARIES  := worker publisher
 
-.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean js-deps
+.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean js js-deps js-gen js-pack
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ help: ## list the targets
 run: ## embedded NATS + a worker + a scripted demo conversation, then serve until Ctrl-C
 	$(GO) run ./cmd/worker --demo
 
-test: lint unit ## everything CI checks: gofmt, go vet, then all tests under -race
+test: lint js unit ## everything CI checks: gofmt, go vet, the TypeScript SDK's build and type drift check, then all tests under -race
 
 unit: ## all tests under -race (no lint)
 	$(GO) test $(TESTFLAGS) $(PKGS)
@@ -63,9 +63,33 @@ lndl-vectors: ## the LNDL conformance vectors, every stage: in pkg/lndl and thro
 	$(GO) test -count=1 -run 'Conformance' ./pkg/lndl/
 	$(GO) test -count=1 -run 'TestRunLNDL_vectors' -v ./cmd/publisher/ | grep -E '^(\s*--- |ok|FAIL|PASS)'
 
-js-deps: ## npm ci in examples/js-tool and examples/js-client (the nats.js examples; their tests run them with node)
+# The TypeScript SDK (clients/js) and the JavaScript examples built on it.
+# Without node the JavaScript targets are skipped (and so are the tests that
+# run node), except in CI (CI set), which installs node and must run them.
+JS_DIR    := clients/js
+NODE_OK    = $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && echo yes)
+
+js: ## the TypeScript SDK: npm ci when needed, the generated types checked against schemas/, then built (tsc)
+	@if [ "$(NODE_OK)" != yes ]; then \
+		if [ -n "$$CI" ]; then echo "js: node and npm are required in CI" >&2; exit 1; fi; \
+		echo "js: node or npm is not installed; skipping the TypeScript SDK (its tests skip too)"; exit 0; \
+	fi; \
+	if [ ! -d $(JS_DIR)/node_modules ]; then npm ci --prefix $(JS_DIR) --no-audit --no-fund; fi; \
+	npm run --prefix $(JS_DIR) --silent gen:check; \
+	npm run --prefix $(JS_DIR) --silent build
+
+js-deps: ## npm ci in clients/js (then build it) and in the JavaScript examples built on it (their tests run them with node)
+	npm ci --prefix $(JS_DIR) --no-audit --no-fund
+	npm run --prefix $(JS_DIR) --silent build
 	npm ci --prefix examples/js-tool --no-audit --no-fund
 	npm ci --prefix examples/js-client --no-audit --no-fund
+
+js-gen: ## regenerate the TypeScript types of clients/js from schemas/ (after changing a schema)
+	npm run --prefix $(JS_DIR) --silent gen
+
+js-pack: js ## the SDK as an npm tarball in bin/ (npm install bin/lionbus-client-*.tgz)
+	@mkdir -p $(BIN)
+	cd $(JS_DIR) && npm pack --silent --pack-destination ../../$(BIN)
 
 clean: ## remove bin/
 	rm -rf $(BIN)

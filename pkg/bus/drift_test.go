@@ -72,7 +72,9 @@ func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
 }
 
 // TestDrift_error_codes: every code an answer can carry is unique and fits
-// the code pattern of the lionbus.error schema.
+// the code pattern of the lionbus.error schema, and the schema's list of
+// codes ($defs/code, from which other languages' types are generated) is
+// exactly protocol.Codes().
 func TestDrift_error_codes(t *testing.T) {
 	raw, ok := schemas.Schema(protocol.EventTypeError)
 	if !ok {
@@ -85,6 +87,11 @@ func TestDrift_error_codes(t *testing.T) {
 				MaxLength int    `json:"maxLength"`
 			} `json:"code"`
 		} `json:"properties"`
+		Defs struct {
+			Code struct {
+				Enum []ops.Code `json:"enum"`
+			} `json:"code"`
+		} `json:"$defs"`
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatal(err)
@@ -102,6 +109,9 @@ func TestDrift_error_codes(t *testing.T) {
 	}
 	if len(seen) < 19 {
 		t.Errorf("only %d codes", len(seen))
+	}
+	if got, want := s.Defs.Code.Enum, protocol.Codes(); !slices.Equal(got, want) {
+		t.Errorf("lionbus.error.json $defs/code/enum is\n%v\nprotocol.Codes() is\n%v", got, want)
 	}
 }
 

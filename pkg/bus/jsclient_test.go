@@ -13,27 +13,17 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
-// jsClientDir is the nats.js example client.
+// jsClientDir is the JavaScript example client.
 var jsClientDir = filepath.Join("..", "..", "examples", "js-client")
 
-// The nats.js example client (examples/js-client), which speaks only the
-// documented protocol, creates a branch, gets its communicate answered and
+// The JavaScript example client (examples/js-client, on the TypeScript SDK
+// of clients/js) creates a branch, gets its communicate answered and
 // follows the branch's events to the run's end.
 func TestExamples_js_client(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the nats.js example cannot run (CI installs node and runs npm ci in examples/js-client)")
-	}
-	if _, err := os.Stat(filepath.Join(jsClientDir, "node_modules", "nats")); err != nil {
-		npm, lerr := exec.LookPath("npm")
-		if lerr != nil {
-			t.Fatal("examples/js-client has no node_modules and npm is not installed: run npm ci there")
-		}
-		if out, err := exec.Command(npm, "ci", "--prefix", jsClientDir, "--no-audit", "--no-fund").CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in examples/js-client: %v\n%s", err, out)
-		}
-	}
+	node := bustest.Node(t)
+	bustest.JSClientDir(t) // the SDK the example is written on
+	bustest.NPMInstall(t, jsClientDir)
 	b := bustest.New(t, provision.Config{})
 	b.StartWorker(t, nil, nil, nil, worker.Config{})
 	cmd := exec.Command(node, "client.js", "jsb", "Hello from the JS test")

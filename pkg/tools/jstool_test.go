@@ -20,27 +20,18 @@ import (
 	"github.com/lionbus/lionbus/pkg/tools"
 )
 
-// jsToolDir is the nats.js example tool service.
+// jsToolDir is the JavaScript example tool service.
 var jsToolDir = filepath.Join("..", "..", "examples", "js-tool")
 
-// The nats.js example (examples/js-tool), which speaks only the documented
-// protocol, is discovered in the registry and called through operate, and
-// removes its entry when it stops.
+// The JavaScript example tool service (examples/js-tool, on the TypeScript
+// SDK of clients/js) is discovered in the registry and called through
+// operate, refuses arguments its schema does not allow, and removes its
+// entry when it stops.
 func TestAcceptance_js_tool_is_called_through_operate(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the nats.js example cannot run (CI installs node and runs npm ci in examples/js-tool)")
-	}
-	if _, err := os.Stat(filepath.Join(jsToolDir, "node_modules", "nats")); err != nil {
-		npm, lerr := exec.LookPath("npm")
-		if lerr != nil {
-			t.Fatalf("examples/js-tool has no node_modules and npm is not installed: run npm ci there")
-		}
-		if out, err := exec.Command(npm, "ci", "--prefix", jsToolDir, "--no-audit", "--no-fund").CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in examples/js-tool: %v\n%s", err, out)
-		}
-	}
+	node := bustest.Node(t)
+	bustest.JSClientDir(t) // the SDK the example is written on
+	bustest.NPMInstall(t, jsToolDir)
 	b := bustest.New(t, provision.Config{})
 	cmd := exec.Command(node, "tool.js")
 	cmd.Dir = jsToolDir

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
 )
 
@@ -160,5 +162,29 @@ func TestWire_events_match_the_documented_schemas(t *testing.T) {
 		if counts[typ] == 0 {
 			t.Errorf("no %s seen on the wire (seen %v)", typ, counts)
 		}
+	}
+}
+
+// The SDK's own error codes, listed in schemas/tools/lionbus.tool.result.json
+// ($defs/sdk_code, from which other languages' SDKs get theirs), are the
+// codes this package answers.
+func TestWire_sdk_codes_match_the_result_schema(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "schemas", "tools", "lionbus.tool.result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs struct {
+			Code struct {
+				Enum []string `json:"enum"`
+			} `json:"sdk_code"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{tools.CodeInvalidArguments, tools.CodeBadInvocation, tools.CodeTimeout, tools.CodeCanceled, tools.CodeBusy, ops.ToolErrorFailed}
+	if !slices.Equal(doc.Defs.Code.Enum, want) {
+		t.Fatalf("lionbus.tool.result.json $defs/sdk_code/enum is %v, the SDK answers %v", doc.Defs.Code.Enum, want)
 	}
 }
