@@ -93,16 +93,19 @@ func restartBurst(t *testing.T, nodes []*bustest.ServerProcess, extraArgs []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := nc.Subscribe(subj.RepliesWildcard(), func(m *nats.Msg) {
-		ev, err := codec.Decode(m)
+	// record adds the answer event of header and data to seen, by request
+	// id.
+	record := func(mu *sync.Mutex, seen map[string][]string, header nats.Header, data []byte) {
+		ev, err := codec.DecodeEvent(header, data)
 		if err != nil {
 			return
 		}
 		id, _ := ev.Extensions()[protocol.ExtRequestID].(string)
 		mu.Lock()
-		wire[id] = append(wire[id], ev.ID())
+		seen[id] = append(seen[id], ev.ID())
 		mu.Unlock()
-	})
+	}
+	sub, err := nc.Subscribe(subj.RepliesWildcard(), func(m *nats.Msg) { record(&mu, wire, m.Header, m.Data) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,16 +122,7 @@ func restartBurst(t *testing.T, nodes []*bustest.ServerProcess, extraArgs []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := codec.DecodeEvent(m.Headers(), m.Data())
-		if err != nil {
-			return
-		}
-		id, _ := ev.Extensions()[protocol.ExtRequestID].(string)
-		storesMu.Lock()
-		storedEvents[id] = append(storedEvents[id], ev.ID())
-		storesMu.Unlock()
-	})
+	cc, err := cons.Consume(func(m jetstream.Msg) { record(&storesMu, storedEvents, m.Headers(), m.Data()) })
 	if err != nil {
 		t.Fatal(err)
 	}

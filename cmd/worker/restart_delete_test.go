@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -63,7 +61,7 @@ func TestRestart_each_resource_deleted_under_a_running_worker(t *testing.T) {
 				gone = append(gone, provision.Resource{Kind: provision.KindConsumer, Name: res.Subjects.WorkersConsumer(), Stream: r.Name})
 			}
 			deleted := time.Now()
-			deleteResource(t, js, r)
+			bustest.DeleteResource(t, js, r)
 			if code, body := readyzBody(t, w); code != http.StatusServiceUnavailable || !strings.Contains(body, r.String()+" missing") &&
 				!strings.Contains(body, r.String()+", ") {
 				t.Errorf("/readyz with %s deleted: %d %q, want 503 naming it", r, code, body)
@@ -129,23 +127,6 @@ func TestRestart_each_resource_deleted_under_a_running_worker(t *testing.T) {
 				t.Errorf("%d lines about re-creations, want %d (%v):\n%s", created, len(gone), gone, strings.Join(lines, "\n"))
 			}
 		})
-	}
-}
-
-// deleteResource deletes r, as an operator would.
-func deleteResource(t *testing.T, js jetstream.JetStream, r provision.Resource) {
-	t.Helper()
-	var err error
-	switch r.Kind {
-	case provision.KindStream:
-		err = js.DeleteStream(bustest.Ctx(t), r.Name)
-	case provision.KindConsumer:
-		err = js.DeleteConsumer(bustest.Ctx(t), r.Stream, r.Name)
-	case provision.KindBucket:
-		err = js.DeleteKeyValue(bustest.Ctx(t), r.Name)
-	}
-	if err != nil {
-		t.Fatalf("delete %s: %v", r, err)
 	}
 }
 

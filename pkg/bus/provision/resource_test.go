@@ -16,23 +16,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 )
 
-// deleteResource deletes res on the server, as an operator would.
-func deleteResource(t *testing.T, js jetstream.JetStream, res provision.Resource) {
-	t.Helper()
-	var err error
-	switch res.Kind {
-	case provision.KindStream:
-		err = js.DeleteStream(bustest.Ctx(t), res.Name)
-	case provision.KindConsumer:
-		err = js.DeleteConsumer(bustest.Ctx(t), res.Stream, res.Name)
-	case provision.KindBucket:
-		err = js.DeleteKeyValue(bustest.Ctx(t), res.Name)
-	}
-	if err != nil {
-		t.Fatalf("delete %s: %v", res, err)
-	}
-}
-
 // Each resource deleted in turn is reported missing (a deleted requests
 // stream takes its consumer with it) and created again by Repair with the
 // configured settings; nothing else is touched, and afterwards nothing is
@@ -48,7 +31,7 @@ func TestRepair_creates_each_deleted_resource_again(t *testing.T) {
 	}
 	for _, res := range required {
 		t.Run(res.String(), func(t *testing.T) {
-			deleteResource(t, js, res)
+			bustest.DeleteResource(t, js, res)
 			missing, err := r.Missing(bustest.Ctx(t))
 			if err != nil {
 				t.Fatal(err)
@@ -92,8 +75,8 @@ func TestRepair_concurrent(t *testing.T) {
 	}
 	_, js := bustest.Connect(t, srv)
 	r := workers[0]
-	deleteResource(t, js, provision.Resource{Kind: provision.KindStream, Name: r.Subjects.OpsStream()})
-	deleteResource(t, js, provision.Resource{Kind: provision.KindBucket, Name: r.Subjects.BranchesBucket()})
+	bustest.DeleteResource(t, js, provision.Resource{Kind: provision.KindStream, Name: r.Subjects.OpsStream()})
+	bustest.DeleteResource(t, js, provision.Resource{Kind: provision.KindBucket, Name: r.Subjects.BranchesBucket()})
 	var mu sync.Mutex
 	created := map[provision.Resource]int{}
 	var wg sync.WaitGroup
@@ -173,7 +156,7 @@ func TestLeases_storage_and_grace(t *testing.T) {
 	}
 
 	res := provision.Resource{Kind: provision.KindStream, Name: r.Subjects.LeasesStream()}
-	deleteResource(t, js, res)
+	bustest.DeleteResource(t, js, res)
 	since := time.Now().Add(-time.Second)
 	if _, err := r.Repair(ctx, []provision.Resource{res}, since); err != nil {
 		t.Fatal(err)
@@ -222,7 +205,7 @@ func TestEnsure_leases_stream_lost_under_served_requests_gets_a_grace(t *testing
 	if _, err := js.Publish(ctx, r.Subjects.Op("op.x"), []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	deleteResource(t, js, provision.Resource{Kind: provision.KindStream, Name: r.Subjects.LeasesStream()})
+	bustest.DeleteResource(t, js, provision.Resource{Kind: provision.KindStream, Name: r.Subjects.LeasesStream()})
 	start := time.Now()
 	if _, err := provision.Ensure(ctx, js, provision.Config{}); err != nil {
 		t.Fatal(err)
