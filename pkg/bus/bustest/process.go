@@ -96,14 +96,14 @@ func buildNATSServer() (string, error) {
 // an operator's restart would. Build one with [StartServerProcess] or
 // [StartClusterProcesses].
 type ServerProcess struct {
-	t       testing.TB
-	bin     string
-	args    []string
-	port    int
-	storeMu sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	log     *SyncBuffer // the server's own log, across its runs
+	t      testing.TB
+	bin    string
+	args   []string
+	port   int
+	mu     sync.Mutex // guards cmd and exited
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *SyncBuffer // the server's own log, across its runs
 }
 
 // ServerOptions configure a [ServerProcess].
@@ -202,8 +202,8 @@ func (s *ServerProcess) Log() string { return s.log.String() }
 // store. It does not wait for it to accept connections.
 func (s *ServerProcess) Start() {
 	s.t.Helper()
-	s.storeMu.Lock()
-	defer s.storeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cmd != nil {
 		s.t.Fatal("bustest: server process already running")
 	}
@@ -223,8 +223,8 @@ func (s *ServerProcess) Start() {
 // Kill kills the server with SIGKILL, as a crash would, and waits until it
 // has exited. Killing a server that is not running does nothing.
 func (s *ServerProcess) Kill() {
-	s.storeMu.Lock()
-	defer s.storeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return
 	}

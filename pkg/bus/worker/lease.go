@@ -324,7 +324,7 @@ func (l *leaser) freed(branch string) {
 
 // renew extends the lease of sequence seq and returns its new sequence.
 // When the subject no longer holds seq, it looks at what is there: nothing
-// (the leases stream was created again, or purged) and it takes the lease
+// (the leases stream was created again, or the message deleted) and it takes the lease
 // back, as its holder; its own newer lease (a renewal whose
 // acknowledgement was lost) and it renews that one; another worker's lease
 // and it returns errLeaseTaken. Any other error means the lease could not
