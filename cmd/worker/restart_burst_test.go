@@ -402,16 +402,6 @@ func submitUntil(cl *client.Client, deadline time.Time, verb, branch string, dat
 	return fmt.Errorf("submit %s: %w", id, err)
 }
 
-// streamLastSeq returns the last sequence of the stream name.
-func streamLastSeq(t *testing.T, js jetstream.JetStream, name string) uint64 {
-	t.Helper()
-	st, err := js.Stream(bustest.Ctx(t), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.CachedInfo().State.LastSeq
-}
-
 // answeredBefore counts the answers stored before at.
 func answeredBefore(storedAt []time.Time, at time.Time) int {
 	n := 0

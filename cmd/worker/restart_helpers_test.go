@@ -79,20 +79,6 @@ func (l *logLines) between(from, to time.Time) []string {
 	return out
 }
 
-// count returns how many lines have the message msg.
-func (l *logLines) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, ln := range l.lines {
-		var rec struct{ Message string }
-		if json.Unmarshal([]byte(ln.text), &rec) == nil && rec.Message == msg {
-			n++
-		}
-	}
-	return n
-}
-
 // field returns the string field key of the first line with message msg.
 func (l *logLines) field(msg, key string) string {
 	l.mu.Lock()

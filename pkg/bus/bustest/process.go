@@ -49,11 +49,9 @@ func NATSServerBinary(t testing.TB) string {
 // buildNATSServer builds the nats-server binary unless a build of the same
 // version is there already.
 func buildNATSServer() (string, error) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			return "", err
-		}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
 	}
 	out, err := exec.Command(gobin, "list", "-m", "-f", "{{.Version}}", natsServerPackage).Output()
 	if err != nil {
