@@ -59,6 +59,12 @@ type config struct {
 	// branches wait before another worker takes them over.
 	AckWait  time.Duration
 	LeaseTTL time.Duration
+	// LeaseStorage is the storage of the leases stream when it is created
+	// ("file" or "memory").
+	LeaseStorage string
+	// HealthInterval is how often the worker checks its streams,
+	// consumer and buckets when nothing else made it.
+	HealthInterval time.Duration
 	// RunLogDir is the run log directory of runs with stream_persist that
 	// name none (0021-D5-06).
 	RunLogDir string
@@ -206,6 +212,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and health on /healthz and /readyz at this address (e.g. :9464; default off)")
 	fs.DurationVar(&c.AckWait, "ack-wait", provision.DefaultAckWait, "how long a request delivered to a worker that stopped reporting progress (it died) waits before it is delivered again; set when the consumer is created")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
+	fs.StringVar(&c.LeaseStorage, "lease-storage", provision.LeasesOnFile, "storage of the leases stream when it is created: file (leases outlive a restart of the servers) or memory (cheaper to take and let go; after a restart, no new lease is used for 4/5 of --lease-ttl)")
+	fs.DurationVar(&c.HealthInterval, "health-interval", worker.DefaultHealthInterval, "how often the worker checks, when no failure or probe made it check sooner, that JetStream answers and every stream, consumer and bucket exists, creating again what is missing")
 	fs.StringVar(&c.RunLogDir, "runlog-dir", ops.DefaultRunLogDir, fmt.Sprintf("run log directory of runs with stream_persist that name none (stream_persist_dir): their logs go to <prefix>.runlog.<dir>.<id>.chunks and .snapshot (%s)", ops.RunLogDirRule))
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "trace, debug, info, warn, error or disabled")
@@ -252,6 +260,12 @@ func (c config) validate() error {
 	}
 	if c.AckWait < time.Second || c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--ack-wait and --lease-ttl must be at least 1s, got %s and %s", c.AckWait, c.LeaseTTL))
+	}
+	if c.LeaseStorage != provision.LeasesOnFile && c.LeaseStorage != provision.LeasesInMemory {
+		errs = append(errs, fmt.Errorf("--lease-storage %q: want %s or %s", c.LeaseStorage, provision.LeasesOnFile, provision.LeasesInMemory))
+	}
+	if c.HealthInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--health-interval must be positive, got %s", c.HealthInterval))
 	}
 	if !ops.ValidRunLogDir(c.RunLogDir) {
 		errs = append(errs, fmt.Errorf("--runlog-dir %q: want %s", ops.Truncate(c.RunLogDir, ops.MaxRunLogDirLength+8), ops.RunLogDirRule))

@@ -149,11 +149,12 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 	bc := bus.Config{
 		Provision: provision.Config{
-			Prefix:     cfg.Prefix,
-			Replicas:   cfg.Replicas,
-			MaxPayload: cfg.MaxPayload,
-			AckWait:    cfg.AckWait,
-			LeaseTTL:   cfg.LeaseTTL,
+			Prefix:       cfg.Prefix,
+			Replicas:     cfg.Replicas,
+			MaxPayload:   cfg.MaxPayload,
+			AckWait:      cfg.AckWait,
+			LeaseTTL:     cfg.LeaseTTL,
+			LeaseStorage: cfg.LeaseStorage,
 		},
 		StartupTimeout: cfg.StartupTimeout,
 		RunLogDir:      cfg.RunLogDir,
@@ -162,6 +163,7 @@ func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 			MaxInFlight:     cfg.Concurrency,
 			DrainTimeout:    cfg.DrainTimeout,
 			RequestLogLevel: cfg.RequestLogLevel,
+			HealthInterval:  cfg.HealthInterval,
 		},
 		Logger: log,
 	}

@@ -413,7 +413,9 @@ func (s *Service) Engine() *ops.Engine { return s.engine }
 func (s *Service) Worker() *worker.Worker { return s.worker }
 
 // Ready reports whether the service can serve: nil when its connection is
-// up, its worker runs and the shared consumer answers, else why not.
+// up, its worker runs, JetStream answers and every stream, consumer and
+// bucket exists (see [worker.Worker.Ready]), else why not. A missing one
+// is created again by the worker.
 func (s *Service) Ready(ctx context.Context) error {
 	if st := s.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("bus: connection %s", st)
@@ -423,8 +425,8 @@ func (s *Service) Ready(ctx context.Context) error {
 		return errors.New("bus: worker stopped")
 	default:
 	}
-	if _, err := s.res.Workers.Info(ctx); err != nil {
-		return fmt.Errorf("bus: consumer %s: %w", s.res.Subjects.WorkersConsumer(), err)
+	if err := s.worker.Ready(ctx); err != nil {
+		return fmt.Errorf("bus: %w", err)
 	}
 	return nil
 }

@@ -125,6 +125,7 @@ type tool struct {
 // bucket "<prefix>_tools". Create one with [Serve].
 type Service struct {
 	nc      *nats.Conn
+	js      jetstream.JetStream
 	svc     micro.Service
 	tools   map[string]*tool
 	reg     jetstream.KeyValue
@@ -135,15 +136,16 @@ type Service struct {
 	sem     chan struct{}
 	codec   *protocol.Codec
 
-	ctx     context.Context // ends on a hard stop
-	cancel  context.CancelFunc
-	gate    sync.Mutex     // orders running.Add after a stop check before Stop's Wait
-	running sync.WaitGroup // the invocations being answered
-	stopped atomic.Bool
-	done    chan struct{}
-	hbStop  chan struct{}
-	hbDone  chan struct{}
-	cancels []*nats.Subscription
+	ctx       context.Context // ends on a hard stop
+	cancel    context.CancelFunc
+	gate      sync.Mutex     // orders running.Add after a stop check before Stop's Wait
+	running   sync.WaitGroup // the invocations being answered
+	stopped   atomic.Bool
+	done      chan struct{}
+	hbStop    chan struct{}
+	hbDone    chan struct{}
+	hbFailing bool // the last heartbeat failed (heartbeat goroutine only)
+	cancels   []*nats.Subscription
 
 	mu       sync.Mutex
 	inflight map[string]map[*context.CancelFunc]struct{} // idempotency key -> handler cancels
@@ -217,6 +219,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	if err != nil {
 		return nil, err
 	}
+	s.js = js
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	if err := s.untilReady(sctx, "open the registry bucket", func(ctx context.Context) (err error) {
@@ -321,10 +324,10 @@ func (s *Service) heartbeat() {
 		case <-s.hbStop:
 			return
 		case <-tick.C:
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Heartbeat)
-			if err := s.register(ctx); err != nil {
-				s.log.Warn().Err(err).Msg("registry heartbeat failed")
-			}
+			// Bounded like a start's request: a bucket may have to be
+			// created again.
+			ctx, cancel := context.WithTimeout(s.ctx, max(s.cfg.Heartbeat, startTryTimeout))
+			s.heartbeatOnce(ctx)
 			cancel()
 		}
 	}
@@ -475,6 +478,10 @@ func (s *Service) serve(t *tool, r micro.Request) {
 	if s.results != nil && inv.IdempotencyKey != "" {
 		var first *ops.ToolOutcome
 		first, cl, err = s.results.begin(ctx, resultKey(t.Name, inv.IdempotencyKey), deadline.Add(claimGrace))
+		if err != nil && bucketGone(err) && s.reopenResults(ctx) == nil {
+			// Deleted, or lost with the server's store: created again.
+			first, cl, err = s.results.begin(ctx, resultKey(t.Name, inv.IdempotencyKey), deadline.Add(claimGrace))
+		}
 		switch {
 		case first != nil:
 			log.Debug().Msg("answered from the results bucket")

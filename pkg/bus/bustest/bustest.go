@@ -63,3 +63,23 @@ func Provision(t testing.TB, js jetstream.JetStream, cfg provision.Config) *prov
 	}
 	return r
 }
+
+// DeleteResource deletes the stream, consumer or bucket r, as an operator
+// would, failing the test on error.
+func DeleteResource(t testing.TB, js jetstream.JetStream, r provision.Resource) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	switch r.Kind {
+	case provision.KindStream:
+		err = js.DeleteStream(ctx, r.Name)
+	case provision.KindConsumer:
+		err = js.DeleteConsumer(ctx, r.Stream, r.Name)
+	case provision.KindBucket:
+		err = js.DeleteKeyValue(ctx, r.Name)
+	}
+	if err != nil {
+		t.Fatalf("bustest: delete %s: %v", r, err)
+	}
+}

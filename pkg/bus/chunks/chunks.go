@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +20,14 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
+
+// DefaultTimeout bounds each wait on the server: the confirmation of a
+// request's chunks (a publisher's Close), reading a request's last chunk,
+// storing a run snapshot, whatever the deadline of the context given (a
+// request's own may be minutes away): an acknowledgement lost with a
+// server that restarted fails the wait after it, and the request is
+// retried, instead of holding it until its deadline.
+const DefaultTimeout = 5 * time.Second
 
 // ErrNotProvisioned is returned by the constructors without the chunk and
 // run log streams.
@@ -64,6 +73,8 @@ func (o *Outlet) OpenChunks(ctx context.Context, req ops.Request) (ops.ChunkStre
 // lastSeq returns the seq of the last chunk stored for request id, 0 for
 // none.
 func (o *Outlet) lastSeq(ctx context.Context, id string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	m, err := o.chunks.GetLastMsgForSubject(ctx, o.subj.Chunk(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
@@ -124,8 +135,11 @@ func (p *publisher) Emit(_ context.Context, c ops.Chunk) error {
 	return nil
 }
 
-// Close waits until every chunk published is stored, or ctx ends.
+// Close waits until every chunk published is stored, or ctx ends, or
+// DefaultTimeout passes.
 func (p *publisher) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	p.mu.Lock()
 	futs := p.futs
 	p.futs = nil
@@ -200,6 +214,8 @@ func (l *RunLog) Snapshot(ctx context.Context, dir string, req ops.Request, b *o
 	}
 	msg := nats.NewMsg(l.o.subj.RunSnapshot(dir, req.ID))
 	msg.Data = data
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	if _, err := l.o.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(l.o.subj.RunLogStream())); err != nil {
 		return fmt.Errorf("chunks: store the snapshot of %s: %w", req.ID, err)
 	}

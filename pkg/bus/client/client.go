@@ -340,14 +340,23 @@ func (c *Client) watch(id string) (*answerWatch, error) {
 // registered is found stored a moment later. After that, and from the
 // start when early is false, it looks every awaitRecheck, in case a
 // delivery was missed (a reconnect).
+//
+// A look that cannot read the results stream (the server restarting, the
+// stream being created again) does not end the wait: the subscription
+// still waits, and the next look may read it. Should ctx end first, the
+// error says why the last look failed.
 func (c *Client) wait(ctx context.Context, w *answerWatch, early bool) (*Reply, error) {
+	var lookErr error
 	for i := 0; ; i++ {
 		if early || i > 0 {
 			r, err := c.Result(ctx, w.id)
-			if err == nil {
+			var le *lookupError
+			switch {
+			case err == nil:
 				return r, nil
-			}
-			if !errors.Is(err, ErrNoResult) {
+			case errors.As(err, &le) && ctx.Err() == nil:
+				lookErr = err
+			case !errors.Is(err, ErrNoResult):
 				return nil, err
 			}
 		}
@@ -363,10 +372,20 @@ func (c *Client) wait(ctx context.Context, w *answerWatch, early bool) (*Reply, 
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			if lookErr != nil {
+				return nil, fmt.Errorf("client: await %s: %w (last look: %w)", w.id, ctx.Err(), lookErr)
+			}
 			return nil, fmt.Errorf("client: await %s: %w", w.id, ctx.Err())
 		}
 	}
 }
+
+// lookupError is a failure to read the results stream (not a missing or
+// undecodable answer).
+type lookupError struct{ err error }
+
+func (e *lookupError) Error() string { return e.err.Error() }
+func (e *lookupError) Unwrap() error { return e.err }
 
 // Result returns the stored answer of request id, or ErrNoResult.
 func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
@@ -380,7 +399,7 @@ func (c *Client) Result(ctx context.Context, id string) (*Reply, error) {
 		return nil, ErrNoResult
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: result of %s: %w", id, err)
+		return nil, &lookupError{fmt.Errorf("client: result of %s: %w", id, err)}
 	}
 	return c.decodeReply(m.Header, m.Data)
 }

@@ -18,8 +18,10 @@ const (
 	// DefaultConnectTimeout bounds the initial connection.
 	DefaultConnectTimeout = 5 * time.Second
 	// DefaultReconnectWait is the pause between reconnection attempts
-	// (plus up to a second of jitter).
-	DefaultReconnectWait = 2 * time.Second
+	// (plus up to as much again of jitter): short, so that a restarted
+	// server has its clients back within a second, and a failed attempt
+	// (a refused TCP connection) costs the server nothing.
+	DefaultReconnectWait = 500 * time.Millisecond
 	// DefaultReconnectBufSize bounds what is buffered while reconnecting.
 	DefaultReconnectBufSize = 8 << 20 // 8 MiB
 )
@@ -217,7 +219,7 @@ func (cfg ConnectConfig) options(ctx context.Context) ([]nats.Option, string, er
 		nats.Timeout(timeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(DefaultReconnectWait),
-		nats.ReconnectJitter(time.Second, time.Second),
+		nats.ReconnectJitter(DefaultReconnectWait, DefaultReconnectWait),
 		nats.ReconnectBufSize(DefaultReconnectBufSize),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err != nil {

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
@@ -113,9 +115,20 @@ type Config struct {
 
 	// LeaseTTL is how long a branch stays pinned to a worker that stopped
 	// renewing its lease (one that died): the age limit of the leases
-	// stream. Workers renew every third of it. Default 5s, as AckWait: a
-	// dead worker's requests are delivered again when its leases are gone.
+	// stream. Workers renew every fifth of it, and a worker that could
+	// not renew a lease for three fifths of it lets it go, stopping the
+	// request it runs under it. Default 5s, as AckWait: a dead worker's
+	// requests are delivered again when its leases are gone.
 	LeaseTTL time.Duration
+
+	// LeaseStorage is the storage of the leases stream when Ensure
+	// creates it: LeasesOnFile (the default, "file") or LeasesInMemory
+	// ("memory"). Leases on file survive a restart of the servers, so the
+	// workers holding them go on; leases in memory cost less to take and
+	// let go but are lost with a restart, and the stream created again
+	// hands out no new lease for its grace (see [LeaseGraceEnd]). An
+	// existing stream keeps its storage (a difference is drift).
+	LeaseStorage string
 
 	// HistoryMaxBytes bounds the history stream (the event log) in bytes.
 	// Default -1: unlimited; history has no age limit because it is the
@@ -165,6 +178,13 @@ type Config struct {
 func (c Config) WithDefaults() (Config, error) {
 	if c.Prefix == "" {
 		c.Prefix = protocol.DefaultPrefix
+	}
+	switch c.LeaseStorage {
+	case "":
+		c.LeaseStorage = LeasesOnFile
+	case LeasesOnFile, LeasesInMemory:
+	default:
+		return c, fmt.Errorf("%w: LeaseStorage %q: want %q or %q", ErrInvalidConfig, c.LeaseStorage, LeasesOnFile, LeasesInMemory)
 	}
 	if !protocol.ValidToken(c.Prefix) {
 		return c, fmt.Errorf("%w: prefix %q is not a valid subject token", ErrInvalidConfig, c.Prefix)
@@ -246,8 +266,8 @@ type Resources struct {
 	// Events holds lifecycle, message-added and hook events.
 	Events jetstream.Stream
 	// Leases holds the lease of each branch that a worker is running
-	// requests of (memory storage, at most one message per subject, aged
-	// out after Config.LeaseTTL).
+	// requests of (file storage unless Config.LeaseStorage says memory,
+	// at most one message per subject, aged out after Config.LeaseTTL).
 	Leases jetstream.Stream
 	// Dead holds the dead letters: requests that failed on every delivery
 	// or could not be answered, one per request, with the reason in
@@ -272,6 +292,8 @@ type Resources struct {
 	// resources that already existed and differ from Config. They are left
 	// as they are; callers may log them.
 	Drift []string
+
+	js jetstream.JetStream // what Ensure provisioned through
 }
 
 // Ensure creates, if they do not exist, the streams, the shared workers
@@ -282,6 +304,10 @@ type Resources struct {
 // returns ErrConfigConflict (as one or more joined *ConflictError values);
 // when it differs only in a tunable limit, the difference is listed in
 // Resources.Drift. It returns ErrInvalidConfig for a bad Config.
+//
+// A leases stream Ensure has to create while the requests stream already
+// holds requests is created with a grace (see [LeaseGraceEnd]): workers
+// may still hold leases of the stream it replaces.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources, error) {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
@@ -291,106 +317,18 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	r := &Resources{Config: cfg, Subjects: subj}
-
-	streams := []struct {
-		dst *jetstream.Stream
-		cfg jetstream.StreamConfig
-	}{
-		{&r.Ops, jetstream.StreamConfig{
-			Name:        subj.OpsStream(),
-			Description: "lionbus requests, one subject per verb",
-			Subjects:    []string{subj.OpsWildcard()},
-			Retention:   jetstream.WorkQueuePolicy,
-			Discard:     jetstream.DiscardNew,
-			MaxMsgs:     cfg.OpsMaxMsgs,
-			Duplicates:  cfg.DuplicateWindow,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-		}},
-		{&r.Results, jetstream.StreamConfig{
-			Name:              subj.ResultsStream(),
-			Description:       "lionbus results and errors, one per reply subject",
-			Subjects:          []string{subj.RepliesWildcard()},
-			Retention:         jetstream.LimitsPolicy,
-			MaxAge:            cfg.ResultsMaxAge,
-			MaxMsgsPerSubject: 1,
-			Duplicates:        cfg.DuplicateWindow,
-			Storage:           jetstream.FileStorage,
-			Replicas:          cfg.Replicas,
-			AllowDirect:       true,
-		}},
-		{&r.History, jetstream.StreamConfig{
-			Name:        subj.HistoryStream(),
-			Description: "lionbus branch history, the event log",
-			Subjects:    []string{subj.HistoryWildcard()},
-			Retention:   jetstream.LimitsPolicy,
-			MaxBytes:    cfg.HistoryMaxBytes,
-			Duplicates:  cfg.DuplicateWindow,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-			AllowDirect: true,
-		}},
-		{&r.Events, jetstream.StreamConfig{
-			Name:        subj.EventsStream(),
-			Description: "lionbus lifecycle, message-added and hook events",
-			Subjects:    []string{subj.EventsWildcard()},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      cfg.EventsMaxAge,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-		}},
-		{&r.Leases, jetstream.StreamConfig{
-			Name:              subj.LeasesStream(),
-			Description:       "lionbus branch leases: which worker runs a branch's requests",
-			Subjects:          []string{subj.LeasesWildcard()},
-			Retention:         jetstream.LimitsPolicy,
-			MaxAge:            cfg.LeaseTTL,
-			MaxMsgsPerSubject: 1,
-			Duplicates:        cfg.LeaseTTL,
-			Storage:           jetstream.MemoryStorage,
-			Replicas:          cfg.Replicas,
-		}},
-		{&r.Dead, jetstream.StreamConfig{
-			Name:              subj.DeadStream(),
-			Description:       "lionbus dead letters: requests that failed on every delivery or could not be answered",
-			Subjects:          []string{subj.DeadLettersWildcard()},
-			Retention:         jetstream.LimitsPolicy,
-			Discard:           jetstream.DiscardOld,
-			MaxAge:            cfg.DeadMaxAge,
-			MaxMsgs:           cfg.DeadMaxMsgs,
-			MaxMsgsPerSubject: 1,
-			Duplicates:        cfg.DuplicateWindow,
-			Storage:           jetstream.FileStorage,
-			Replicas:          cfg.Replicas,
-			AllowDirect:       true,
-		}},
-		{&r.Chunks, jetstream.StreamConfig{
-			Name:        subj.ChunksStream(),
-			Description: "lionbus run chunks, one subject per request, replayable by sequence",
-			Subjects:    []string{subj.ChunksWildcard()},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      cfg.ChunksMaxAge,
-			Duplicates:  cfg.DuplicateWindow,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-			AllowDirect: true,
-		}},
-		{&r.RunLog, jetstream.StreamConfig{
-			Name:        subj.RunLogStream(),
-			Description: "lionbus run logs and snapshots of runs with stream_persist",
-			Subjects:    []string{subj.RunLogWildcard()},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      cfg.RunLogMaxAge,
-			Duplicates:  cfg.DuplicateWindow,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-			AllowDirect: true,
-		}},
-	}
+	r := &Resources{Config: cfg, Subjects: subj, js: js}
 	var conflicts []error
-	for _, s := range streams {
-		st, drift, err := ensureStream(ctx, js, s.cfg)
+	for _, s := range r.streamSpecs() {
+		if s.cfg.Name == subj.LeasesStream() {
+			// Requests were served before: leases may be held.
+			since := time.Time{}
+			if r.Ops != nil && r.Ops.CachedInfo().State.LastSeq > 0 {
+				since = time.Now()
+			}
+			s.cfg.FirstSeq = r.leaseBase(since)
+		}
+		st, _, drift, err := ensureStream(ctx, js, s.cfg, s.storageTunable)
 		r.Drift = append(r.Drift, drift...)
 		if errors.Is(err, ErrConfigConflict) {
 			conflicts = append(conflicts, err)
@@ -412,35 +350,8 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 	}
 	r.Workers = cons
 
-	buckets := []struct {
-		dst *jetstream.KeyValue
-		cfg jetstream.KeyValueConfig
-	}{
-		{&r.Branches, jetstream.KeyValueConfig{
-			Bucket:      subj.BranchesBucket(),
-			Description: "lionbus branch snapshots",
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-		}},
-		{&r.Tools, jetstream.KeyValueConfig{
-			Bucket:      subj.ToolsBucket(),
-			Description: "lionbus tool registry",
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-		}},
-		{&r.ToolResults, jetstream.KeyValueConfig{
-			Bucket:      subj.ToolResultsBucket(),
-			Description: "lionbus tool results by idempotency key",
-			History:     1,
-			TTL:         ToolResultsMaxAge,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
-		}},
-	}
-	for _, b := range buckets {
-		kv, drift, err := ensureBucket(ctx, js, b.cfg)
+	for _, b := range r.bucketSpecs() {
+		kv, _, drift, err := ensureBucket(ctx, js, b.cfg)
 		r.Drift = append(r.Drift, drift...)
 		if errors.Is(err, ErrConfigConflict) {
 			conflicts = append(conflicts, err)
@@ -493,6 +404,23 @@ func (r *Resources) ensureWorkers(ctx context.Context) (jetstream.Consumer, bool
 	return ensureConsumer(ctx, r.Ops, r.WorkersConfig())
 }
 
+// CreationKey is the metadata key of every stream, consumer and bucket
+// lionbus creates: a value unique to the creation, so that of several
+// workers creating the same resource at once, only the one whose request
+// made it is told it created it (a create with the same configuration
+// would succeed for each).
+const CreationKey = "lionbus_creation"
+
+// creation returns md with a new CreationKey.
+func creation(md map[string]string) map[string]string {
+	out := maps.Clone(md)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[CreationKey] = nuid.Next()
+	return out
+}
+
 // request runs one JetStream API request f with a context bounded by
 // RequestTimeout.
 func request[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
@@ -501,32 +429,35 @@ func request[T any](ctx context.Context, f func(context.Context) (T, error)) (T,
 	return f(ctx)
 }
 
-// ensureStream returns the stream named by want, creating it when missing.
-func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, []string, error) {
+// ensureStream returns the stream named by want, creating it when
+// missing, and whether it created it. storageTunable reports a different
+// storage as drift rather than a conflict.
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, storageTunable bool) (jetstream.Stream, bool, []string, error) {
 	info := func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) }
 	st, err := request(ctx, info)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		want.Metadata = creation(want.Metadata)
 		st, err = request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, want) })
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Created concurrently with a different config: compare below.
 			st, err = request(ctx, info)
 		} else if err == nil {
-			return st, nil, nil
+			return st, true, nil, nil
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("provision: stream %s: %w", want.Name, err)
+		return nil, false, nil, fmt.Errorf("provision: stream %s: %w", want.Name, err)
 	}
-	drift, err := compareStream("stream "+want.Name, st.CachedInfo().Config, want)
+	drift, err := compareStream("stream "+want.Name, st.CachedInfo().Config, want, storageTunable)
 	if err != nil {
-		return nil, drift, err
+		return nil, false, drift, err
 	}
-	return st, drift, nil
+	return st, false, drift, nil
 }
 
 // compareStream reports fields of have that conflict with want as joined
 // *ConflictError values, and tunable differences as drift.
-func compareStream(res string, have, want jetstream.StreamConfig) ([]string, error) {
+func compareStream(res string, have, want jetstream.StreamConfig, storageTunable bool) ([]string, error) {
 	var errs []error
 	conflict := func(field string, h, w any) {
 		errs = append(errs, &ConflictError{Resource: res, Field: field, Existing: fmt.Sprint(h), Wanted: fmt.Sprint(w)})
@@ -545,7 +476,11 @@ func compareStream(res string, have, want jetstream.StreamConfig) ([]string, err
 		conflict("retention", have.Retention, want.Retention)
 	}
 	if have.Storage != want.Storage {
-		conflict("storage", have.Storage, want.Storage)
+		if storageTunable {
+			tunable("storage", have.Storage, want.Storage)
+		} else {
+			conflict("storage", have.Storage, want.Storage)
+		}
 	}
 	if want.MaxMsgsPerSubject > 0 && have.MaxMsgsPerSubject != want.MaxMsgsPerSubject {
 		conflict("max messages per subject", have.MaxMsgsPerSubject, want.MaxMsgsPerSubject)
@@ -571,6 +506,9 @@ func compareStream(res string, have, want jetstream.StreamConfig) ([]string, err
 	if have.Replicas != want.Replicas {
 		tunable("replicas", have.Replicas, want.Replicas)
 	}
+	if want.DenyPurge && !have.DenyPurge {
+		tunable("deny purge", have.DenyPurge, want.DenyPurge)
+	}
 	if want.AllowDirect && !have.AllowDirect {
 		// Only slower: reads go through the JetStream API instead.
 		tunable("allow direct", have.AllowDirect, want.AllowDirect)
@@ -585,6 +523,7 @@ func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.Con
 	info := func(ctx context.Context) (jetstream.Consumer, error) { return st.Consumer(ctx, want.Durable) }
 	c, err := request(ctx, info)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		want.Metadata = creation(want.Metadata)
 		c, err = request(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return st.CreateConsumer(ctx, want) })
 		if errors.Is(err, jetstream.ErrConsumerExists) {
 			c, err = request(ctx, info)
@@ -635,30 +574,32 @@ func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.Con
 	return c, false, drift, nil
 }
 
-// ensureBucket returns the KV bucket of want, creating it when missing.
-func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, []string, error) {
+// ensureBucket returns the KV bucket of want, creating it when missing,
+// and whether it created it.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, bool, []string, error) {
 	res := "bucket " + want.Bucket
 	lookup := func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, want.Bucket) }
 	kv, err := request(ctx, lookup)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		want.Metadata = creation(want.Metadata)
 		kv, err = request(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, want) })
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = request(ctx, lookup)
 		} else if err == nil {
-			return kv, nil, nil
+			return kv, true, nil, nil
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
+		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
 	}
 	st, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+want.Bucket) })
 	if err != nil {
-		return nil, nil, fmt.Errorf("provision: %s: %w", res, err)
+		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
 	}
 	have := st.CachedInfo().Config
 	var drift []string
 	if have.Storage != want.Storage {
-		return nil, nil, &ConflictError{Resource: res, Field: "storage", Existing: have.Storage.String(), Wanted: want.Storage.String()}
+		return nil, false, nil, &ConflictError{Resource: res, Field: "storage", Existing: have.Storage.String(), Wanted: want.Storage.String()}
 	}
 	if have.MaxMsgsPerSubject != int64(want.History) {
 		drift = append(drift, fmt.Sprintf("%s: history is %d, configured %d (left unchanged)", res, have.MaxMsgsPerSubject, want.History))
@@ -669,5 +610,5 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	if want.Replicas > 0 && have.Replicas != want.Replicas {
 		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", res, have.Replicas, want.Replicas))
 	}
-	return kv, drift, nil
+	return kv, false, drift, nil
 }

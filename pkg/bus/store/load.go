@@ -8,7 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
@@ -41,7 +43,10 @@ func (s *Store) refresh(ctx context.Context, e *entry) error {
 // lastSeq returns the sequence of the last event of the branch's history,
 // or ops.ErrBranchNotFound when it has none.
 func (s *Store) lastSeq(ctx context.Context, branchID string) (uint64, error) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
+	err = connloss.Err(ctx, err)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, ops.ErrBranchNotFound
 	}
@@ -56,13 +61,16 @@ func (s *Store) lastSeq(ctx context.Context, branchID string) (uint64, error) {
 // rebuilt from history; the snapshot's revision is kept for the next
 // write either way.
 func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
-	kve, err := s.kv.Get(ctx, e.id)
+	gctx, cancel := s.bounded(ctx)
+	kve, err := s.kv.Get(gctx, e.id)
+	err = connloss.Err(gctx, err)
+	cancel()
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn().Err(err).Str("branch", e.id).Msg("read branch snapshot; rebuilding from history")
+			s.unreadable(err).Err(err).Str("branch", e.id).Msg("read branch snapshot; rebuilding from history")
 		}
 		return
 	}
@@ -86,7 +94,10 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 	if len(snap.Segments) > 0 {
 		msgs := make([]ops.Message, 0, snap.Total)
 		for _, seg := range snap.Segments {
-			kve, err := s.kv.Get(ctx, seg.Key)
+			gctx, cancel := s.bounded(ctx)
+			kve, err := s.kv.Get(gctx, seg.Key)
+			err = connloss.Err(gctx, err)
+			cancel()
 			if err == nil {
 				var part []ops.Message
 				if part, err = decodeSegment(kve.Value(), seg.Count); err == nil {
@@ -96,7 +107,7 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 				}
 			}
 			if ctx.Err() == nil {
-				s.log.Warn().Err(err).Str("branch", e.id).Str("segment", seg.Key).Msg("read branch snapshot segment; rebuilding from history")
+				s.unreadable(err).Err(err).Str("branch", e.id).Str("segment", seg.Key).Msg("read branch snapshot segment; rebuilding from history")
 			}
 			return
 		}
@@ -105,6 +116,18 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 	}
 	e.b, e.size = b, size
 	e.snap = snapState{rev: e.snap.rev, seq: snap.Seq, segs: snap.Segments, covered: covered}
+}
+
+// unreadable returns the log event for a snapshot that could not be
+// read: a warning, unless JetStream gave no answer at all (timed out, the
+// connection lost, no responders), which the worker's health check
+// reports once for every request it touches: then a debug line.
+func (s *Store) unreadable(err error) *zerolog.Event {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, connloss.ErrLost) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
+		return s.log.Debug()
+	}
+	return s.log.Warn()
 }
 
 // catchUp folds the history events after e.b.Seq up to and including
@@ -177,7 +200,10 @@ func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64
 		return (to != 0 && seq >= to) || (max > 0 && n >= max)
 	}
 	for ; budget > 0; budget-- {
-		msg, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+		gctx, cancel := s.bounded(ctx)
+		msg, err := s.stream.GetMsg(gctx, from, jetstream.WithGetMsgSubject(subject))
+		err = connloss.Err(gctx, err)
+		cancel()
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
@@ -203,12 +229,15 @@ func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64
 
 	// An ordered consumer delivers the rest in batches. It only stops at
 	// to, at max, or when a fetch comes back empty (the end of the log).
-	cons, err := s.js.OrderedConsumer(ctx, s.subj.HistoryStream(), jetstream.OrderedConsumerConfig{
+	octx, cancel := s.bounded(ctx)
+	cons, err := s.js.OrderedConsumer(octx, s.subj.HistoryStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{subject},
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       from,
 		InactiveThreshold: 5 * time.Second,
 	})
+	err = connloss.Err(octx, err)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("store: replay history of branch %s: %w", branchID, err)
 	}

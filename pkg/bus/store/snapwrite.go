@@ -41,6 +41,10 @@ func (s *Store) maybeSnapshot(ctx context.Context, e *entry) {
 // Failures are logged, never returned; a failed write is tried again at
 // the next event.
 func (s *Store) writeSnapshot(ctx context.Context, e *entry) {
+	// Best effort: the whole write, segments included, within one
+	// request timeout.
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	b := e.b
 	segs, covered := e.snap.segs, e.snap.covered
 	fresh := e.snap.rewritten || covered > len(b.Messages)
@@ -211,6 +215,8 @@ func (s *Store) purgeSegments(ctx context.Context, segs []segment) {
 // allowed) without leaving delete markers, best-effort: failures are
 // logged.
 func (s *Store) purgeKeys(ctx context.Context, keys ...string) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	st, err := s.bucketStream(ctx)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("find the branches bucket's stream")

@@ -33,6 +33,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/bus/internal/jserr"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -44,6 +45,10 @@ const (
 	// DefaultAppendRetries is how many times [Store.Append] re-reads
 	// and retries after losing an optimistic-concurrency race.
 	DefaultAppendRetries = 32
+
+	// DefaultRequestTimeout bounds each JetStream request of a Store
+	// (Config.RequestTimeout).
+	DefaultRequestTimeout = 5 * time.Second
 
 	// DefaultSnapshotEvents and DefaultSnapshotBytes are the snapshot
 	// cadence: a snapshot is written once this many history events, or
@@ -122,6 +127,14 @@ type Config struct {
 	// the server's max payload. Default DefaultSegmentBytes.
 	SegmentBytes int
 
+	// RequestTimeout bounds each JetStream request the Store makes (a
+	// read, an append, a snapshot write), whatever the deadline of the
+	// context it was given: a request lost with a server that restarted
+	// fails after it (an append then, as a temporary error, is retried
+	// by the worker) instead of holding its operation until the
+	// operation's own deadline. Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+
 	// Logger receives corrupt-snapshot and snapshot-write warnings. The zero
 	// value discards them.
 	Logger zerolog.Logger
@@ -199,6 +212,7 @@ type Store struct {
 	stream  jetstream.Stream
 	kv      jetstream.KeyValue
 	retries int
+	timeout time.Duration // of each JetStream request
 	log     zerolog.Logger
 	obs     Observer
 	cache   *cache
@@ -220,6 +234,9 @@ func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, 
 	}
 	if cfg.AppendRetries <= 0 {
 		cfg.AppendRetries = DefaultAppendRetries
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
@@ -246,6 +263,7 @@ func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, 
 		stream:     res.History,
 		kv:         res.Branches,
 		retries:    cfg.AppendRetries,
+		timeout:    cfg.RequestTimeout,
 		log:        cfg.Logger,
 		obs:        cfg.Observer,
 		cache:      newCache(cfg.CacheBranches, cfg.CacheBytes),
@@ -453,6 +471,8 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 // holds reports whether the history message at seq is ev's request's event
 // of ev's type on the branch.
 func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev ops.Event) bool {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	msg, err := s.stream.GetMsg(ctx, seq)
 	if err != nil || msg.Subject != s.subj.History(branchID) {
 		return false
@@ -479,7 +499,10 @@ func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	err = connloss.Err(ctx, err)
 	if err != nil && !jserr.WrongLastSequence(err) {
 		return nil, 0, fmt.Errorf("store: append %s event to branch %s: %w", ev.Type, branchID, err)
 	}
@@ -533,13 +556,22 @@ func (s *Store) Delete(ctx context.Context, branchID string) error {
 	if _, err := s.lastSeq(ctx, branchID); err != nil {
 		return err
 	}
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+	pctx, cancel := s.bounded(ctx)
+	defer cancel()
+	if err := connloss.Err(pctx, s.stream.Purge(pctx, jetstream.WithPurgeSubject(subject))); err != nil {
 		return fmt.Errorf("store: purge history of branch %s: %w", branchID, err)
 	}
 	// A snapshot left behind is harmless (Load finds no history, and a
 	// re-created branch replaces it), so failing here is only logged.
 	s.purgeKeys(ctx, branchID, branchID+".>")
 	return nil
+}
+
+// bounded returns ctx for one JetStream request: bounded by the Store's
+// request timeout, and cut short should the connection lose its server
+// meanwhile (see connloss).
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return connloss.Bound(ctx, s.js.Conn(), s.timeout)
 }
 
 func checkBranchID(id string) error {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 )
@@ -14,11 +15,13 @@ type Leaser struct{ l *leaser }
 
 // NewLeaserForTest returns the leaser a worker named owner would use.
 func NewLeaserForTest(js jetstream.JetStream, res *provision.Resources, owner string) Leaser {
-	return Leaser{lanesFor(InOrder, js, res, Config{Name: owner}).leaser}
+	h := newHealth(js.Conn(), res, DefaultHealthInterval, zerolog.Nop())
+	return Leaser{lanesFor(InOrder, js, res, Config{Name: owner}, h).leaser}
 }
 
 func (l Leaser) Acquire(ctx context.Context, branch string) (uint64, error) {
-	return l.l.acquire(ctx, branch)
+	seq, _, err := l.l.acquire(ctx, branch)
+	return seq, err
 }
 
 func (l Leaser) Renew(ctx context.Context, branch string, seq uint64) (uint64, error) {
@@ -28,6 +31,9 @@ func (l Leaser) Renew(ctx context.Context, branch string, seq uint64) (uint64, e
 func (l Leaser) Release(branch string, seq uint64) { l.l.release(branch, seq) }
 
 func (l Leaser) TTL() time.Duration { return l.l.ttl }
+
+// Owner is what the leaser's lease messages hold.
+func (l Leaser) Owner() string { return l.l.owner }
 
 // Fetches returns how many fetch requests w sent.
 func (w *Worker) Fetches() int64 { return w.fetches.Load() }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ type lane struct {
 	waiting []*ticket // by sequence
 
 	lease     uint64        // sequence of the lease held; 0: none
+	confirmed time.Time     // when the publish that last took or renewed it was sent
 	handovers int           // requests run in a row on the lease
 	wanted    bool          // another worker asked for the lease
 	stopRenew chan struct{} // closed when the lease is let go
@@ -41,8 +43,9 @@ type lane struct {
 type ticket struct {
 	branch string
 	seq    uint64
-	ready  chan struct{} // closed when the request may run
-	claim  bool          // the lane of a request id (claimKey), not a branch
+	ready  chan struct{}           // closed when the request may run
+	claim  bool                    // the lane of a request id (claimKey), not a branch
+	revoke context.CancelCauseFunc // stops the request when the lease is lost; guarded by lanes.mu
 }
 
 func newLanes() *lanes { return &lanes{m: make(map[string]*lane)} }

@@ -118,6 +118,14 @@ type Config struct {
 	// long stopping waits for the fetch loop. Default 1s.
 	FetchWait time.Duration
 
+	// HealthInterval is how often the worker checks, when nothing made it
+	// check sooner, that JetStream answers and that every stream,
+	// consumer and bucket it needs exists, creating again what is
+	// missing (see [Worker.Ready]). A failed request, a failed fetch, a
+	// readiness probe and the connection coming back make it check at
+	// once. Default DefaultHealthInterval; negative means only then.
+	HealthInterval time.Duration
+
 	// Logger receives the worker's logs. The zero value discards them.
 	Logger zerolog.Logger
 
@@ -189,7 +197,7 @@ const (
 
 // lanesFor returns the lanes of order (nil for Parallel), with leases
 // across workers when res has the leases stream.
-func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resources, cfg Config) *lanes {
+func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resources, cfg Config, h *health) *lanes {
 	if order == Parallel {
 		return nil
 	}
@@ -204,9 +212,12 @@ func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resource
 		if ttl <= 0 {
 			ttl = provision.DefaultLeaseTTL
 		}
-		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: cfg.Name,
-			pollFirst: leasePollFirst, pollMax: leasePollMax, waiting: map[string][]chan struct{}{},
-			log: cfg.Logger.With().Str("worker", cfg.Name).Logger()}
+		// The worker's name and this process's own token: a lease message
+		// that says so was written by this process and no other.
+		owner := cfg.Name + "/" + nuid.Next()
+		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: owner,
+			pollFirst: leasePollFirst, pollMax: leasePollMax, waiting: map[string][]chan struct{}{}, stale: map[string]uint64{},
+			log: cfg.Logger.With().Str("worker", cfg.Name).Logger(), health: h}
 		if cfg.leasePoll > 0 {
 			l.leaser.pollFirst, l.leaser.pollMax = cfg.leasePoll, cfg.leasePoll
 		}
@@ -272,6 +283,7 @@ type Worker struct {
 	slots   chan struct{}
 	cancels *cancels
 	lanes   *lanes // nil: requests of one branch run in parallel
+	health  *health
 
 	mu        sync.Mutex // guards started and the fields set by Start
 	started   bool
@@ -346,7 +358,12 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	if err != nil || requestLevel > zerolog.WarnLevel && requestLevel != zerolog.Disabled {
 		return nil, fmt.Errorf("%w: RequestLogLevel %q: want trace, debug, info, warn or disabled", ErrInvalidConfig, cfg.RequestLogLevel)
 	}
+	if cfg.HealthInterval == 0 {
+		cfg.HealthInterval = DefaultHealthInterval
+	}
 	cfg = cfg.WithIdentity()
+	log := cfg.Logger.With().Str("worker", cfg.Name).Logger()
+	hl := newHealth(nc, res, cfg.HealthInterval, log)
 	return &Worker{
 		nc:           nc,
 		js:           js,
@@ -355,7 +372,7 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 		codec:        codec,
 		h:            h,
 		cfg:          cfg,
-		log:          cfg.Logger.With().Str("worker", cfg.Name).Logger(),
+		log:          log,
 		builder:      protocol.EventBuilder{Source: cfg.Source},
 		ackWait:      ackWait,
 		maxDeliver:   maxDeliver,
@@ -363,7 +380,8 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 		consumer:     res.Workers,
 		slots:        make(chan struct{}, cfg.MaxInFlight),
 		cancels:      newCancels(),
-		lanes:        lanesFor(cfg.BranchOrder, js, res, cfg),
+		lanes:        lanesFor(cfg.BranchOrder, js, res, cfg, hl),
+		health:       hl,
 		stopped:      make(chan struct{}),
 	}, nil
 }
@@ -426,10 +444,18 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.hardCtx, w.hardStop = context.WithCancelCause(ctx)
 	w.fetchCtx, w.fetchStop = context.WithCancel(w.hardCtx)
+	healthCtx, stopHealth := context.WithCancel(w.hardCtx)
+	healthDone := make(chan struct{})
+	go func() {
+		defer close(healthDone)
+		w.health.run(healthCtx)
+	}()
 	w.wg.Add(1)
 	go w.loop()
 	go func() {
 		w.wg.Wait()
+		stopHealth()
+		<-healthDone
 		w.lanes.releaseAll()
 		_ = w.cancelSub.Unsubscribe()
 		if w.wantSub != nil {
@@ -571,11 +597,17 @@ func (w *Worker) loop() {
 			if created, ensureErr = w.ensureConsumer(); created {
 				w.log.Warn().Err(err).Str("consumer", w.res.Subjects.WorkersConsumer()).
 					Msg("the workers consumer did not exist; created it again")
+				w.health.noteTrouble()
 				continue
 			}
 		}
-		failures.warn(time.Now()).Err(err).AnErr("ensure_consumer", ensureErr).
-			Dur("retry_in", delay).Msg("fetch requests")
+		// A failure the health check explains (the connection lost, a
+		// stream missing) is its to log, once.
+		ev := w.log.Debug()
+		if !w.health.explain() {
+			ev = failures.warn(time.Now())
+		}
+		ev.Err(err).AnErr("ensure_consumer", ensureErr).Dur("retry_in", delay).Msg("fetch requests")
 		w.pause(delay)
 	}
 }
@@ -680,12 +712,32 @@ func (w *Worker) release(n int) {
 	}
 }
 
-// pause waits d, or until the fetch loop is to end.
+// pause waits d, or until the fetch loop is to end, or the connection is
+// back after it was lost, or the worker can serve again after it could
+// not.
 func (w *Worker) pause(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+	case <-w.health.connectionBack():
+	case <-w.health.servingAgain():
 	case <-w.fetchCtx.Done():
 	}
+}
+
+// Ready reports whether the worker can serve: nil when it runs, its
+// connection is up, JetStream answers and every stream, consumer and
+// bucket it needs exists; else an error wrapping ErrNotReady (or
+// ErrWorkerStopped) that says why. It asks JetStream (two API requests,
+// each bounded by ctx and provision.RequestTimeout), for a readiness
+// probe; a missing resource it finds is created again at once, by the
+// worker's health check.
+func (w *Worker) Ready(ctx context.Context) error {
+	select {
+	case <-w.stopped:
+		return ErrWorkerStopped
+	default:
+	}
+	return w.health.ready(ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/bus/internal/pending"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
@@ -91,6 +92,9 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		hctx, cancelDeadline = context.WithDeadline(hctx, deadline)
 		defer cancelDeadline()
 	}
+	if t != nil {
+		w.lanes.revocable(t, cancel)
+	}
 	remove, added := w.cancels.add(req.ID(), cancel)
 	switch added {
 	case wasCancelled:
@@ -104,7 +108,7 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 	case alreadyRunning:
 		// Another delivery of the same request (published twice without
 		// a message id) runs here: come back when it has been answered.
-		log.Info().Msg("request already running in this worker; delivery postponed")
+		w.health.info(log).Msg("request already running in this worker; delivery postponed")
 		_ = msg.NakWithDelay(w.cfg.Backoff.Delay(1))
 		return
 	}
@@ -169,6 +173,12 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		}
 	}
 
+	if err != nil {
+		var handedBack bool
+		if handedBack, err = w.handBack(hctx, msg, attempt, log, err); handedBack {
+			return
+		}
+	}
 	if err != nil && w.hardCtx.Err() != nil && !errors.Is(context.Cause(hctx), ErrCanceledByClient) {
 		if !w.lastDelivery(attempt) {
 			// The worker is stopping hard: hand the request back, to be
@@ -280,7 +290,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 	if acks != nil {
 		stored := make(chan error, 1)
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+			ctx, cancel := connloss.Bound(context.Background(), w.nc, publishTimeout)
 			defer cancel()
 			stored <- acks.Wait(ctx)
 		}()
@@ -291,7 +301,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 			}
 			settled = true
 			if aerr := <-stored; aerr != nil {
-				log.Warn().Err(aerr).Msg("events of the request not stored")
+				w.health.warn(log).Err(aerr).Msg("events of the request not stored")
 			}
 		}
 	}
@@ -319,9 +329,9 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		code, message, temporary := protocol.ErrorCode(err)
 		if temporary && (w.maxDeliver <= 0 || attempt < w.maxDeliver) {
 			delay := w.cfg.Backoff.Delay(attempt)
-			log.Warn().Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
+			w.health.warn(log).Err(err).Dur("retry_in", delay).Msg("temporary failure; request will be retried")
 			if nerr := msg.NakWithDelay(delay); nerr != nil {
-				log.Warn().Err(nerr).Msg("nak")
+				w.health.warn(log).Err(nerr).Msg("nak")
 			}
 			return
 		}
@@ -347,7 +357,7 @@ func (w *Worker) finish(msg jetstream.Msg, req *protocol.Request, res *ops.Resul
 		// Not stored: the request is retried, and a handler that already
 		// committed its work answers from history then.
 		delay := w.cfg.Backoff.Delay(attempt)
-		log.Warn().Err(perr).Dur("retry_in", delay).Msg("publish answer; request will be retried")
+		w.health.warn(log).Err(perr).Dur("retry_in", delay).Msg("publish answer; request will be retried")
 		_ = msg.NakWithDelay(delay)
 		return
 	}
@@ -412,7 +422,7 @@ func (w *Worker) reject(msg jetstream.Msg, ee *protocol.EventError, attempt int)
 // answerFromStore answers req with the answer stored for its id, if any,
 // and acknowledges it. It reports whether it did.
 func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log zerolog.Logger) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := connloss.Bound(context.Background(), w.nc, publishTimeout)
 	defer cancel()
 	stored, err := w.res.Results.GetLastMsgForSubject(ctx, w.subj.Reply(req.ID()))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -421,7 +431,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 	if err != nil {
 		// Cannot tell: run it. A handler that committed before answers
 		// from history.
-		log.Warn().Err(err).Msg("look up stored answer")
+		w.health.warn(log).Err(err).Msg("look up stored answer")
 		return false
 	}
 	// Send it again to the reply subject, for a client waiting there. On
@@ -439,7 +449,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 		log.Warn().Err(err).Msg("republish stored answer")
 		return false
 	}
-	log.Info().Msg("request answered before; stored answer sent again, not run")
+	w.health.info(log).Msg("request answered before; stored answer sent again, not run")
 	w.ack(msg, log)
 	return true
 }
@@ -447,7 +457,7 @@ func (w *Worker) answerFromStore(msg jetstream.Msg, req *protocol.Request, log z
 // publishAnswer stores ev on the default reply subject of id (when id is
 // known) and sends it to replyTo when that is another subject.
 func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := connloss.Bound(context.Background(), w.nc, publishTimeout)
 	defer cancel()
 	stored := ""
 	if id != "" {
@@ -459,7 +469,7 @@ func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
 		// One answer per request id, whichever worker publishes it.
 		m.Header.Set(jetstream.MsgIDHeader, "answer-"+id)
 		if _, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectStream(w.subj.ResultsStream())); err != nil {
-			return fmt.Errorf("store answer: %w", err)
+			return fmt.Errorf("store answer: %w", connloss.Err(ctx, err))
 		}
 	}
 	if replyTo != "" && replyTo != stored {
@@ -479,6 +489,6 @@ func (w *Worker) publishAnswer(id, replyTo string, ev *event.Event) error {
 // from the stored answer (the same event) without running again.
 func (w *Worker) ack(msg jetstream.Msg, log zerolog.Logger) {
 	if err := msg.Ack(); err != nil {
-		log.Warn().Err(err).Msg("ack")
+		w.health.warn(log).Err(err).Msg("ack")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus/provision"
 )
 
 // Config is what one run of the harness measures.
@@ -45,6 +47,10 @@ type Config struct {
 
 	// RequestTimeout bounds each request.
 	RequestTimeout time.Duration
+
+	// LeaseStorage is the storage of the leases stream ("file" or
+	// "memory"; "" means the provisioning default).
+	LeaseStorage string
 
 	// Phases names the phases to run ("a", "b", "c"); empty means all.
 	Phases []string
@@ -116,6 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Workers, "workers", def.Workers, "lionbus workers serving at once (each on its own connection)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
+	fs.StringVar(&cfg.LeaseStorage, "lease-storage", "", "storage of the leases stream: file or memory (default: the provisioning default, file)")
 	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&cfg.ProfilePhase, "profile-phase", "", "limit the CPU profile to this phase (a, b or c); default the whole run")
@@ -176,6 +183,9 @@ func (c Config) validate() error {
 	}
 	if c.ProfilePhase != "" && (c.CPUProfile == "" || !c.runs(c.ProfilePhase)) {
 		errs = append(errs, errors.New("-profile-phase needs -cpuprofile and a phase that runs"))
+	}
+	if c.LeaseStorage != "" && c.LeaseStorage != provision.LeasesOnFile && c.LeaseStorage != provision.LeasesInMemory {
+		errs = append(errs, fmt.Errorf("-lease-storage %q: want file or memory", c.LeaseStorage))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, errors.New("-concurrency must not be negative"))

@@ -101,6 +101,7 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 		}
 		svc, err := bus.Start(sctx, bus.Config{
 			Conn:      lionNC,
+			Provision: provision.Config{LeaseStorage: cfg.LeaseStorage},
 			Providers: provs,
 			Worker:    worker.Config{MaxInFlight: cfg.Concurrency},
 			Handler: func(eng *ops.Engine) worker.Handler {
