@@ -149,7 +149,6 @@ type Service struct {
 
 	mu       sync.Mutex
 	inflight map[string]map[*context.CancelFunc]struct{} // idempotency key -> handler cancels
-	runs     map[string]int                              // tool name -> handler runs
 }
 
 // Serve starts serving cfg's tools on nc: it validates the config (an
@@ -198,7 +197,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 		nc: nc, tools: map[string]*tool{}, cfg: cfg, codec: codec,
 		source: "/lionbus/tool/" + cfg.Name, sem: make(chan struct{}, cfg.MaxConcurrent),
 		done: make(chan struct{}), hbStop: make(chan struct{}), hbDone: make(chan struct{}),
-		inflight: map[string]map[*context.CancelFunc]struct{}{}, runs: map[string]int{},
+		inflight: map[string]map[*context.CancelFunc]struct{}{},
 	}
 	s.log = zerolog.Nop()
 	if cfg.Logger != nil {
@@ -402,15 +401,6 @@ func (s *Service) peerAlive() bool {
 // Stopped returns a channel closed once Stop has returned.
 func (s *Service) Stopped() <-chan struct{} { return s.done }
 
-// Runs returns how many times the handler of the named tool has been
-// started by this service (a repeated invocation answered from the results
-// bucket does not count).
-func (s *Service) Runs(name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs[name]
-}
-
 // Stats returns the micro service's statistics (what `nats micro stats`
 // shows): per tool, the invocations received, whether or not they ran the
 // handler.
@@ -521,10 +511,6 @@ func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out ops.Too
 	defer cancel()
 	untrack := s.track(inv.IdempotencyKey, &cancel)
 	defer untrack()
-	s.mu.Lock()
-	s.runs[t.Name]++
-	s.mu.Unlock()
-
 	res, err := safeCall(hctx, t.Handler, inv.Arguments)
 	if err != nil && hctx.Err() != nil {
 		// Stopped by its deadline or a cancel: the effect is unknown, so
