@@ -431,6 +431,11 @@ func (s *Service) Ready(ctx context.Context) error {
 // Stop drains the worker: no new requests; in-flight ones finish, or are
 // cancelled and left for redelivery when ctx ends first (see
 // [worker.Worker.Stop]).
+//
+// Stop follows lionbus's Stop convention (docs/architecture.md#stopping):
+// the first call stops and reports how that went; a later one waits until
+// the worker has stopped and returns nil, or ctx's error when ctx ends
+// first. Close, after it, may be called more than once too.
 func (s *Service) Stop(ctx context.Context) error {
 	if s.worker == nil {
 		return nil

@@ -36,10 +36,6 @@ const (
 // its [ServiceConfig] or a [Tool].
 var ErrInvalidConfig = errors.New("tools: invalid service config")
 
-// ErrStopped is returned by [Service.Stop] when the service was stopped
-// already.
-var ErrStopped = errors.New("tools: service stopped")
-
 // Handler runs one invocation of a tool: args are the invocation's
 // arguments, already checked against the tool's schema. Its output must be
 // JSON-encodable. A returned *ops.ToolError (see [Errorf]) is answered with
@@ -82,8 +78,9 @@ type ServiceConfig struct {
 	// when they are missing or changed (another replica that stopped
 	// removed them). 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
-	// Logger receives the service's log records. Nil means none.
-	Logger *zerolog.Logger
+	// Logger receives the service's log records. The zero value discards
+	// them.
+	Logger zerolog.Logger
 	// MaxConcurrent bounds how many handlers run at once; an invocation
 	// waits for a free slot until its deadline, then is answered
 	// CodeBusy. 0 means DefaultMaxConcurrent.
@@ -199,10 +196,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 		done: make(chan struct{}), hbStop: make(chan struct{}), hbDone: make(chan struct{}),
 		inflight: map[string]map[*context.CancelFunc]struct{}{},
 	}
-	s.log = zerolog.Nop()
-	if cfg.Logger != nil {
-		s.log = cfg.Logger.With().Str("service", cfg.Name).Logger()
-	}
+	s.log = cfg.Logger.With().Str("service", cfg.Name).Logger()
 	for _, t := range cfg.Tools {
 		tt, err := prepareTool(t, cfg, subj)
 		if err != nil {
@@ -348,14 +342,30 @@ func (s *Service) abort() {
 // Stop stops the service: it stops taking invocations, waits for the
 // running handlers until ctx ends (then cancels their contexts and waits
 // for them to return), and removes the registry entries of its tools unless
-// another replica of the service still answers. It returns ErrStopped when
-// called again.
+// another replica of the service still answers. It returns the failures
+// to unsubscribe, stop the micro service or remove an entry, joined.
+//
+// Stop follows lionbus's Stop convention (docs/architecture.md#stopping):
+// it may be called any number of times, from any goroutine. The first call
+// stops the service and reports how that went; a later one, during that
+// stop or after it, does nothing more: it waits until the service has
+// stopped and returns nil, or ctx's error (wrapped) when ctx ends first.
 func (s *Service) Stop(ctx context.Context) error {
 	s.gate.Lock()
 	first := s.stopped.CompareAndSwap(false, true)
 	s.gate.Unlock()
 	if !first {
-		return ErrStopped
+		select {
+		case <-s.done:
+			return nil
+		default:
+		}
+		select {
+		case <-s.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("tools: stop: %w", ctx.Err())
+		}
 	}
 	defer close(s.done)
 	close(s.hbStop)

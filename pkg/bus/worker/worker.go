@@ -313,8 +313,9 @@ type Worker struct {
 	lanes   *lanes // nil: requests of one branch run in parallel
 	health  *health
 
-	mu        sync.Mutex // guards started and the fields set by Start
+	mu        sync.Mutex // guards started, stopping and the fields set by Start
 	started   bool
+	stopping  bool                    // Stop was called
 	fetchStop context.CancelFunc      // ends the fetch loop (graceful stop)
 	hardStop  context.CancelCauseFunc // cancels running handlers
 	hardCtx   context.Context         // parent of every handler context
@@ -504,6 +505,22 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
+// awaitStopped waits until w has stopped (nil) or ctx ends (its error,
+// wrapped), whichever comes first; stopped wins when both have.
+func (w *Worker) awaitStopped(ctx context.Context) error {
+	select {
+	case <-w.stopped:
+		return nil
+	default:
+	}
+	select {
+	case <-w.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("worker: worker stop: %w", ctx.Err())
+	}
+}
+
 func (w *Worker) closeStopped() { w.closeOnce.Do(func() { close(w.stopped) }) }
 
 // Stopped returns a channel that is closed when the worker has stopped:
@@ -522,21 +539,27 @@ func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
 // It returns nil when every running request finished, ErrDrainTimeout
 // (wrapped) when some had to be cancelled, or ctx's error when ctx ended
 // before the handlers returned. Stop on a worker never started returns nil.
-// It is safe to call more than once.
+//
+// Stop follows lionbus's Stop convention (docs/architecture.md#stopping):
+// it may be called any number of times, from any goroutine. The first call
+// stops the worker and reports how that went; a later one, during that
+// stop or after it, does nothing more: it waits until the worker has
+// stopped and returns nil, or ctx's error (wrapped) when ctx ends first.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started {
 		// Never started: there is nothing to drain, and it cannot start.
-		w.started = true
+		w.started, w.stopping = true, true
 		w.mu.Unlock()
 		w.closeStopped()
 		return nil
 	}
+	first := !w.stopping
+	w.stopping = true
 	fetchStop, hardStop := w.fetchStop, w.hardStop
 	w.mu.Unlock()
-	if fetchStop == nil { // Start failed
-		<-w.stopped
-		return nil
+	if !first || fetchStop == nil { // stopping already, or Start failed
+		return w.awaitStopped(ctx)
 	}
 
 	fetchStop()
