@@ -50,10 +50,10 @@ type delivery struct {
 	done []func() // run when the delivery is finished, last first
 }
 
-// defer_ has f run when d is finished, before what was deferred earlier.
-func (d *delivery) defer_(f func()) { d.done = append(d.done, f) }
+// later has f run when d is finished, before what was added earlier.
+func (d *delivery) later(f func()) { d.done = append(d.done, f) }
 
-// finished runs what the phases deferred, last first.
+// finished runs what the phases added with later, last first.
 func (d *delivery) finished() {
 	for i := len(d.done) - 1; i >= 0; i-- {
 		d.done[i]()
@@ -114,7 +114,7 @@ func (w *Worker) handle(d *delivery) {
 		// Left as soon as the handler returned (see execute), so that the
 		// next request of the branch runs while this one is answered;
 		// leaving twice is harmless.
-		d.defer_(func() { w.lanes.leave(d.ticket) })
+		d.later(func() { w.lanes.leave(d.ticket) })
 	}
 	if d.decodeErr != nil {
 		w.reject(d)
@@ -140,11 +140,11 @@ func (w *Worker) open(d *delivery) {
 	d.start = time.Now()
 	d.log = w.log.With().Str("request", d.req.ID()).Str("verb", d.req.Verb).Str("branch", d.req.BranchID).Int("attempt", d.attempt).Logger()
 	ctx, cancel := context.WithCancelCause(w.hardCtx)
-	d.defer_(func() { cancel(nil) })
+	d.later(func() { cancel(nil) })
 	if d.deadline = w.deadline(d.req); !d.deadline.IsZero() {
 		var cancelDeadline context.CancelFunc
 		ctx, cancelDeadline = context.WithDeadline(ctx, d.deadline)
-		d.defer_(cancelDeadline)
+		d.later(cancelDeadline)
 	}
 	d.ctx, d.cancel = ctx, cancel
 	if d.ticket != nil {
@@ -174,8 +174,8 @@ func (w *Worker) register(d *delivery) (settled bool) {
 		_ = d.msg.NakWithDelay(w.cfg.Backoff.Delay(1))
 		return true
 	}
-	d.defer_(remove)
-	d.defer_(w.keepAlive(d.msg, d.req.ID()))
+	d.later(remove)
+	d.later(w.keepAlive(d.msg, d.req.ID()))
 	return false
 }
 
@@ -241,7 +241,7 @@ func (w *Worker) execute(d *delivery) (settled bool) {
 	op.LastAttempt = w.lastDelivery(d.attempt)
 	if w.cfg.Events != nil {
 		d.events = w.cfg.Events.Open(d.req.ID())
-		d.defer_(func() {
+		d.later(func() {
 			if d.events != nil {
 				// Not awaited (handed back): close the batch at once.
 				ctx, cancel := context.WithCancel(context.Background())
