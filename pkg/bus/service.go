@@ -432,10 +432,10 @@ func (s *Service) Ready(ctx context.Context) error {
 // cancelled and left for redelivery when ctx ends first (see
 // [worker.Worker.Stop]).
 //
-// Stop follows lionbus's Stop convention (docs/architecture.md#stopping):
-// the first call stops and reports how that went; a later one waits until
-// the worker has stopped and returns nil, or ctx's error when ctx ends
-// first. Close, after it, may be called more than once too.
+// Stop follows lionbus's Stop convention (docs/architecture.md, "Stopping
+// and logging"): the first call stops and reports how that went; a later
+// one waits until the worker has stopped and returns nil, or ctx's error
+// when ctx ends first. Close, after it, may be called more than once too.
 func (s *Service) Stop(ctx context.Context) error {
 	if s.worker == nil {
 		return nil

@@ -12,10 +12,10 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
-// TestService_stop_convention checks that a Service's Stop, and Close
-// after it, may be called again (docs/architecture.md#stopping): a later
-// Stop returns nil once the worker has stopped, or ctx's error when ctx
-// ends first; a Service that holds no worker stops at once.
+// TestService_stop_convention checks that a Service's Stop, and Close after
+// it, may be called again ("Stopping and logging" in docs/architecture.md):
+// a later Stop returns nil once the worker has stopped, or ctx's error when
+// ctx ends first; a Service that holds no worker stops at once.
 func TestService_stop_convention(t *testing.T) {
 	t.Parallel()
 	canceled, cancel := context.WithCancel(context.Background())

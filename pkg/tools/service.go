@@ -345,11 +345,12 @@ func (s *Service) abort() {
 // another replica of the service still answers. It returns the failures
 // to unsubscribe, stop the micro service or remove an entry, joined.
 //
-// Stop follows lionbus's Stop convention (docs/architecture.md#stopping):
-// it may be called any number of times, from any goroutine. The first call
-// stops the service and reports how that went; a later one, during that
-// stop or after it, does nothing more: it waits until the service has
-// stopped and returns nil, or ctx's error (wrapped) when ctx ends first.
+// Stop follows lionbus's Stop convention (docs/architecture.md, "Stopping
+// and logging"): it may be called any number of times, from any
+// goroutine. The first call stops the service and reports how that went;
+// a later one, during that stop or after it, does nothing more: it waits
+// until the service has stopped and returns nil, or ctx's error (wrapped)
+// when ctx ends first.
 func (s *Service) Stop(ctx context.Context) error {
 	s.gate.Lock()
 	first := s.stopped.CompareAndSwap(false, true)

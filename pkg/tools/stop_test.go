@@ -11,9 +11,9 @@ import (
 )
 
 // TestService_stop_convention checks what a Stop after the first does (see
-// Service.Stop and docs/architecture.md#stopping): nothing more than wait
-// for the service to stop, then return nil, or ctx's error when ctx ends
-// first; it never cuts the first stop's drain short.
+// Service.Stop and "Stopping and logging" in docs/architecture.md): nothing
+// more than wait for the service to stop, then return nil, or ctx's error
+// when ctx ends first; it never cuts the first stop's drain short.
 func TestService_stop_convention(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

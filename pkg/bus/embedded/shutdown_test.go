@@ -12,9 +12,9 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 )
 
-// TestServer_shutdown_convention checks that Shutdown, the embedded
-// server's Stop (docs/architecture.md#stopping), may be called again,
-// after it returned or at the same time: every call returns once the
+// TestServer_shutdown_convention checks that Shutdown, the embedded server's
+// Stop ("Stopping and logging" in docs/architecture.md), may be called
+// again, after it returned or at the same time: every call returns once the
 // server is down and its temporary store gone, and none fails.
 func TestServer_shutdown_convention(t *testing.T) {
 	t.Parallel()

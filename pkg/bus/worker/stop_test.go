@@ -14,9 +14,9 @@ import (
 )
 
 // TestWorker_stop_convention checks what a Stop after the first does (see
-// Worker.Stop and docs/architecture.md#stopping): nothing more than wait
-// for the worker to stop, then return nil, or ctx's error when ctx ends
-// first; it never cuts the first stop's drain short.
+// Worker.Stop and "Stopping and logging" in docs/architecture.md): nothing
+// more than wait for the worker to stop, then return nil, or ctx's error
+// when ctx ends first; it never cuts the first stop's drain short.
 func TestWorker_stop_convention(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -540,11 +540,12 @@ func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
 // (wrapped) when some had to be cancelled, or ctx's error when ctx ended
 // before the handlers returned. Stop on a worker never started returns nil.
 //
-// Stop follows lionbus's Stop convention (docs/architecture.md#stopping):
-// it may be called any number of times, from any goroutine. The first call
-// stops the worker and reports how that went; a later one, during that
-// stop or after it, does nothing more: it waits until the worker has
-// stopped and returns nil, or ctx's error (wrapped) when ctx ends first.
+// Stop follows lionbus's Stop convention (docs/architecture.md, "Stopping
+// and logging"): it may be called any number of times, from any
+// goroutine. The first call stops the worker and reports how that went; a
+// later one, during that stop or after it, does nothing more: it waits
+// until the worker has stopped and returns nil, or ctx's error (wrapped)
+// when ctx ends first.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started {
