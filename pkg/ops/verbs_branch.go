@@ -144,7 +144,7 @@ func (e *Engine) branchClone(ctx context.Context, req Request) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	settings := src.Settings.clone()
+	settings := cloneSettings(src.Settings)
 	settings.ProviderSession = ""
 	ev := Event{
 		Type: EventCreated, RequestID: req.ID, Time: e.clock(), BranchID: id,
