@@ -51,13 +51,17 @@ type Command struct {
 	// Name is the NAME of cli:NAME ([ops.ValidID]).
 	Name string
 	// Argv is the program and its leading arguments. The provider appends
-	// Claude Code's: -p PROMPT --output-format stream-json --verbose, then
-	// --resume ID and the system prompt flag when they apply.
+	// its format's (see [ArgsFor]); Claude Code's are -p PROMPT
+	// --output-format stream-json --verbose, then --resume ID and the
+	// system prompt flag when they apply.
 	Argv []string
 	// Dir is the working directory; "" means the worker's.
 	Dir string
 	// Env is added to the worker's environment (KEY=VALUE each).
 	Env []string
+	// Format is the CLI's output format and arguments; "" means the one
+	// DetectFormat finds from Argv.
+	Format Format
 }
 
 // ParseCommand parses "NAME=COMMAND" (the worker's --cli flag): COMMAND is
@@ -157,6 +161,14 @@ func New(cmds ...Command) (*Provider, error) {
 		if !ops.ValidID(c.Name) || len(c.Argv) == 0 || c.Argv[0] == "" {
 			return nil, fmt.Errorf("%w: %q needs a valid name and a command", ErrInvalidCommand, c.Name)
 		}
+		f, err := ParseFormat(string(c.Format))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		if f == "" {
+			f = DetectFormat(c.Argv)
+		}
+		c.Format = f
 		if _, dup := p.cmds[c.Name]; dup {
 			return nil, fmt.Errorf("%w: %q is defined twice", ErrInvalidCommand, c.Name)
 		}
@@ -267,7 +279,7 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	argv := append(append([]string(nil), c.Argv...), Args(call)...)
+	argv := append(append([]string(nil), c.Argv...), ArgsFor(c.Format, call)...)
 	env := append(os.Environ(), c.Env...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if p.NoReaper {
@@ -306,7 +318,7 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 	defer stopWatch()
 
 	var (
-		dec      Decoder
+		dec      = NewDecoder(c.Format)
 		text     strings.Builder
 		session  string
 		usage    *ops.Usage

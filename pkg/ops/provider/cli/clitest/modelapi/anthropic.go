@@ -78,7 +78,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		for _, b := range bs {
 			switch b.Type {
 			case "text":
-				if !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
+				if !cliNote(b.Text) {
 					texts = append(texts, b.Text)
 				}
 			case "tool_result":

@@ -8,6 +8,7 @@ package modelapi
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -107,4 +108,10 @@ func pieces(text string, n int) []string {
 		text = text[i:]
 	}
 	return out
+}
+
+// cliNote reports whether a user text is one the CLI adds of its own (a
+// <system-reminder>, an <environment_context>...), not the prompt.
+func cliNote(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), "<")
 }
