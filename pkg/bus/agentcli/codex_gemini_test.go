@@ -1,6 +1,8 @@
 package agentcli_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
@@ -30,11 +32,20 @@ func codexCommand(t *testing.T, api *modelapi.Server, mark string) cli.Command {
 // allowed by name, the Gemini API at the loopback server.
 func geminiCommand(t *testing.T, api *modelapi.Server, mark string) cli.Command {
 	home := t.TempDir()
+	// With GOOGLE_GEMINI_BASE_URL alone the CLI picks its "gateway" auth,
+	// which -p refuses: the API key auth is chosen in the settings.
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return cli.Command{
 		Name: "agent",
 		Argv: []string{clitest.AgentCLI(t, "gemini"), "--allowed-tools", "run_shell_command", "-m", "gemini-2.5-flash"},
 		Dir:  t.TempDir(),
-		Env:  []string{"HOME=" + home, "GEMINI_API_KEY=lionbus-test-key", "GOOGLE_GEMINI_BASE_URL=" + api.URL, mark},
+		Env:  []string{"HOME=" + home, "GEMINI_API_KEY=lionbus-test-key", "GOOGLE_GEMINI_BASE_URL=" + api.URL, "GEMINI_CLI_TRUST_WORKSPACE=true", mark},
 	}
 }
 
@@ -65,4 +76,32 @@ func TestCodex_cancel_mid_tool(t *testing.T) {
 func TestCodex_api_error(t *testing.T) {
 	t.Parallel()
 	checkAPIError(t, newAgentBus(t, codexCommand, modelapi.NewOpenAI))
+}
+
+// geminiTool is how the Gemini CLI reports the TOOL call: the model's
+// tool, under an id of the CLI's (the tool's name and the model's id).
+var geminiTool = toolWant{id: "run_shell_command__toolu_lb_echo", name: "run_shell_command", input: "command", deltas: true}
+
+// The real Gemini CLI through run: tool call and result, then a resume.
+func TestGemini_run_tool_then_resume(t *testing.T) {
+	t.Parallel()
+	checkResume(t, newAgentBus(t, geminiCommand, modelapi.NewGemini), geminiTool)
+}
+
+// The real Gemini CLI through operate's run_and_collect middle.
+func TestGemini_operate_run_and_collect(t *testing.T) {
+	t.Parallel()
+	checkOperate(t, newAgentBus(t, geminiCommand, modelapi.NewGemini), geminiTool)
+}
+
+// The real Gemini CLI: a cancel mid-tool leaves no process.
+func TestGemini_cancel_mid_tool(t *testing.T) {
+	t.Parallel()
+	checkCancelMidTool(t, newAgentBus(t, geminiCommand, modelapi.NewGemini))
+}
+
+// The real Gemini CLI: an API error is run.failed with its message.
+func TestGemini_api_error(t *testing.T) {
+	t.Parallel()
+	checkAPIError(t, newAgentBus(t, geminiCommand, modelapi.NewGemini))
 }
