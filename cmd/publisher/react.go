@@ -10,7 +10,7 @@ import (
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // interpretCommand is "publisher interpret": the interpret verb, a raw
@@ -148,8 +148,8 @@ func renderAnalyses(w io.Writer, analyses []json.RawMessage) {
 func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request, opts []client.SubmitOption, stdout, stderr io.Writer) int {
 	var rounds int
 	asJSON := &chunkPrinter{w: stdout, json: true}
-	onChunk := func(c ops.Chunk) error {
-		if c.Kind != ops.ChunkRound {
+	onChunk := func(c wire.Chunk) error {
+		if c.Kind != wire.ChunkRound {
 			return nil
 		}
 		if o.JSON {
@@ -167,7 +167,7 @@ func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request
 		return exitNoAnswer
 	}
 	// The rounds are printed already: only the answer is left.
-	return printAnswer(o, reply, stdout, stderr, func(res *ops.Result) {
+	return printAnswer(o, reply, stdout, stderr, func(res *wire.Result) {
 		fmt.Fprintln(stdout, valueText(res.Value))
 	})
 }

@@ -151,9 +151,10 @@ func (w *Worker) handle(msg jetstream.Msg, req *protocol.Request, decodeErr erro
 		err = context.DeadlineExceeded
 	}
 	if err == nil {
-		op := req.Op()
-		op.Attempt = attempt
-		op.LastAttempt = w.lastDelivery(attempt)
+		op := ops.Request{
+			ID: req.ID(), Verb: req.Verb, BranchID: req.BranchID, Data: req.Data, TraceParent: req.TraceParent,
+			Attempt: attempt, LastAttempt: w.lastDelivery(attempt),
+		}
 		acks = &pending.Acks{}
 		var tctx context.Context
 		var endSpan func(error)
