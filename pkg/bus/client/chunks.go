@@ -34,12 +34,6 @@ func (c *Client) Follow(ctx context.Context, id string, from uint64, fn func(wir
 	return c.follow(ctx, w, from, fn, true)
 }
 
-// Run submits a run request (verb "run") on branchID and follows its
-// chunks (see [Client.Follow]); it returns the request id with the answer.
-func (c *Client) Run(ctx context.Context, branchID string, data any, fn func(wire.Chunk) error, opts ...SubmitOption) (string, *Reply, error) {
-	return c.Stream(ctx, "run", branchID, data, fn, opts...)
-}
-
 // Stream submits a request for verb and follows its chunks (see
 // [Client.Follow]): run, or communicate and operate with "stream": true.
 func (c *Client) Stream(ctx context.Context, verb, branchID string, data any, fn func(wire.Chunk) error, opts ...SubmitOption) (string, *Reply, error) {

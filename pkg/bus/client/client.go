@@ -541,7 +541,7 @@ type Reply struct {
 	Event event.Event
 	// Type is the event type.
 	Type string
-	// Data is the event data: an wire.Result as JSON for a result, an
+	// Data is the event data: a wire.Result as JSON for a result, an
 	// ErrorData for an error.
 	Data json.RawMessage
 }
@@ -558,7 +558,7 @@ func (r *Reply) Err() error {
 	return &RemoteError{Code: d.Code, Message: d.Message, RequestID: d.RequestID}
 }
 
-// Result decodes the answer as an wire.Result; for an error answer it
+// Result decodes the answer as a wire.Result; for an error answer it
 // returns the *RemoteError.
 func (r *Reply) Result() (*wire.Result, error) {
 	if err := r.Err(); err != nil {
