@@ -78,7 +78,13 @@ func reactCommand() command {
 					return err
 				}
 				req.verb = "react"
-				if err := ex.apply(req.data); err != nil {
+				// The exchange flags are react's fields too (it has no
+				// plain content, which they never set).
+				var ask wire.ChatRequest
+				if err := ex.apply(&ask); err != nil {
+					return err
+				}
+				if err := req.set(ask); err != nil {
 					return err
 				}
 				for key, v := range map[string]string{"analysis_model": *analysis, "interpret_model": *imodel} {

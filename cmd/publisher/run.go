@@ -39,18 +39,21 @@ func runCommand() command {
 					*instruction = args[0]
 				}
 				req.verb = "run"
-				setString(req.data, "instruction", *instruction)
-				if err := setModel(req.data, "chat_model", *chat); err != nil {
+				var d wire.RunRequest
+				if *instruction != "" {
+					d.Instruction = *instruction
+				}
+				var err error
+				if d.ChatModel, err = modelFlag("chat-model", *chat); err != nil {
 					return err
 				}
-				if *persist || *persistDir != "" {
-					req.data["stream_persist"] = true
-				}
+				d.StreamPersist = *persist || *persistDir != ""
 				if *persistDir != "" {
-					req.data["stream_persist_dir"] = *persistDir
+					d.StreamPersistDir = persistDir
 				}
-				if *clear {
-					req.data["clear_messages"] = true
+				d.ClearMessages = *clear
+				if err := req.set(d); err != nil {
+					return err
 				}
 				if _, ok := req.data["instruction"]; !ok {
 					if _, ok := req.data["plain_content"]; !ok {

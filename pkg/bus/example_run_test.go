@@ -68,7 +68,7 @@ func Example_run() {
 	}
 
 	req := wire.RunRequest{}
-	req.Instruction.Instruction = "hello"
+	req.Instruction = "hello"
 	res, err := cl.Run(ctx, "agent", req, func(c wire.Chunk) error {
 		fmt.Printf("chunk %d: %s %q\n", c.Seq, c.Kind, c.Content)
 		return nil

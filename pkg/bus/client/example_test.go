@@ -64,7 +64,7 @@ func ExampleClient_Communicate() {
 	fmt.Println("created", created.Value.ID, "with", created.Value.Settings.ChatModel)
 
 	req := wire.CommunicateRequest{}
-	req.Instruction.Instruction = "Say hello."
+	req.Instruction = "Say hello."
 	res, err := cl.Communicate(ctx, "demo", req)
 	if err != nil {
 		fmt.Println(err)
@@ -112,7 +112,7 @@ func ExampleClient_Operate() {
 	}
 
 	req := wire.OperateRequest{}
-	req.Instruction.Instruction = "The largest city of France, and its population."
+	req.Instruction = "The largest city of France, and its population."
 	req.ResponseFormat = json.RawMessage(`{"type": "object",
 		"properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
 		"required": ["city", "population"]}`)
@@ -133,7 +133,7 @@ func ExampleClient_Operate() {
 
 	// Invalid data is refused by the worker before any model call.
 	bad := wire.OperateRequest{}
-	bad.Instruction.Instruction = "Again."
+	bad.Instruction = "Again."
 	bad.HandleValidation = "ignore"
 	_, err = cl.Operate(ctx, "geo", bad)
 	fmt.Println(err.(*client.RemoteError).Code)
@@ -158,7 +158,7 @@ func ExampleClient_BranchHistory() {
 		return
 	}
 	req := wire.ChatAndRecordRequest{}
-	req.Instruction.Instruction = "Note this."
+	req.Instruction = "Note this."
 	rec, err := cl.ChatAndRecord(ctx, "log", req)
 	if err != nil {
 		fmt.Println(err)
