@@ -6,6 +6,9 @@ import (
 	"errors"
 	"net"
 	"os"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // MaxParseRetries is the upper clamp of num_parse_retries (ADR-0021 D3);
@@ -18,19 +21,19 @@ const (
 // chatData is the request data shared by chat, chat_and_record and
 // communicate; the field names are the ADR's parameter names.
 type chatData struct {
-	Instruction     any             `json:"instruction"`
-	Guidance        any             `json:"guidance"`
-	Context         any             `json:"context"`
-	ResponseFormat  json.RawMessage `json:"response_format"`
-	ChatModel       *ModelRef       `json:"chat_model"`
-	ParseModel      *ModelRef       `json:"parse_model"`
-	SkipValidation  bool            `json:"skip_validation"`
-	ClearMessages   bool            `json:"clear_messages"`
-	RequestFields   json.RawMessage `json:"request_fields"`
-	NumParseRetries *int            `json:"num_parse_retries"`
-	Sender          string          `json:"sender"`
-	Recipient       string          `json:"recipient"`
-	PlainContent    string          `json:"plain_content"`
+	Instruction     any               `json:"instruction"`
+	Guidance        any               `json:"guidance"`
+	Context         any               `json:"context"`
+	ResponseFormat  json.RawMessage   `json:"response_format"`
+	ChatModel       *history.ModelRef `json:"chat_model"`
+	ParseModel      *history.ModelRef `json:"parse_model"`
+	SkipValidation  bool              `json:"skip_validation"`
+	ClearMessages   bool              `json:"clear_messages"`
+	RequestFields   json.RawMessage   `json:"request_fields"`
+	NumParseRetries *int              `json:"num_parse_retries"`
+	Sender          string            `json:"sender"`
+	Recipient       string            `json:"recipient"`
+	PlainContent    string            `json:"plain_content"`
 	// Stream asks for the model's answer as chunks too, on the request's
 	// chunk stream, as it arrives (a provider that cannot stream answers
 	// at once); the result is the same.
@@ -55,7 +58,7 @@ type chatData struct {
 
 // check validates the decoded data and fills the derived fields.
 func (d *chatData) check() error {
-	if isEmpty(d.Instruction) && d.PlainContent == "" {
+	if jsonval.IsEmpty(d.Instruction) && d.PlainContent == "" {
 		return Errorf(CodeInvalidRequest, "data.instruction is required (or data.plain_content)")
 	}
 	switch d.Instruction.(type) {
@@ -125,8 +128,8 @@ func (d *chatData) parseSpec() *parseSpec {
 }
 
 // spec builds the instruction of the request.
-func (d *chatData) spec() InstructionSpec {
-	s := InstructionSpec{
+func (d *chatData) spec() history.InstructionSpec {
+	s := history.InstructionSpec{
 		Instruction: d.Instruction, Guidance: d.Guidance, Context: asList(d.Context),
 		ResponseFormat: d.schema, ToolSchemas: d.tools, PlainContent: d.PlainContent,
 		Sender: d.Sender, Recipient: d.Recipient,
@@ -136,7 +139,7 @@ func (d *chatData) spec() InstructionSpec {
 
 // models resolves the chat and parse models: the request's override, else
 // the branch's, and the parse model defaults to the chat model.
-func (d *chatData) models(b *Branch) (chat, parse ModelRef, err error) {
+func (d *chatData) models(b *history.Branch) (chat, parse history.ModelRef, err error) {
 	switch {
 	case d.ChatModel != nil:
 		chat = *d.ChatModel
@@ -174,7 +177,7 @@ func (e *Engine) observeCall(ctx context.Context, call Call, f func(context.Cont
 // complete makes one model call of an operation; calls counts the calls the
 // operation already made (for Call.Index); tools, when given, are offered
 // to the model natively (Call.Tools).
-func (e *Engine) complete(ctx context.Context, req Request, b *Branch, model ModelRef, msgs Prompt, instruction string, calls uint64, tools ...ToolSpec) (*Completion, error) {
+func (e *Engine) complete(ctx context.Context, req Request, b *history.Branch, model history.ModelRef, msgs Prompt, instruction string, calls uint64, tools ...ToolSpec) (*Completion, error) {
 	prov, err := e.providers.Lookup(model.Provider)
 	if err != nil {
 		return nil, Errorf(CodeInvalidRequest, "model %s: %v", model.String(), err)
@@ -220,20 +223,20 @@ func isTimeout(err error) bool {
 }
 
 // assistantMessage records a completion.
-func (e *Engine) assistantMessage(model ModelRef, comp *Completion) Message {
+func (e *Engine) assistantMessage(model history.ModelRef, comp *Completion) history.Message {
 	var raw any
 	if len(comp.Raw) > 0 {
 		if err := json.Unmarshal(comp.Raw, &raw); err != nil {
 			raw = string(comp.Raw)
 		}
 	}
-	m := NewAssistantResponse(comp.Text, raw, e.clock())
+	m := history.NewAssistantResponse(comp.Text, raw, e.clock())
 	if m.Metadata == nil {
 		m.Metadata = map[string]any{}
 	}
-	m.Metadata[MetaModel] = model.String()
+	m.Metadata[history.MetaModel] = model.String()
 	if comp.Usage != nil {
-		m.Metadata[MetaUsage] = map[string]any{
+		m.Metadata[history.MetaUsage] = map[string]any{
 			"input_tokens": comp.Usage.InputTokens, "output_tokens": comp.Usage.OutputTokens,
 			"total_tokens": comp.Usage.TotalTokens,
 		}
@@ -241,7 +244,7 @@ func (e *Engine) assistantMessage(model ModelRef, comp *Completion) Message {
 	if len(comp.ToolCalls) > 0 {
 		calls := make([]any, len(comp.ToolCalls))
 		for i, tc := range comp.ToolCalls {
-			calls[i] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": copyMap(tc.Arguments)}
+			calls[i] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": jsonval.CopyMap(tc.Arguments)}
 		}
 		m.Metadata["tool_calls"] = calls
 	}
@@ -264,12 +267,12 @@ func addUsage(total **Usage, u *Usage) {
 // exchange runs one chat turn on b without recording it: it builds the
 // instruction and the prompt and calls the chat model.
 type exchange struct {
-	branch *Branch
+	branch *history.Branch
 	data   *chatData
-	chat   ModelRef
-	parse  ModelRef
-	ins    Message
-	res    Message
+	chat   history.ModelRef
+	parse  history.ModelRef
+	ins    history.Message
+	res    history.Message
 	comp   *Completion
 	usage  *Usage
 	calls  uint64
@@ -315,12 +318,12 @@ func (e *Engine) prepareData(ctx context.Context, req Request, d *chatData) (*ex
 // run calls the chat model once with the branch history (or none, when
 // clear_messages) followed by the instruction.
 func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
-	history := x.branch.Messages
+	past := x.branch.Messages
 	if x.data.ClearMessages {
-		history = nil
+		past = nil
 	}
-	x.ins = NewInstructionMessage(x.data.spec(), e.clock())
-	msgs, err := e.prompt(x, history)
+	x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
+	msgs, err := e.prompt(x, past)
 	if err != nil {
 		return err
 	}
@@ -387,20 +390,20 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 // one deleted and created again under the same id receives the exchange
 // (a limitation: stores append by branch id, not by branch incarnation).
 func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Result, operr *Error) (*Result, error) {
-	ev := Event{Messages: []Message{x.ins, x.res}, Clear: x.data.ClearMessages, ModelCalls: x.calls}
+	ev := history.Event{Messages: []history.Message{x.ins, x.res}, Clear: x.data.ClearMessages, ModelCalls: x.calls}
 	return e.commitEvent(ctx, req, x.branch.ID, ev, res, operr)
 }
 
 // commitEvent is commit for any operation: it appends ev (its Messages,
 // Clear and ModelCalls; the rest is filled in) as the EventMessages of req
 // on branchID, with the outcome, then emits message.added per message.
-func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, ev Event, res *Result, operr *Error) (*Result, error) {
+func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, ev history.Event, res *Result, operr *Error) (*Result, error) {
 	outcome, err := encodeOutcome(res, operr)
 	if err != nil {
 		return nil, err
 	}
 	msgs := ev.Messages
-	ev.Type, ev.RequestID, ev.Time, ev.BranchID, ev.Result = EventMessages, req.ID, e.clock(), branchID, outcome
+	ev.Type, ev.RequestID, ev.Time, ev.BranchID, ev.Result = history.EventMessages, req.ID, e.clock(), branchID, outcome
 	seq, dup, err := e.appendOnce(ctx, branchID, ev)
 	if err != nil {
 		return nil, err
@@ -422,11 +425,11 @@ func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, 
 // redelivery, or a concurrent copy that was first), it appends nothing and
 // returns the sequence of the committed event with dup true. Store errors
 // come back as the errors to answer with.
-func (e *Engine) appendOnce(ctx context.Context, branchID string, ev Event) (seq uint64, dup bool, err error) {
+func (e *Engine) appendOnce(ctx context.Context, branchID string, ev history.Event) (seq uint64, dup bool, err error) {
 	id := ev.RequestID
 	nb, err := e.store.Append(ctx, branchID, ev)
 	switch {
-	case errors.Is(err, ErrAlreadyCommitted):
+	case errors.Is(err, history.ErrAlreadyCommitted):
 		ok := false
 		if nb != nil {
 			seq, ok = nb.Commits.Seq(id)
@@ -440,7 +443,7 @@ func (e *Engine) appendOnce(ctx context.Context, branchID string, ev Event) (seq
 			}
 		}
 		return seq, true, nil
-	case errors.Is(err, ErrBranchNotFound):
+	case errors.Is(err, history.ErrBranchNotFound):
 		return 0, false, Errorf(CodeBranchNotFound, "branch %q was deleted during the request", branchID)
 	case err != nil:
 		return 0, false, storeErr("append", err)
@@ -485,14 +488,14 @@ func (e *Engine) replayCommitted(ctx context.Context, req Request, seq uint64, s
 // replayCommittedAfter is replayCommitted for an operation that recorded
 // the messages before in an earlier stage event (run's instruction): their
 // message.added signals come first, as when it ran.
-func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before []Message, seq uint64, sig replaySignals) (*Result, error) {
+func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before []history.Message, seq uint64, sig replaySignals) (*Result, error) {
 	ev, err := e.committedEvent(ctx, req.BranchID, req.ID, seq)
 	if err != nil {
 		return nil, err
 	}
 	res, oerr := committedOutcome(ev.Result, req)
 	messagesAdded := func() {
-		for _, msgs := range [][]Message{before, ev.Messages} {
+		for _, msgs := range [][]history.Message{before, ev.Messages} {
 			for i := range msgs {
 				e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: req.BranchID, RequestID: req.ID, Message: &msgs[i]})
 			}
@@ -515,7 +518,7 @@ func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before [
 
 // committedEvent reads the event at seq of branchID's history, which the
 // branch's commits say requestID recorded.
-func (e *Engine) committedEvent(ctx context.Context, branchID, requestID string, seq uint64) (*Event, error) {
+func (e *Engine) committedEvent(ctx context.Context, branchID, requestID string, seq uint64) (*history.Event, error) {
 	evs, err := e.store.History(ctx, branchID, seq-1, 1)
 	if err != nil {
 		return nil, storeErr("history", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/rs/zerolog"
 )
 
@@ -54,7 +55,7 @@ type Config struct {
 	// rounds; tests set it to run that schedule without waiting.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Store holds branches. Required.
-	Store Store
+	Store history.Store
 	// ContextProviders are offered the action responses of every operate
 	// (see [ContextProvider]).
 	ContextProviders []ContextProvider
@@ -74,11 +75,11 @@ type Config struct {
 	RunLogDir string
 }
 
-// Engine runs operation requests against a [Store] and model [Provider]s.
+// Engine runs operation requests against a [history.Store] and model [Provider]s.
 // It holds no per-request state and is safe for concurrent use; several
 // engines (in several processes) may share one store.
 type Engine struct {
-	store      Store
+	store      history.Store
 	providers  *Providers
 	log        zerolog.Logger
 	clock      func() time.Time
@@ -228,9 +229,9 @@ func asError(ctx context.Context, err error) *Error {
 	switch {
 	case errors.As(err, &pe):
 		return &Error{Code: CodeProvider, Message: pe.Error(), Temporary: pe.Temporary, Err: err}
-	case errors.Is(err, ErrBranchNotFound):
+	case errors.Is(err, history.ErrBranchNotFound):
 		return &Error{Code: CodeBranchNotFound, Message: err.Error(), Err: err}
-	case errors.Is(err, ErrBranchExists):
+	case errors.Is(err, history.ErrBranchExists):
 		return &Error{Code: CodeBranchExists, Message: err.Error(), Err: err}
 	case errors.Is(err, ErrUnknownProvider):
 		return &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
@@ -255,8 +256,8 @@ func storeErr(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrBranchNotFound), errors.Is(err, ErrBranchExists),
-		errors.Is(err, ErrAlreadyCommitted), errors.Is(err, context.Canceled),
+	case errors.Is(err, history.ErrBranchNotFound), errors.Is(err, history.ErrBranchExists),
+		errors.Is(err, history.ErrAlreadyCommitted), errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded), errors.As(err, &oe):
 		return err
 	}

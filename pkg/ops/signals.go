@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // SignalType names a lifecycle or message signal.
@@ -56,7 +58,7 @@ type Signal struct {
 	RequestID string
 	Time      time.Time
 	// Message is set on SignalMessageAdded.
-	Message *Message
+	Message *history.Message
 	// Result is set on SignalRunEnd.
 	Result *Result
 	// Err is set on SignalRunFailed, and on SignalToolError (the call's

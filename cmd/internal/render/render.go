@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // StringValue returns the text of a result value that is a JSON string,
@@ -52,23 +52,23 @@ func IndentJSON(raw json.RawMessage) string {
 
 // messageKeys are the content keys whose value is the gist of a message,
 // in order of preference.
-var messageKeys = []string{ops.KeyInstruction, ops.KeyAssistantResponse, ops.KeySystemMessage, ops.KeyPlainContent, ops.KeyFunction}
+var messageKeys = []string{history.KeyInstruction, history.KeyAssistantResponse, history.KeySystemMessage, history.KeyPlainContent, history.KeyFunction}
 
 // MessageText is the gist of a recorded message: its instruction, reply,
 // system text, plain content or function, else its whole content as JSON.
 // An action request is its function and arguments, an action response its
 // function and output (or error).
-func MessageText(m ops.Message) string {
-	fn, _ := m.Content[ops.KeyFunction].(string)
+func MessageText(m history.Message) string {
+	fn, _ := m.Content[history.KeyFunction].(string)
 	switch m.Kind {
-	case ops.KindActionRequest:
-		args, _ := json.Marshal(m.Content[ops.KeyArguments])
+	case history.KindActionRequest:
+		args, _ := json.Marshal(m.Content[history.KeyArguments])
 		return fn + " " + string(args)
-	case ops.KindActionResponse:
-		if e, ok := m.Content[ops.KeyError]; ok && e != nil && e != "" {
+	case history.KindActionResponse:
+		if e, ok := m.Content[history.KeyError]; ok && e != nil && e != "" {
 			return fmt.Sprintf("%s → error: %v", fn, e)
 		}
-		out, _ := json.Marshal(m.Content[ops.KeyOutput])
+		out, _ := json.Marshal(m.Content[history.KeyOutput])
 		return fn + " → " + string(out)
 	}
 	for _, k := range messageKeys {

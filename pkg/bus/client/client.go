@@ -29,6 +29,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Defaults of [Config].
@@ -589,9 +590,9 @@ func (e *RemoteError) Error() string { return fmt.Sprintf("lionbus: %s: %s", e.C
 // codes of rejected input.
 func (e *RemoteError) Is(target error) bool {
 	switch target {
-	case ops.ErrBranchNotFound:
+	case history.ErrBranchNotFound:
 		return e.Code == ops.CodeBranchNotFound
-	case ops.ErrBranchExists:
+	case history.ErrBranchExists:
 		return e.Code == ops.CodeBranchExists
 	case protocol.ErrBadEvent:
 		return protocol.IsRejectionCode(e.Code)

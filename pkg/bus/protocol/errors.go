@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Error codes of requests that the codec rejects. They appear as the code
@@ -108,9 +109,9 @@ func ErrorCode(err error) (code ops.Code, message string, temporary bool) {
 		return oe.Code, msg, oe.Temporary
 	case errors.As(err, &ee):
 		return ee.Code, ee.Message, false
-	case errors.Is(err, ops.ErrBranchNotFound):
+	case errors.Is(err, history.ErrBranchNotFound):
 		return ops.CodeBranchNotFound, err.Error(), false
-	case errors.Is(err, ops.ErrBranchExists):
+	case errors.Is(err, history.ErrBranchExists):
 		return ops.CodeBranchExists, err.Error(), false
 	case errors.Is(err, context.DeadlineExceeded):
 		return ops.CodeTimeout, err.Error(), false

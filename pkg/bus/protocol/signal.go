@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Event types of the signals an [EventSink] publishes: lionbus.<signal
@@ -45,7 +46,7 @@ type SignalData struct {
 	// Time is when the signal was emitted.
 	Time time.Time `json:"time"`
 	// Message is the message as it was recorded (message.added).
-	Message *ops.Message `json:"message,omitempty"`
+	Message *history.Message `json:"message,omitempty"`
 	// Result is the request's result (run.end).
 	Result *ops.Result `json:"result,omitempty"`
 	// Error is why the request failed (run.failed), or why the tool call

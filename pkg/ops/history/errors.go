@@ -1,8 +1,9 @@
-package ops
+package history
 
 import "errors"
 
-// Sentinel errors returned by a [Store] and by the [Engine].
+// Sentinel errors returned by a [Store] and by the engine of package
+// [github.com/lionbus/lionbus/pkg/ops].
 var (
 	// ErrBranchNotFound means the branch has no history.
 	ErrBranchNotFound = errors.New("ops: branch not found")
