@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/client"
@@ -418,7 +419,7 @@ func TestTenants_permissions(t *testing.T) {
 			t.Fatalf("put its own entry: %v", err)
 		}
 		ops0 := streamMsgs(t, globexWorker.JetStream(), "GLOBEX_OPS")
-		reg, err := tools.OpenRegistry(ctx, acmeWorker.JetStream(), "acme", nil)
+		reg, err := tools.OpenRegistry(ctx, acmeWorker.JetStream(), "acme", zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -115,7 +116,7 @@ func (h *harness) startWorker(prefix string, ackWait time.Duration) int {
 	h.mu.Unlock()
 
 	nc, js := bustest.Connect(t, h.b.Srv)
-	reg, err := tools.OpenRegistry(bustest.Ctx(t), js, prefix, nil)
+	reg, err := tools.OpenRegistry(bustest.Ctx(t), js, prefix, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func (h *harness) serveControl() {
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := svc.Stop(sctx); err != nil && err != tools.ErrStopped {
+		if err := svc.Stop(sctx); err != nil {
 			return nil, err
 		}
 		return map[string]any{}, nil

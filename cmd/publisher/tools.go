@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -76,7 +77,7 @@ func runTools(ctx context.Context, o *options, sub, callArgs, key string, positi
 		fmt.Fprintf(stderr, "publisher: %v\n", err)
 		return exitNoAnswer
 	}
-	reg, err := tools.OpenRegistry(ctx, js, o.Prefix, nil)
+	reg, err := tools.OpenRegistry(ctx, js, o.Prefix, zerolog.Nop())
 	if err != nil {
 		fmt.Fprintf(stderr, "publisher: tool registry: %v\n", err)
 		return exitNoAnswer

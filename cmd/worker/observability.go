@@ -15,8 +15,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/bus/worker"
-	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // observability is the worker's metrics registry and its HTTP endpoint
@@ -45,9 +43,6 @@ func newObservability() (*observability, error) {
 	}
 	return &observability{reg: reg, metrics: m, store: so}, nil
 }
-
-// handler wraps the engine with the request metrics (bus.Config.Handler).
-func (o *observability) handler(eng *ops.Engine) worker.Handler { return o.metrics.Handler(eng) }
 
 // serve listens on addr and serves the endpoints until svc's worker stops.
 func (o *observability) serve(addr string, svc *bus.Service, log zerolog.Logger) error {

@@ -113,7 +113,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 		if obs, err = newObservability(); err != nil {
 			return nil, err
 		}
-		bc.Handler = obs.handler
+		bc.Worker.Middleware = append(bc.Worker.Middleware, obs.metrics.Handler)
 		bc.Store.Observer = obs.store
 		bc.Worker.OnDeadLetter = obs.metrics.DeadLettered
 		bc.Observer = obs.metrics

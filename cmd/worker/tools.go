@@ -42,7 +42,7 @@ func (w *workerTools) attach(ctx context.Context, svc *bus.Service, log zerolog.
 		return err
 	}
 	tl := log.With().Str("component", "tools").Logger()
-	reg, err := tools.OpenRegistry(ctx, js, w.cfg.Prefix, &tl)
+	reg, err := tools.OpenRegistry(ctx, js, w.cfg.Prefix, tl)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func startDemoTools(ctx context.Context, svc *bus.Service, prefix string, log ze
 		}
 	}
 	for _, cfg := range []tools.ServiceConfig{demotools.Calculator(prefix), notes} {
-		cfg.Logger = &log
+		cfg.Logger = log
 		s, err := tools.Serve(ctx, svc.Conn(), cfg)
 		if err != nil {
 			stop()

@@ -20,6 +20,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/rs/zerolog"
 )
 
 // toolService counts the calls each tool sees.
@@ -77,7 +78,7 @@ func lndlToolService(t *testing.T, b *bustest.Bus) (ops.Invoker, *toolService) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = served.Stop(context.Background()) })
-	reg, err := tools.OpenRegistry(ctx, b.JS, "", nil)
+	reg, err := tools.OpenRegistry(ctx, b.JS, "", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

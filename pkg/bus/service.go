@@ -146,17 +146,15 @@ type Config struct {
 	// nil means a timer. See [ops.Config].
 	Sleep func(ctx context.Context, d time.Duration) error
 
-	// Worker configures the worker loop. A zero Logger means Logger.
+	// Worker configures the worker loop; its Middleware wraps the engine.
+	// A zero Logger means Logger. Its Events is set by Start (the signal
+	// sink).
 	Worker worker.Config
 
 	// WorkerContext is the context the worker runs under: cancelling it
 	// stops the worker hard (in-flight requests are cancelled and left for
 	// redelivery). Nil means a context that only Stop ends.
 	WorkerContext context.Context
-
-	// Handler, when set, wraps the engine before the worker runs it (to
-	// count or delay requests in tests, say). Nil runs the engine.
-	Handler func(*ops.Engine) worker.Handler
 
 	// Logger receives the logs of every part, each with a component
 	// field. The zero value discards them.
@@ -302,6 +300,9 @@ func (s *Service) build(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// The worker batches each request's events: published without
+	// waiting, all stored before the request is acknowledged.
+	wcfg.Events = sink
 	// Chunks of runs and streamed calls become CloudEvents on
 	// <prefix>.chunk.<request id>, kept in the chunk stream.
 	outlet, err := chunks.NewOutlet(s.js, s.res, protocol.EventBuilder{Source: wcfg.Source})
@@ -348,11 +349,7 @@ func (s *Service) build(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	var h worker.Handler = s.engine
-	if cfg.Handler != nil {
-		h = cfg.Handler(s.engine)
-	}
-	s.worker, err = worker.New(s.nc, s.res, codec, h, wcfg)
+	s.worker, err = worker.New(s.nc, s.res, codec, s.engine, wcfg)
 	return err
 }
 
@@ -435,6 +432,11 @@ func (s *Service) Ready(ctx context.Context) error {
 // Stop drains the worker: no new requests; in-flight ones finish, or are
 // cancelled and left for redelivery when ctx ends first (see
 // [worker.Worker.Stop]).
+//
+// Stop follows lionbus's Stop convention (docs/architecture.md, "Stopping
+// and logging"): the first call stops and reports how that went; a later
+// one waits until the worker has stopped and returns nil, or ctx's error
+// when ctx ends first. Close, after it, may be called more than once too.
 func (s *Service) Stop(ctx context.Context) error {
 	if s.worker == nil {
 		return nil

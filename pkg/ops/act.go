@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Strategies of act (ADR-0022 D4): how its tool calls are scheduled.
@@ -29,7 +30,7 @@ const (
 	DefaultMaxConcurrentTools = 8
 	// SummaryLength bounds the argument and result summaries of the tool
 	// hook signals, in bytes of compact JSON (0022-D4-07).
-	SummaryLength = 200
+	SummaryLength = wire.SummaryLength
 	// DebugPreviewLength bounds the argument preview of act's debug log
 	// records, in bytes of compact JSON (0022-D4-07).
 	DebugPreviewLength = 50
@@ -42,20 +43,20 @@ const (
 	// ActionErrorDenied: the call was not authorized (0022-D4-05); the
 	// message is the reason. It is never suppressed or raised: a denial
 	// is always a value.
-	ActionErrorDenied = "denied"
+	ActionErrorDenied = wire.ActionErrorDenied
 	// ActionErrorNoTool: the invoker knows no tool of that name.
-	ActionErrorNoTool = "no_such_tool"
+	ActionErrorNoTool = wire.ActionErrorNoTool
 	// ActionErrorNoService: the tool is known but no service answered
 	// ([ErrNoService]).
-	ActionErrorNoService = "no_service"
+	ActionErrorNoService = wire.ActionErrorNoService
 	// ActionErrorTimeout: the call's deadline passed before it answered.
-	ActionErrorTimeout = "timeout"
+	ActionErrorTimeout = wire.ActionErrorTimeout
 	// ActionErrorCanceled: the call was cancelled, because the request
 	// was, or because another call failed with errors not suppressed.
-	ActionErrorCanceled = "canceled"
+	ActionErrorCanceled = wire.ActionErrorCanceled
 	// ActionErrorInvoker: the invoker failed to get an outcome (a
 	// transport failure).
-	ActionErrorInvoker = "invoker_failed"
+	ActionErrorInvoker = wire.ActionErrorInvoker
 )
 
 // Metadata keys of the action messages act records.
@@ -70,35 +71,13 @@ const (
 	MetaErrorCode = "error_code"
 )
 
-// ActionRequest is one tool call act is asked to make: an item of the
-// action_requests of its request data.
-type ActionRequest struct {
-	// ID is the caller's id of the request (a model's tool-call id, say);
-	// optional, echoed in the response.
-	ID string `json:"id,omitempty"`
-	// Function is the tool name.
-	Function string `json:"function"`
-	// Arguments are the call's named arguments; nil is {}.
-	Arguments map[string]any `json:"arguments,omitempty"`
-}
+// ActionRequest is one tool call act is asked to make
+// ([wire.ActionRequest]).
+type ActionRequest = wire.ActionRequest
 
-// ActionResponse is the outcome of one action request: the items of act's
-// result value, in the order of the requests. A call that answered null
-// has no response (0022-D4-09).
-type ActionResponse struct {
-	// ID is the request's ID, when it had one.
-	ID string `json:"id,omitempty"`
-	// Function and Arguments are the request's.
-	Function  string         `json:"function"`
-	Arguments map[string]any `json:"arguments"`
-	// Output is what the tool returned, as a decoded JSON value; absent
-	// when Error is set.
-	Output any `json:"output,omitempty"`
-	// Error is why the call gave no output: a denial (ActionErrorDenied),
-	// the tool's own failure, or the invoker's (the other ActionError*
-	// codes).
-	Error *ToolError `json:"error,omitempty"`
-}
+// ActionResponse is the outcome of one action request
+// ([wire.ActionResponse]).
+type ActionResponse = wire.ActionResponse
 
 // actData is the request data of act.
 type actData struct {

@@ -2,6 +2,8 @@ package ops
 
 import (
 	"encoding/json"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Request is one decoded operation request, independent of how it arrived.
@@ -27,37 +29,8 @@ type Request struct {
 	LastAttempt bool
 }
 
-// Usage counts the tokens a request used, summed over its model calls.
-type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	TotalTokens  int `json:"total_tokens"`
-}
+// Usage counts the tokens a request used ([wire.Usage]).
+type Usage = wire.Usage
 
-// Result is the outcome of a successful request. Its JSON form is the
-// `data` of a lionbus.V.result event.
-type Result struct {
-	// Value is the verb's return value as JSON.
-	Value json.RawMessage `json:"value"`
-	// BranchID is the branch the request acted on, if any.
-	BranchID string `json:"branch_id,omitempty"`
-	// Usage is the token usage of the request's model calls, if any.
-	Usage *Usage `json:"usage,omitempty"`
-	// DurationMS is how long the request ran, in milliseconds.
-	DurationMS int64 `json:"duration_ms"`
-	// Replayed is true when the result was read back from history because
-	// the request had already been committed.
-	Replayed bool `json:"replayed,omitempty"`
-	// LNDLRounds lists what each round of the LNDL middle did, when the
-	// request used it (operate with "middle": "lndl").
-	LNDLRounds []LNDLRound `json:"lndl_rounds,omitempty"`
-	// RunLog says where a run with stream_persist (run, or operate's
-	// run_and_collect) kept its log and snapshots (0021-D5-06); nil when
-	// nothing was kept.
-	RunLog *RunLogLocation `json:"run_log,omitempty"`
-	// Analyses lists the values of a react's analysis rounds, in order,
-	// when the request asked for them (return_analysis) or streamed them
-	// (stream): a streamed react answered as one result carries every
-	// round it published (0021-D2-08).
-	Analyses []json.RawMessage `json:"analyses,omitempty"`
-}
+// Result is the outcome of a successful request ([wire.Result]).
+type Result = wire.Result

@@ -1,37 +1,23 @@
 package ops
 
-import "github.com/google/uuid"
-
-// The id rule. Every name that becomes a NATS subject token (branch ids,
-// request ids, named operations, tool names, the subject prefix) follows it;
-// this is its one definition, and the JSON Schemas in package schemas state
-// it as IDPattern (a test checks that they agree).
-const (
-	// MaxIDLength bounds an id.
-	MaxIDLength = 128
-	// IDPattern is the rule as a JSON Schema / RE2 pattern.
-	IDPattern = `^[A-Za-z0-9_-]{1,128}$`
-	// IDRule says the rule in words, for error messages.
-	IDRule = "1 to 128 characters of [A-Za-z0-9_-]"
+import (
+	"github.com/google/uuid"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// ValidID reports whether s is a usable id: 1 to MaxIDLength characters of
-// [A-Za-z0-9_-], so that it is a valid subject token.
-func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !idByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
+// The id rule ([wire.ValidID]): every name that becomes a NATS subject
+// token follows it.
+const (
+	// MaxIDLength bounds an id.
+	MaxIDLength = wire.MaxIDLength
+	// IDPattern is the rule as a JSON Schema / RE2 pattern.
+	IDPattern = wire.IDPattern
+	// IDRule says the rule in words, for error messages.
+	IDRule = wire.IDRule
+)
 
-func idByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
-}
+// ValidID reports whether s is a usable id ([wire.ValidID]).
+func ValidID(s string) bool { return wire.ValidID(s) }
 
 // checkID returns a CodeInvalidRequest error naming what is wrong with id.
 func checkID(field, id string) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/lndl"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Bounds of the LNDL middle (ADR-0024, docs/lndl.md#the-operate-adapter).
@@ -70,37 +71,11 @@ var (
 // exchanges go through the run_and_collect middle (0024-D2-08).
 const cliProviderName = "cli"
 
-// LNDLRound is what one round of the LNDL middle did: the payload of its
-// lionbus.lndl.round signal and an item of the result's lndl_rounds.
-type LNDLRound struct {
-	// Round is the round's number, from 1.
-	Round int `json:"round"`
-	// Budget is the invocation's round budget.
-	Budget int `json:"budget"`
-	// BudgetLeft is how many rounds remain after this one.
-	BudgetLeft int `json:"budget_left"`
-	// Outcome is RoundContinue, RoundRetry, RoundRejected or RoundSuccess.
-	Outcome string `json:"outcome"`
-	// Error is the round's repair error (retry, rejected), at most
-	// MaxRoundErrorBytes of it.
-	Error string `json:"error,omitempty"`
-	// Actions are the actions the round ran, in the order they were
-	// asked for; never nil.
-	Actions []LNDLAction `json:"actions"`
-	// Notes is how many notes the invocation keeps after the round.
-	Notes int `json:"notes"`
-}
+// LNDLRound is what one round of the LNDL middle did ([wire.LNDLRound]).
+type LNDLRound = wire.LNDLRound
 
-// LNDLAction is one action a round ran.
-type LNDLAction struct {
-	// Alias is the lact's alias.
-	Alias string `json:"alias"`
-	// Function is the tool called.
-	Function string `json:"function"`
-	// ErrorCode is the code of the call's error value, when it failed (a
-	// denial, the tool's own failure, the invoker's).
-	ErrorCode string `json:"error_code,omitempty"`
-}
+// LNDLAction is one action a round ran ([wire.LNDLAction]).
+type LNDLAction = wire.LNDLAction
 
 // lndlMiddle is the LNDL adapter of ADR-0024: a bounded loop of recorded
 // inner exchanges, each classified with lndl.Round, whose actions run

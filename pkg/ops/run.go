@@ -10,6 +10,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // CLIProvider is a [StreamingProvider] whose models run as a coding-agent
@@ -81,17 +82,9 @@ var ErrInvalidRunLogDir = errors.New("ops: invalid run log directory")
 // MaxRunLogDirLength characters of [A-Za-z0-9_-], a single subject token.
 func ValidRunLogDir(s string) bool { return len(s) <= MaxRunLogDirLength && ValidID(s) }
 
-// RunLogLocation says where a run with stream_persist kept its log: the
-// directory and, as the [RunLog] names them, the live chunk log and the
-// snapshots (on the bus, their subjects).
-type RunLogLocation struct {
-	// Dir is the run log directory.
-	Dir string `json:"dir"`
-	// Chunks is where the live chunk log is (removed after a clean end).
-	Chunks string `json:"chunks,omitempty"`
-	// Snapshot is where the branch snapshots are.
-	Snapshot string `json:"snapshot,omitempty"`
-}
+// RunLogLocation says where a run with stream_persist kept its log
+// ([wire.RunLogLocation]).
+type RunLogLocation = wire.RunLogLocation
 
 // runLogDir returns the directory a run keeps its log in: "" when
 // persist is false (nothing is kept), else dir, or the engine's default
@@ -172,21 +165,8 @@ type runData struct {
 	StreamPersistDir *string `json:"stream_persist_dir"`
 }
 
-// RunValue is the value of a run result.
-type RunValue struct {
-	// Text is the assistant responses that have text, joined with a blank
-	// line; nil when there were none.
-	Text *string `json:"text"`
-	// Responses are the texts of the recorded assistant responses, in order.
-	Responses []string `json:"responses"`
-	// SessionID is the provider session the next run resumes, if any.
-	SessionID string `json:"session_id,omitempty"`
-	// Chunks is the number of chunks the run emitted: the seq of its last.
-	Chunks uint64 `json:"chunks"`
-	// Canceled is true when the client cancelled the run (it ended
-	// cleanly, with what arrived until then).
-	Canceled bool `json:"canceled,omitempty"`
-}
+// RunValue is the value of a run result ([wire.RunValue]).
+type RunValue = wire.RunValue
 
 // isCLI reports whether model is a CLI model, and returns its provider.
 func (e *Engine) cliProvider(model history.ModelRef) (CLIProvider, error) {

@@ -5,76 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// ToolInvocation is one tool call that act hands to an [Invoker]. Its JSON
-// form is the data of a lionbus.tool.invoke event.
-type ToolInvocation struct {
-	// Function is the registered tool name.
-	Function string `json:"function"`
-	// Arguments are the call's named arguments (a JSON object); nil is
-	// sent as {}.
-	Arguments map[string]any `json:"arguments"`
-	// IdempotencyKey identifies the call across redeliveries of its
-	// request (see [ToolCallKey]); a tool with side effects uses it to
-	// perform them once.
-	IdempotencyKey string `json:"idempotency_key"`
-	// RequestID is the id of the request that made the call.
-	RequestID string `json:"request_id"`
-	// BranchID is the branch the call is made for.
-	BranchID string `json:"branch_id,omitempty"`
-	// Deadline is when the caller stops waiting for the answer; zero means
-	// the context's deadline alone applies.
-	Deadline time.Time `json:"deadline,omitzero"`
-}
+// ToolInvocation is one tool call that act hands to an [Invoker]
+// ([wire.ToolInvocation]).
+type ToolInvocation = wire.ToolInvocation
 
-// MarshalJSON writes nil Arguments as {}, since a tool's arguments are
-// always an object on the wire.
-func (c ToolInvocation) MarshalJSON() ([]byte, error) {
-	type plain ToolInvocation
-	if c.Arguments == nil {
-		c.Arguments = map[string]any{}
-	}
-	return json.Marshal(plain(c))
-}
+// ToolCallKey returns the idempotency key of the index-th tool call of
+// request requestID ([wire.ToolCallKey]).
+func ToolCallKey(requestID string, index int) string { return wire.ToolCallKey(requestID, index) }
 
-// ToolCallKey returns the idempotency key of the index-th tool call (from 0,
-// in the order the request makes its calls) of request requestID:
-// "<requestID>/tool/<index>". Every delivery of a request computes the same
-// keys for the same calls.
-func ToolCallKey(requestID string, index int) string {
-	return requestID + "/tool/" + strconv.Itoa(index)
-}
-
-// ToolError is a failure a tool reported about its own work (bad
-// arguments, an exception in its code). It is a value of the outcome, not
-// an invoker failure: act records it as the call's action response.
-type ToolError struct {
-	// Code is a short machine-readable reason chosen by the tool;
-	// ToolErrorFailed when the tool gave none.
-	Code string `json:"code"`
-	// Message says what went wrong.
-	Message string `json:"message"`
-}
+// ToolError is a failure a tool reported about its own work
+// ([wire.ToolError]).
+type ToolError = wire.ToolError
 
 // ToolErrorFailed is the code of a [ToolError] a tool reported without a
 // code of its own.
-const ToolErrorFailed = "tool_failed"
+const ToolErrorFailed = wire.ToolErrorFailed
 
-// Error returns the code and message.
-func (e *ToolError) Error() string { return fmt.Sprintf("tool error %s: %s", e.Code, e.Message) }
-
-// ToolOutcome is a tool's answer: its output, or the error it reported.
-// Its JSON form, {"output": ...} or {"error": {"code", "message"}}, is the
-// data of a lionbus.tool.result event.
-type ToolOutcome struct {
-	// Output is the tool's result as a decoded JSON value (nil for null).
-	Output any `json:"output,omitempty"`
-	// Error is set when the tool reported a failure; Output is then nil.
-	Error *ToolError `json:"error,omitempty"`
-}
+// ToolOutcome is a tool's answer: its output, or the error it reported
+// ([wire.ToolOutcome]).
+type ToolOutcome = wire.ToolOutcome
 
 // ErrNoTool means the invoker knows no tool of the invocation's name.
 var ErrNoTool = errors.New("ops: no such tool")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -49,7 +50,7 @@ func startWorkerWith(t *testing.T, b *bustest.Bus, icfg tools.InvokerConfig, aut
 func startWorkerCtx(t *testing.T, b *bustest.Bus, wctx context.Context, icfg tools.InvokerConfig, auth ops.Authorizer, providers *ops.Providers) {
 	t.Helper()
 	nc, js := bustest.Connect(t, b.Srv)
-	reg, err := tools.OpenRegistry(bustest.Ctx(t), js, "", nil)
+	reg, err := tools.OpenRegistry(bustest.Ctx(t), js, "", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func TestAcceptance_redelivery_does_not_run_the_tool_again(t *testing.T) {
 			return map[string]any{"refund_id": "rf-" + time.Now().Format(time.RFC3339Nano), "run": runs.Add(1)}, nil
 		}}}})
 	_, rjs := bustest.Connect(t, b.Srv)
-	reg, err := tools.OpenRegistry(bustest.Ctx(t), rjs, "", nil)
+	reg, err := tools.OpenRegistry(bustest.Ctx(t), rjs, "", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

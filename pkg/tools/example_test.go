@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -64,7 +65,7 @@ func ExampleServe() {
 	defer func() { _ = svc.Stop(ctx) }()
 
 	js, _ := jetstream.New(nc)
-	reg, err := tools.OpenRegistry(ctx, js, "", nil)
+	reg, err := tools.OpenRegistry(ctx, js, "", zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -105,7 +106,7 @@ func ExampleInvoker_Invoke() {
 	defer srv.Shutdown()
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	reg, err := tools.OpenRegistry(ctx, js, "", nil)
+	reg, err := tools.OpenRegistry(ctx, js, "", zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
@@ -70,7 +71,7 @@ func (b *testBundle) invoker(t *testing.T, reg *tools.Registry) *tools.Invoker {
 // registry opens the registry, closed when the test ends.
 func (b *testBundle) registry(t *testing.T) *tools.Registry {
 	t.Helper()
-	reg, err := tools.OpenRegistry(bustest.Ctx(t), b.js, "", nil)
+	reg, err := tools.OpenRegistry(bustest.Ctx(t), b.js, "", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestService_recreates_what_it_owns(t *testing.T) {
 			}
 			zl := bustest.Logger(t)
 			svc, err := tools.Serve(bustest.Ctx(t), b.conn(t), tools.ServiceConfig{
-				Name: "svc", Version: "1.0.0", Heartbeat: 100 * time.Millisecond, Tools: []tools.Tool{counted}, Logger: &zl,
+				Name: "svc", Version: "1.0.0", Heartbeat: 100 * time.Millisecond, Tools: []tools.Tool{counted}, Logger: zl,
 			})
 			if err != nil {
 				t.Fatal(err)

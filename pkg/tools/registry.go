@@ -56,8 +56,9 @@ type Registry struct {
 
 // OpenRegistry opens the registry bucket "<prefix>_tools" (creating it when
 // missing) and starts watching it; it returns once the current entries are
-// loaded, or ctx's error. log may be nil. Close stops the watch.
-func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, log *zerolog.Logger) (*Registry, error) {
+// loaded, or ctx's error. log receives the registry's records; the zero
+// Logger discards them. Close stops the watch.
+func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, log zerolog.Logger) (*Registry, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
@@ -69,11 +70,7 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, lo
 	if err != nil {
 		return nil, fmt.Errorf("tools: watch the registry: %w", err)
 	}
-	r := &Registry{kv: kv, watcher: w, ready: make(chan struct{}), done: make(chan struct{}), entries: map[string]*Entry{}}
-	r.log = zerolog.Nop()
-	if log != nil {
-		r.log = *log
-	}
+	r := &Registry{kv: kv, watcher: w, ready: make(chan struct{}), done: make(chan struct{}), entries: map[string]*Entry{}, log: log}
 	go r.follow()
 	select {
 	case <-r.ready:

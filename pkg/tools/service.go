@@ -36,10 +36,6 @@ const (
 // its [ServiceConfig] or a [Tool].
 var ErrInvalidConfig = errors.New("tools: invalid service config")
 
-// ErrStopped is returned by [Service.Stop] when the service was stopped
-// already.
-var ErrStopped = errors.New("tools: service stopped")
-
 // Handler runs one invocation of a tool: args are the invocation's
 // arguments, already checked against the tool's schema. Its output must be
 // JSON-encodable. A returned *ops.ToolError (see [Errorf]) is answered with
@@ -82,8 +78,9 @@ type ServiceConfig struct {
 	// when they are missing or changed (another replica that stopped
 	// removed them). 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
-	// Logger receives the service's log records. Nil means none.
-	Logger *zerolog.Logger
+	// Logger receives the service's log records. The zero value discards
+	// them.
+	Logger zerolog.Logger
 	// MaxConcurrent bounds how many handlers run at once; an invocation
 	// waits for a free slot until its deadline, then is answered
 	// CodeBusy. 0 means DefaultMaxConcurrent.
@@ -149,7 +146,6 @@ type Service struct {
 
 	mu       sync.Mutex
 	inflight map[string]map[*context.CancelFunc]struct{} // idempotency key -> handler cancels
-	runs     map[string]int                              // tool name -> handler runs
 }
 
 // Serve starts serving cfg's tools on nc: it validates the config (an
@@ -198,12 +194,9 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 		nc: nc, tools: map[string]*tool{}, cfg: cfg, codec: codec,
 		source: "/lionbus/tool/" + cfg.Name, sem: make(chan struct{}, cfg.MaxConcurrent),
 		done: make(chan struct{}), hbStop: make(chan struct{}), hbDone: make(chan struct{}),
-		inflight: map[string]map[*context.CancelFunc]struct{}{}, runs: map[string]int{},
+		inflight: map[string]map[*context.CancelFunc]struct{}{},
 	}
-	s.log = zerolog.Nop()
-	if cfg.Logger != nil {
-		s.log = cfg.Logger.With().Str("service", cfg.Name).Logger()
-	}
+	s.log = cfg.Logger.With().Str("service", cfg.Name).Logger()
 	for _, t := range cfg.Tools {
 		tt, err := prepareTool(t, cfg, subj)
 		if err != nil {
@@ -349,14 +342,31 @@ func (s *Service) abort() {
 // Stop stops the service: it stops taking invocations, waits for the
 // running handlers until ctx ends (then cancels their contexts and waits
 // for them to return), and removes the registry entries of its tools unless
-// another replica of the service still answers. It returns ErrStopped when
-// called again.
+// another replica of the service still answers. It returns the failures
+// to unsubscribe, stop the micro service or remove an entry, joined.
+//
+// Stop follows lionbus's Stop convention (docs/architecture.md, "Stopping
+// and logging"): it may be called any number of times, from any
+// goroutine. The first call stops the service and reports how that went;
+// a later one, during that stop or after it, does nothing more: it waits
+// until the service has stopped and returns nil, or ctx's error (wrapped)
+// when ctx ends first.
 func (s *Service) Stop(ctx context.Context) error {
 	s.gate.Lock()
 	first := s.stopped.CompareAndSwap(false, true)
 	s.gate.Unlock()
 	if !first {
-		return ErrStopped
+		select {
+		case <-s.done:
+			return nil
+		default:
+		}
+		select {
+		case <-s.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("tools: stop: %w", ctx.Err())
+		}
 	}
 	defer close(s.done)
 	close(s.hbStop)
@@ -401,15 +411,6 @@ func (s *Service) peerAlive() bool {
 
 // Stopped returns a channel closed once Stop has returned.
 func (s *Service) Stopped() <-chan struct{} { return s.done }
-
-// Runs returns how many times the handler of the named tool has been
-// started by this service (a repeated invocation answered from the results
-// bucket does not count).
-func (s *Service) Runs(name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs[name]
-}
 
 // Stats returns the micro service's statistics (what `nats micro stats`
 // shows): per tool, the invocations received, whether or not they ran the
@@ -521,10 +522,6 @@ func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out ops.Too
 	defer cancel()
 	untrack := s.track(inv.IdempotencyKey, &cancel)
 	defer untrack()
-	s.mu.Lock()
-	s.runs[t.Name]++
-	s.mu.Unlock()
-
 	res, err := safeCall(hctx, t.Handler, inv.Arguments)
 	if err != nil && hctx.Err() != nil {
 		// Stopped by its deadline or a cancel: the effect is unknown, so

@@ -67,7 +67,7 @@ func TestServe_retries_opening_buckets_until_JetStream_answers(t *testing.T) {
 			nc := connectTo(t, ns.ClientURL())
 			go func() {
 				svc, err := tools.Serve(context.Background(), nc, tools.ServiceConfig{
-					Name: "late", Version: "1.0.0", Logger: &log, StartupTimeout: time.Minute,
+					Name: "late", Version: "1.0.0", Logger: log, StartupTimeout: time.Minute,
 					Tools: []tools.Tool{{Name: "echo", Handler: func(_ context.Context, args map[string]any) (any, error) { return args, nil }}},
 				})
 				done <- served{svc, err}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -131,7 +132,8 @@ func (b *Bus) StartServiceWith(t testing.TB, ctx context.Context, h worker.Handl
 		Store:         store.Config{Logger: Logger(t)},
 	}
 	if h != nil {
-		cfg.Handler = func(*ops.Engine) worker.Handler { return h }
+		// Innermost, in place of the engine.
+		cfg.Worker.Middleware = append(slices.Clip(cfg.Worker.Middleware), func(worker.Handler) worker.Handler { return h })
 	}
 	if configure != nil {
 		configure(&cfg)

@@ -168,8 +168,13 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 func (s *Server) NATSServer() *server.Server { return s.ns }
 
 // Shutdown stops the server, waits until it has stopped and removes the
-// temporary store directory if Start created one. It is safe to call
-// more than once and from several goroutines.
+// temporary store directory if Start created one.
+//
+// Shutdown is the embedded server's Stop (docs/architecture.md, "Stopping
+// and logging"): it has nothing to drain, so it takes no context and
+// returns no error, and keeps nats-server's name. It may be called any
+// number of times, from any goroutine; every call returns once the server
+// is down and the temporary store removed.
 func (s *Server) Shutdown() {
 	s.once.Do(func() {
 		if s.ns != nil {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,15 +37,16 @@ const DefaultTimeout = 5 * time.Second
 // when the context carries one, see [protocol.ContextWithTraceParent]; else a
 // new one), and its data is a [protocol.SignalData].
 //
-// When the context carries a collector of acknowledgements (the worker puts
-// one in every request's context), Emit publishes without waiting and adds
-// the acknowledgement to it; the worker awaits them all, while it publishes
-// the answer, before it acknowledges the request. Otherwise Emit waits for the stream's
-// acknowledgement, bounded by DefaultTimeout and not cut short by the
-// request's own cancellation (a run.failed of a cancelled request is still
-// published). Either way the events of one request are stored in the order
-// they were emitted: the publishes of one connection reach the stream in
-// the order they were sent. Errors are returned to the engine, which logs them; they never
+// While a batch is open for the signal's request (see [Sink.Open]; the
+// worker opens one around every request's handler), Emit publishes without
+// waiting and the batch collects the acknowledgement; the worker awaits
+// them all, while it publishes the answer, before it acknowledges the
+// request. Otherwise Emit waits for the stream's acknowledgement, bounded
+// by DefaultTimeout and not cut short by the request's own cancellation (a
+// run.failed of a cancelled request is still published). Either way the
+// events of one request are stored in the order they were emitted: the
+// publishes of one connection reach the stream in the order they were
+// sent. Errors are returned to the engine, which logs them; they never
 // change an operation's outcome.
 type Sink struct {
 	js      jetstream.JetStream
@@ -51,6 +54,15 @@ type Sink struct {
 	builder protocol.EventBuilder
 	log     zerolog.Logger
 	timeout time.Duration
+
+	mu      sync.Mutex
+	batches map[string]*batch // by request id: the requests in flight
+}
+
+// batch collects the acknowledgements of the events of one request id.
+type batch struct {
+	acks pending.Acks
+	refs int // Opens not yet waited for
 }
 
 var _ ops.Signals = (*Sink)(nil)
@@ -62,7 +74,57 @@ func NewSink(js jetstream.JetStream, res *provision.Resources, b protocol.EventB
 	if js == nil || res == nil || res.Events == nil {
 		return nil, errors.New("events: NewSink needs a JetStream handle and provisioned provision.Resources")
 	}
-	return &Sink{js: js, subj: res.Subjects, builder: b, log: log, timeout: DefaultTimeout}, nil
+	return &Sink{js: js, subj: res.Subjects, builder: b, log: log, timeout: DefaultTimeout, batches: map[string]*batch{}}, nil
+}
+
+// Open opens a batch for request id: until the returned wait is called,
+// the signals of the request (whose RequestID is id, or a stage of it:
+// id followed by "/" and the stage's name) are published without waiting
+// for the stream, and wait then waits until each of them is stored or
+// failed, or ctx ends. wait returns the failures joined, nil when there
+// were none; it is to be called once, and the batch is closed when it
+// returns. A signal of the request emitted after that waits for its own
+// acknowledgement again.
+//
+// The batches of one id opened at once share their acknowledgements;
+// what a batch holds is bounded by the events its request emits, and
+// the publishes not yet acknowledged by the JetStream handle's limit of
+// pending asynchronous publishes (jetstream.WithPublishAsyncMaxPending).
+func (k *Sink) Open(id string) (wait func(context.Context) error) {
+	k.mu.Lock()
+	b := k.batches[id]
+	if b == nil {
+		b = &batch{}
+		k.batches[id] = b
+	}
+	b.refs++
+	k.mu.Unlock()
+	return func(ctx context.Context) error {
+		k.mu.Lock()
+		if b.refs--; b.refs == 0 {
+			delete(k.batches, id)
+		}
+		k.mu.Unlock()
+		return b.acks.Wait(ctx)
+	}
+}
+
+// batchOf returns the open batch of the request a signal with request id
+// id belongs to: id's own, or, for a stage id, that of the id before its
+// last "/", and so on; nil when none is open.
+func (k *Sink) batchOf(id string) *batch {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for {
+		if b := k.batches[id]; b != nil {
+			return b
+		}
+		i := strings.LastIndexByte(id, '/')
+		if i < 0 {
+			return nil
+		}
+		id = id[:i]
+	}
 }
 
 // Emit publishes s; see [Sink]. A signal that cannot be published (no valid
@@ -82,7 +144,7 @@ func (k *Sink) Emit(ctx context.Context, s ops.Signal) error {
 	// Encode sets the Nats-Msg-Id to the event id, which is stable per
 	// request, type and message (protocol.SignalID): a signal emitted
 	// again within the stream's duplicate window is stored once.
-	if acks := pending.FromContext(ctx); acks != nil {
+	if b := k.batchOf(s.RequestID); b != nil {
 		// Asynchronously: the publishes of one connection are stored in
 		// the order they were sent, and the worker awaits every ack
 		// before it acknowledges the request.
@@ -90,7 +152,7 @@ func (k *Sink) Emit(ctx context.Context, s ops.Signal) error {
 		if err != nil {
 			return fmt.Errorf("events: publish %s event of request %s: %w", ev.Type(), s.RequestID, err)
 		}
-		acks.Add(f, ev.Type()+" event")
+		b.acks.Add(f, ev.Type()+" event")
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.timeout)

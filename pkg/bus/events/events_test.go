@@ -232,3 +232,57 @@ func TestEventToken(t *testing.T) {
 func natsMsg(m jetstream.Msg) *nats.Msg {
 	return &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
 }
+
+// TestEventSink_batch_defers_each_acknowledgement_to_its_wait shows what a
+// batch changes: the signals of its request, and of the request's stages
+// ("<id>/<stage>"), are published without waiting, so a publish that fails
+// is reported by the batch's wait, not by Emit; other requests' signals,
+// and the request's own once the batch is closed, still wait for the
+// stream and fail in Emit.
+func TestEventSink_batch_defers_each_acknowledgement_to_its_wait(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{})
+	sink, err := events.NewSink(b.JS, b.Res, protocol.EventBuilder{Source: "/test/events"}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := bustest.Ctx(t)
+	signal := func(id string) ops.Signal {
+		return ops.Signal{Type: ops.SignalRunStart, Verb: "communicate", BranchID: "b1", RequestID: id, Time: time.Now()}
+	}
+
+	// Stored: the wait returns once both are in the stream.
+	wait := sink.Open("r1")
+	for _, id := range []string{"r1", "r1/round1"} {
+		if err := sink.Emit(ctx, signal(id)); err != nil {
+			t.Fatalf("Emit %s in a batch: %v", id, err)
+		}
+	}
+	if err := wait(ctx); err != nil {
+		t.Fatalf("wait = %v", err)
+	}
+	if got := storedEvents(t, b, "b1", 2); len(got) != 2 {
+		t.Fatalf("%d events stored, want 2", len(got))
+	}
+
+	// Not stored: the events stream is gone.
+	if err := b.JS.DeleteStream(ctx, b.Res.Subjects.EventsStream()); err != nil {
+		t.Fatal(err)
+	}
+	wait = sink.Open("r2")
+	for _, id := range []string{"r2", "r2/round1"} {
+		if err := sink.Emit(ctx, signal(id)); err != nil {
+			t.Fatalf("Emit %s in a batch = %v, want nil (its failure is the wait's)", id, err)
+		}
+	}
+	if err := sink.Emit(ctx, signal("r3")); err == nil {
+		t.Error("Emit of a request without a batch succeeded with no events stream")
+	}
+	werr := wait(ctx)
+	if werr == nil || strings.Count(werr.Error(), "run.start event") != 2 {
+		t.Fatalf("wait = %v, want the failures of both publishes", werr)
+	}
+	if err := sink.Emit(ctx, signal("r2")); err == nil {
+		t.Error("Emit after the batch was closed succeeded with no events stream")
+	}
+}

@@ -44,3 +44,10 @@ func LeasePollForTest(c Config, d time.Duration) Config {
 	c.leasePoll = d
 	return c
 }
+
+// Stopping reports whether Stop was called on w.
+func (w *Worker) Stopping() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopping
+}

@@ -21,6 +21,11 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
+// Middleware wraps a [Handler] in another, which runs around it: to count
+// or time the requests it runs (metrics.Metrics.Handler is one), say. It
+// must return a non-nil Handler.
+type Middleware func(next Handler) Handler
+
 // Handler runs one decoded request. *ops.Engine satisfies it.
 //
 // A Handler returns a result, or an error: an *ops.Error with Temporary set
@@ -38,6 +43,16 @@ type HandlerFunc func(ctx context.Context, req ops.Request) (*ops.Result, error)
 // Do calls f.
 func (f HandlerFunc) Do(ctx context.Context, req ops.Request) (*ops.Result, error) {
 	return f(ctx, req)
+}
+
+// EventBatcher collects the acknowledgements of the events published on
+// behalf of a request while its handler runs, so that they are published
+// without waiting and awaited all at once; *events.Sink is one. Open
+// begins the batch of request id; the returned wait closes it and waits,
+// bounded by ctx, until each of its events is stored or failed, returning
+// the failures. The worker calls wait once for each Open.
+type EventBatcher interface {
+	Open(id string) (wait func(ctx context.Context) error)
 }
 
 // Defaults of [Config].
@@ -109,6 +124,14 @@ type Config struct {
 	// cancelling them. Default 30s.
 	DrainTimeout time.Duration
 
+	// Events, when set, batches the events each request's handler
+	// publishes (bus.Start sets it to its signal sink): a batch is opened
+	// before the handler runs and awaited while the answer is published,
+	// and the request is acknowledged only once its events are stored (a
+	// failure is logged: events never change an outcome). Nil: the
+	// handler's publishes are its own affair.
+	Events EventBatcher
+
 	// FetchBatch is the most requests fetched at once; a fetch never asks
 	// for more than the free slots. Default MaxInFlight.
 	FetchBatch int
@@ -128,6 +151,11 @@ type Config struct {
 
 	// Logger receives the worker's logs. The zero value discards them.
 	Logger zerolog.Logger
+
+	// Middleware wraps the Handler given to New, the first one outermost:
+	// the worker runs Middleware[0](Middleware[1](…(h))). Nil: the Handler
+	// as it is.
+	Middleware []Middleware
 
 	// MaxRequestDuration bounds how long one request may run (and wait
 	// for its branch's turn) on one delivery; past it, or past the
@@ -285,8 +313,9 @@ type Worker struct {
 	lanes   *lanes // nil: requests of one branch run in parallel
 	health  *health
 
-	mu        sync.Mutex // guards started and the fields set by Start
+	mu        sync.Mutex // guards started, stopping and the fields set by Start
 	started   bool
+	stopping  bool                    // Stop was called
 	fetchStop context.CancelFunc      // ends the fetch loop (graceful stop)
 	hardStop  context.CancelCauseFunc // cancels running handlers
 	hardCtx   context.Context         // parent of every handler context
@@ -312,6 +341,11 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	for _, d := range cfg.Backoff {
 		if d < 0 {
 			return nil, fmt.Errorf("%w: Config.Backoff has a negative delay", ErrInvalidConfig)
+		}
+	}
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		if h = cfg.Middleware[i](h); h == nil {
+			return nil, fmt.Errorf("%w: Config.Middleware[%d] returned no Handler", ErrInvalidConfig, i)
 		}
 	}
 	js, err := jetstream.New(nc)
@@ -471,6 +505,22 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
+// awaitStopped waits until w has stopped (nil) or ctx ends (its error,
+// wrapped), whichever comes first; stopped wins when both have.
+func (w *Worker) awaitStopped(ctx context.Context) error {
+	select {
+	case <-w.stopped:
+		return nil
+	default:
+	}
+	select {
+	case <-w.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("worker: worker stop: %w", ctx.Err())
+	}
+}
+
 func (w *Worker) closeStopped() { w.closeOnce.Do(func() { close(w.stopped) }) }
 
 // Stopped returns a channel that is closed when the worker has stopped:
@@ -489,21 +539,28 @@ func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
 // It returns nil when every running request finished, ErrDrainTimeout
 // (wrapped) when some had to be cancelled, or ctx's error when ctx ended
 // before the handlers returned. Stop on a worker never started returns nil.
-// It is safe to call more than once.
+//
+// Stop follows lionbus's Stop convention (docs/architecture.md, "Stopping
+// and logging"): it may be called any number of times, from any
+// goroutine. The first call stops the worker and reports how that went; a
+// later one, during that stop or after it, does nothing more: it waits
+// until the worker has stopped and returns nil, or ctx's error (wrapped)
+// when ctx ends first.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started {
 		// Never started: there is nothing to drain, and it cannot start.
-		w.started = true
+		w.started, w.stopping = true, true
 		w.mu.Unlock()
 		w.closeStopped()
 		return nil
 	}
+	first := !w.stopping
+	w.stopping = true
 	fetchStop, hardStop := w.fetchStop, w.hardStop
 	w.mu.Unlock()
-	if fetchStop == nil { // Start failed
-		<-w.stopped
-		return nil
+	if !first || fetchStop == nil { // stopping already, or Start failed
+		return w.awaitStopped(ctx)
 	}
 
 	fetchStop()
@@ -693,9 +750,9 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) error {
 			continue
 		}
 		used++
-		req, t, err := w.admit(msg)
+		d := w.admit(msg)
 		w.wg.Add(1)
-		go w.handle(msg, req, err, t)
+		go w.handle(d)
 	}
 	w.release(n - used)
 	if err := batch.Error(); err != nil && w.fetchCtx.Err() == nil &&

@@ -2,52 +2,37 @@ package history
 
 import (
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// Role is the conversational role of a [Message].
-type Role string
+// Role is the conversational role of a [Message] ([wire.Role]).
+type Role = wire.Role
 
-// Message roles, as ADR-0021 uses them.
+// Message roles.
 const (
-	RoleSystem    Role = "system"
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleAction    Role = "action"
+	RoleSystem    = wire.RoleSystem
+	RoleUser      = wire.RoleUser
+	RoleAssistant = wire.RoleAssistant
+	RoleAction    = wire.RoleAction
 )
 
-// Kind is the class of a [Message]; it fixes the message's role and which
-// fields of its content are meaningful.
-type Kind string
+// Kind is the class of a [Message] ([wire.Kind]).
+type Kind = wire.Kind
 
 // Message kinds.
 const (
-	KindSystem            Kind = "system"
-	KindInstruction       Kind = "instruction"
-	KindAssistantResponse Kind = "assistant_response"
-	KindActionRequest     Kind = "action_request"
-	KindActionResponse    Kind = "action_response"
+	KindSystem            = wire.KindSystem
+	KindInstruction       = wire.KindInstruction
+	KindAssistantResponse = wire.KindAssistantResponse
+	KindActionRequest     = wire.KindActionRequest
+	KindActionResponse    = wire.KindActionResponse
 )
 
-// Settings are the parts of a branch that are not messages. On an
-// EventUpdated, a nil or empty field means "unchanged".
-type Settings struct {
-	// System is the branch's system message text ("" for none).
-	System string `json:"system,omitempty" msgpack:"system,omitempty"`
-	// ChatModel is the model used by chat, communicate and the verbs built
-	// on them unless a request overrides it.
-	ChatModel *ModelRef `json:"chat_model,omitempty" msgpack:"chat_model,omitempty"`
-	// ParseModel is the model used for reformat rounds of parse; it
-	// defaults to ChatModel.
-	ParseModel *ModelRef `json:"parse_model,omitempty" msgpack:"parse_model,omitempty"`
-	// Tools names the registered tools the branch may use.
-	Tools []string `json:"tools,omitempty" msgpack:"tools,omitempty"`
-	// ProviderSession is the provider's session id, for CLI resumption.
-	ProviderSession string `json:"provider_session,omitempty" msgpack:"provider_session,omitempty"`
-	// Notes is the LNDL scratchpad carried across rounds and operations.
-	Notes map[string]any `json:"notes,omitempty" msgpack:"notes,omitempty"`
-	// Metadata is free-form caller metadata.
-	Metadata map[string]any `json:"metadata,omitempty" msgpack:"metadata,omitempty"`
-}
+// Settings are the parts of a branch that are not messages
+// ([wire.Settings]). On an EventUpdated, a nil or empty field means
+// "unchanged".
+type Settings = wire.Settings
 
 // Branch is the folded state of one conversation. It is a plain value: it is
 // produced by applying history events in order (see [Branch.Apply]) and is
@@ -79,16 +64,5 @@ type Branch struct {
 	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
 }
 
-// Message is one recorded message of a branch. Content holds the fields of
-// its kind, named as in ADR-0021/ADR-0022 (instruction, guidance, context,
-// response_format, assistant_response, function, arguments, output, ...).
-type Message struct {
-	ID        string         `json:"id" msgpack:"id"`
-	Kind      Kind           `json:"kind" msgpack:"kind"`
-	Role      Role           `json:"role" msgpack:"role"`
-	CreatedAt time.Time      `json:"created_at" msgpack:"created_at"`
-	Sender    string         `json:"sender,omitempty" msgpack:"sender,omitempty"`
-	Recipient string         `json:"recipient,omitempty" msgpack:"recipient,omitempty"`
-	Content   map[string]any `json:"content" msgpack:"content"`
-	Metadata  map[string]any `json:"metadata,omitempty" msgpack:"metadata,omitempty"`
-}
+// Message is one recorded message of a branch ([wire.Message]).
+type Message = wire.Message

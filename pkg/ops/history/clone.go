@@ -9,7 +9,7 @@ func (b *Branch) Clone() *Branch {
 		return nil
 	}
 	c := *b
-	c.Settings = b.Settings.clone()
+	c.Settings = cloneSettings(b.Settings)
 	c.Messages = cloneMessages(b.Messages)
 	if b.Messages != nil && c.Messages == nil {
 		c.Messages = []Message{}
@@ -21,7 +21,7 @@ func (b *Branch) Clone() *Branch {
 func (e Event) Clone() Event {
 	c := e
 	if e.Settings != nil {
-		s := e.Settings.clone()
+		s := cloneSettings(*e.Settings)
 		c.Settings = &s
 	}
 	c.Messages = cloneMessages(e.Messages)
@@ -31,14 +31,14 @@ func (e Event) Clone() Event {
 	return c
 }
 
-func (s Settings) clone() Settings {
+func cloneSettings(s Settings) Settings {
 	c := s
 	if s.ChatModel != nil {
-		m := s.ChatModel.clone()
+		m := cloneModelRef(*s.ChatModel)
 		c.ChatModel = &m
 	}
 	if s.ParseModel != nil {
-		m := s.ParseModel.clone()
+		m := cloneModelRef(*s.ParseModel)
 		c.ParseModel = &m
 	}
 	if s.Tools != nil {
@@ -49,7 +49,7 @@ func (s Settings) clone() Settings {
 	return c
 }
 
-func (m ModelRef) clone() ModelRef {
+func cloneModelRef(m ModelRef) ModelRef {
 	c := m
 	c.Options = jsonval.CopyMap(m.Options)
 	return c

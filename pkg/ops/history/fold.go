@@ -47,7 +47,7 @@ func (b *Branch) Apply(ev Event) error {
 			b.ID = ev.BranchID
 		}
 		if ev.Settings != nil {
-			b.Settings = ev.Settings.clone()
+			b.Settings = cloneSettings(*ev.Settings)
 		}
 		b.Messages = cloneMessages(ev.Messages)
 		b.ModelCalls = ev.ModelCalls
@@ -121,11 +121,11 @@ func (b *Branch) update(s Settings, ev Event) {
 		}
 	}
 	if s.ChatModel != nil {
-		m := s.ChatModel.clone()
+		m := cloneModelRef(*s.ChatModel)
 		b.Settings.ChatModel = &m
 	}
 	if s.ParseModel != nil {
-		m := s.ParseModel.clone()
+		m := cloneModelRef(*s.ParseModel)
 		b.Settings.ParseModel = &m
 	}
 	if len(s.Tools) > 0 {

@@ -5,28 +5,25 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// Content keys of the message kinds, as ADR-0021/ADR-0022 name them.
+// Content keys of the message kinds (see package wire).
 const (
-	// system
-	KeySystemMessage = "system_message"
-	// instruction
-	KeyInstruction    = "instruction"
-	KeyGuidance       = "guidance"
-	KeyContext        = "context"
-	KeyResponseFormat = "response_format"
-	KeyToolSchemas    = "tool_schemas"
-	KeyPlainContent   = "plain_content"
-	// assistant_response
-	KeyAssistantResponse = "assistant_response"
-	// action_request and action_response
-	KeyFunction         = "function"
-	KeyArguments        = "arguments"
-	KeyOutput           = "output"
-	KeyError            = "error"
-	KeyActionRequestID  = "action_request_id"
-	KeyActionResponseID = "action_response_id"
+	KeySystemMessage     = wire.KeySystemMessage
+	KeyInstruction       = wire.KeyInstruction
+	KeyGuidance          = wire.KeyGuidance
+	KeyContext           = wire.KeyContext
+	KeyResponseFormat    = wire.KeyResponseFormat
+	KeyToolSchemas       = wire.KeyToolSchemas
+	KeyPlainContent      = wire.KeyPlainContent
+	KeyAssistantResponse = wire.KeyAssistantResponse
+	KeyFunction          = wire.KeyFunction
+	KeyArguments         = wire.KeyArguments
+	KeyOutput            = wire.KeyOutput
+	KeyError             = wire.KeyError
+	KeyActionRequestID   = wire.KeyActionRequestID
+	KeyActionResponseID  = wire.KeyActionResponseID
 )
 
 // Metadata keys of assistant responses.
@@ -145,20 +142,6 @@ func NewActionResponse(req *Message, output any, errText string, at time.Time) M
 	}
 	req.Content[KeyActionResponseID] = m.ID
 	return m
-}
-
-// Text returns the text of an assistant response or system message, and
-// "" for other kinds.
-func (m Message) Text() string {
-	var v any
-	switch m.Kind {
-	case KindAssistantResponse:
-		v = m.Content[KeyAssistantResponse]
-	case KindSystem:
-		v = m.Content[KeySystemMessage]
-	}
-	s, _ := v.(string)
-	return s
 }
 
 func setNonEmpty(c map[string]any, key string, v any) {

@@ -103,10 +103,9 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 			Conn:      lionNC,
 			Provision: provision.Config{LeaseStorage: cfg.LeaseStorage},
 			Providers: provs,
-			Worker:    worker.Config{MaxInFlight: cfg.Concurrency},
-			Handler: func(eng *ops.Engine) worker.Handler {
-				return recording{inner: eng, r: e.runs}
-			},
+			Worker: worker.Config{MaxInFlight: cfg.Concurrency, Middleware: []worker.Middleware{
+				func(next worker.Handler) worker.Handler { return recording{inner: next, r: e.runs} },
+			}},
 			Logger: zerolog.New(e.logs).Level(zerolog.InfoLevel),
 		})
 		if err != nil {

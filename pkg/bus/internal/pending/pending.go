@@ -1,6 +1,6 @@
 // Package pending collects the acknowledgements of JetStream publishes
 // made on a request's behalf, so that they can be sent without waiting
-// and awaited all at once before the request is answered.
+// and awaited all at once before the request is acknowledged.
 package pending
 
 import (
@@ -14,27 +14,20 @@ import (
 
 // Acks holds the outstanding acknowledgements of one request's
 // publishes. Its zero value is ready to use; it is safe for concurrent use.
+//
+// Each acknowledgement is read once, by the Wait that resolves it: a
+// JetStream future delivers its outcome to one reader only. Waits made at
+// the same time take turns, so that each returns once every publish
+// recorded before it is resolved.
 type Acks struct {
-	mu   sync.Mutex
-	futs []future
+	turn sync.Mutex // held by the Wait resolving futures
+	mu   sync.Mutex // guards futs
+	futs []future   // not yet resolved, in publish order
 }
 
 type future struct {
 	f    jetstream.PubAckFuture
 	what string
-}
-
-type ctxKey struct{}
-
-// NewContext returns ctx carrying a.
-func NewContext(ctx context.Context, a *Acks) context.Context {
-	return context.WithValue(ctx, ctxKey{}, a)
-}
-
-// FromContext returns the Acks ctx carries, or nil.
-func FromContext(ctx context.Context) *Acks {
-	a, _ := ctx.Value(ctxKey{}).(*Acks)
-	return a
 }
 
 // Add records the acknowledgement of a publish; what names it in errors.
@@ -45,22 +38,36 @@ func (a *Acks) Add(f jetstream.PubAckFuture, what string) {
 }
 
 // Wait waits until every recorded publish is acknowledged or has failed,
-// or ctx ends, and forgets them. It returns the failures joined, nil when
-// there were none.
+// or ctx ends, and forgets the resolved ones. It returns the failures it
+// found joined (a failure is returned once, by the Wait that found it),
+// and when ctx ended first one error for each publish left unresolved;
+// nil when there were none.
 func (a *Acks) Wait(ctx context.Context) error {
-	a.mu.Lock()
-	futs := a.futs
-	a.futs = nil
-	a.mu.Unlock()
+	a.turn.Lock()
+	defer a.turn.Unlock()
 	var errs []error
-	for _, f := range futs {
+	for {
+		a.mu.Lock()
+		if len(a.futs) == 0 {
+			a.mu.Unlock()
+			return errors.Join(errs...)
+		}
+		f := a.futs[0]
+		a.mu.Unlock()
 		select {
 		case <-f.f.Ok():
 		case err := <-f.f.Err():
 			errs = append(errs, fmt.Errorf("publish %s: %w", f.what, err))
 		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("publish %s: %w", f.what, ctx.Err()))
+			a.mu.Lock()
+			for _, f := range a.futs {
+				errs = append(errs, fmt.Errorf("publish %s: %w", f.what, ctx.Err()))
+			}
+			a.mu.Unlock()
+			return errors.Join(errs...)
 		}
+		a.mu.Lock()
+		a.futs = a.futs[1:]
+		a.mu.Unlock()
 	}
-	return errors.Join(errs...)
 }
