@@ -10,13 +10,14 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/wire"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // echoCLI stands in for a coding-agent CLI: it streams a session id, the
 // instruction back in two pieces, and a result.
 type echoCLI struct{}
 
-func (echoCLI) IsCLI(ops.ModelRef) bool { return true }
+func (echoCLI) IsCLI(history.ModelRef) bool { return true }
 
 func (e echoCLI) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	return e.Stream(ctx, call, func(ops.Chunk) error { return nil })

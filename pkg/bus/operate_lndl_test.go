@@ -18,6 +18,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
 	"github.com/rs/zerolog"
 	"github.com/lionbus/lionbus/pkg/tools/toolschema"
@@ -256,7 +257,7 @@ func TestAcceptance_operate_lndl_repair(t *testing.T) {
 	var round2 string
 	for _, ev := range b.History(t, "ln") {
 		if strings.HasSuffix(ev.RequestID, "/middle/round2") {
-			round2, _ = ev.Messages[0].Content[ops.KeyInstruction].(string)
+			round2, _ = ev.Messages[0].Content[history.KeyInstruction].(string)
 		}
 	}
 	if !strings.HasPrefix(round2, "Round 2 of 3.") || !strings.Contains(round2, "Unclosed lvar tag - missing </lvar>") {

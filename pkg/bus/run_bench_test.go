@@ -16,6 +16,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // pacedCLI is an in-process CLI provider emitting n text chunks, one per
@@ -25,7 +26,7 @@ type pacedCLI struct {
 	gap time.Duration
 }
 
-func (p pacedCLI) IsCLI(ops.ModelRef) bool { return true }
+func (p pacedCLI) IsCLI(history.ModelRef) bool { return true }
 
 func (p pacedCLI) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	return p.Stream(ctx, call, func(ops.Chunk) error { return nil })

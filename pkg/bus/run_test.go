@@ -27,6 +27,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/schemas"
@@ -59,13 +60,13 @@ func newRunBusWith(t *testing.T, wctx context.Context, configure func(*bus.Confi
 }
 
 // branchMessages returns b1's messages (system message left out).
-func (rb *runBus) branchMessages(t *testing.T) []ops.Message {
+func (rb *runBus) branchMessages(t *testing.T) []history.Message {
 	t.Helper()
-	var b ops.Branch
+	var b history.Branch
 	bustest.MustResult(t, rb.Do(t, "branch.get", "b1", nil), &b)
-	var out []ops.Message
+	var out []history.Message
 	for _, m := range b.Messages {
-		if m.Kind != ops.KindSystem {
+		if m.Kind != history.KindSystem {
 			out = append(out, m)
 		}
 	}
@@ -145,12 +146,12 @@ func TestRun_bus_chunks_then_answer(t *testing.T) {
 		t.Errorf("first chunk %v; value %+v", got[0], rv)
 	}
 	ms := rb.branchMessages(t)
-	wantKinds := []ops.Kind{ops.KindInstruction, ops.KindAssistantResponse, ops.KindActionRequest, ops.KindActionResponse, ops.KindAssistantResponse}
-	var kinds []ops.Kind
+	wantKinds := []history.Kind{history.KindInstruction, history.KindAssistantResponse, history.KindActionRequest, history.KindActionResponse, history.KindAssistantResponse}
+	var kinds []history.Kind
 	var texts []string
 	for _, m := range ms {
 		kinds = append(kinds, m.Kind)
-		if m.Kind == ops.KindAssistantResponse {
+		if m.Kind == history.KindAssistantResponse {
 			texts = append(texts, m.Text())
 		}
 	}
@@ -261,7 +262,7 @@ func TestRun_bus_cancel_mid_stream(t *testing.T) {
 	}
 	var texts []string
 	for _, m := range rb.branchMessages(t) {
-		if m.Kind == ops.KindAssistantResponse {
+		if m.Kind == history.KindAssistantResponse {
 			texts = append(texts, m.Text())
 		}
 	}
@@ -312,7 +313,7 @@ func TestRun_bus_errors(t *testing.T) {
 			}
 			var texts []string
 			for _, m := range rb.branchMessages(t) {
-				if m.Kind == ops.KindAssistantResponse {
+				if m.Kind == history.KindAssistantResponse {
 					texts = append(texts, m.Text())
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 	"github.com/lionbus/lionbus/schemas"
 )
@@ -314,7 +315,7 @@ func (s *Service) build(cfg Config) error {
 		return err
 	}
 	engineLog := s.log.With().Str("component", "ops").Logger()
-	var st ops.Store = s.store
+	var st history.Store = s.store
 	observer := cfg.Observer
 	if cfg.Tracer != nil {
 		st = tracing.Store(st, cfg.Tracer)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lionbus/lionbus/pkg/wire"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Provider calls a model. Implementations live in the provider
@@ -25,14 +26,14 @@ type Provider interface {
 
 // ChatMessage is one outgoing message of a model call.
 type ChatMessage struct {
-	Role    Role   `json:"role"`
-	Content string `json:"content"`
+	Role    history.Role `json:"role"`
+	Content string       `json:"content"`
 }
 
 // Call is one model call.
 type Call struct {
 	// Model is the model reference, with its options.
-	Model ModelRef
+	Model history.ModelRef
 	// Messages is the outgoing conversation: an optional system message
 	// first, then user and assistant turns, ending with the current
 	// instruction. It is read-only (see Prompt).
@@ -125,7 +126,7 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 var ErrUnknownProvider = errors.New("ops: unknown model provider")
 
 // Providers is a registry of model providers by name (the provider part of a
-// [ModelRef]). It is safe for concurrent use.
+// [history.ModelRef]). It is safe for concurrent use.
 type Providers struct {
 	mu sync.RWMutex
 	m  map[string]Provider

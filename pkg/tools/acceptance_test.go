@@ -26,6 +26,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
 	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 	"github.com/lionbus/lionbus/schemas"
@@ -190,8 +191,8 @@ func recordedErrors(t *testing.T, b *bustest.Bus, branch string) map[string]stri
 	out := map[string]string{}
 	for _, ev := range b.History(t, branch) {
 		for _, m := range ev.Messages {
-			if m.Kind == ops.KindActionResponse {
-				fn, _ := m.Content[ops.KeyFunction].(string)
+			if m.Kind == history.KindActionResponse {
+				fn, _ := m.Content[history.KeyFunction].(string)
 				code, _ := m.Metadata[ops.MetaErrorCode].(string)
 				out[fn] = code
 			}
@@ -259,10 +260,10 @@ func TestAcceptance_operate_offers_registry_schemas(t *testing.T) {
 	bustest.MustResult(t, b.Do(t, "operate", "offer", map[string]any{"instruction": "go", "response_format": format, "actions": true}), nil)
 	for _, ev := range b.History(t, "offer") {
 		for _, m := range ev.Messages {
-			if m.Kind != ops.KindInstruction {
+			if m.Kind != history.KindInstruction {
 				continue
 			}
-			got, _ := json.Marshal(m.Content[ops.KeyToolSchemas])
+			got, _ := json.Marshal(m.Content[history.KeyToolSchemas])
 			var want any
 			_ = json.Unmarshal([]byte(`[{"description":"Echoes its text.","name":"echo","parameters":`+echoParams+`}]`), &want)
 			if w, _ := json.Marshal(want); string(got) != string(w) {
