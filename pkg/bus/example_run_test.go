@@ -9,8 +9,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/wire"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // echoCLI stands in for a coding-agent CLI: it streams a session id, the

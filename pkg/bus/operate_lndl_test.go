@@ -20,8 +20,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
-	"github.com/rs/zerolog"
 	"github.com/lionbus/lionbus/pkg/tools/toolschema"
+	"github.com/rs/zerolog"
 )
 
 // toolService counts the calls each tool sees.

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/lionbus/lionbus/pkg/wire"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Provider calls a model. Implementations live in the provider
