@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // startToolWorker starts an embedded server and a worker serving tools,
@@ -41,7 +42,7 @@ func startToolWorker(t *testing.T, tools ops.Invoker) string {
 }
 
 func TestPublisher_act(t *testing.T) {
-	url := startToolWorker(t, ops.NewToolFuncs(map[string]ops.ToolFunc{
+	url := startToolWorker(t, opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
 			y, _ := a["y"].(float64)

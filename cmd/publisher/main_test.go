@@ -14,7 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // startWorker starts an embedded server and a worker serving prefix on it,
@@ -149,7 +149,7 @@ func TestPublisher_no_wait_then_result(t *testing.T) {
 	// Only one exchange was recorded for req-1.
 	_, stdout, _ = call(t, "", append(n, "--json", "branch", "get", "nw")...)
 	var data struct {
-		Value ops.Branch `json:"value"`
+		Value history.Branch `json:"value"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &data); err != nil {
 		t.Fatalf("branch get --json: %v\n%s", err, stdout)

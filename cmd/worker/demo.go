@@ -18,6 +18,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // demoBranch is the branch of the demo conversation. examples/communicate.json
@@ -214,7 +215,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 		return err
 	}
 	var page struct {
-		Events []ops.Event `json:"events"`
+		Events []history.Event `json:"events"`
 	}
 	if err := json.Unmarshal(res.Value, &page); err != nil {
 		return fmt.Errorf("branch.history: decode: %w", err)

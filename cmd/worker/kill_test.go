@@ -19,6 +19,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -57,7 +58,7 @@ func (m *blockingModel) Complete(ctx context.Context, call ops.Call) (*ops.Compl
 
 // echoAs answers call like scripted:echo, whatever provider it was made to.
 func echoAs(ctx context.Context, call ops.Call) (*ops.Completion, error) {
-	call.Model = ops.ModelRef{Provider: scripted.Name, Model: "echo"}
+	call.Model = history.ModelRef{Provider: scripted.Name, Model: "echo"}
 	return scripted.New().Complete(ctx, call)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // workerTestKey is a distinctive API key that no output may contain.
@@ -118,8 +119,8 @@ func TestRun_serves_openai_models(t *testing.T) {
 		case r.Header.Get("Authorization") != "Bearer "+workerTestKey:
 			problems = append(problems, "wrong Authorization header")
 		case err != nil || body.Model != "gpt-x" || len(body.Messages) != 2 ||
-			body.Messages[0].Role != ops.RoleSystem || body.Messages[0].Content != "Be brief." ||
-			body.Messages[1].Role != ops.RoleUser || !strings.Contains(body.Messages[1].Content, "ping") ||
+			body.Messages[0].Role != history.RoleSystem || body.Messages[0].Content != "Be brief." ||
+			body.Messages[1].Role != history.RoleUser || !strings.Contains(body.Messages[1].Content, "ping") ||
 			body.Temperature == nil || *body.Temperature != 0.2 || body.MaxCompletionTokens != 64 || len(body.Stop) != 1 || body.Stop[0] != "END":
 			problems = append(problems, "unexpected body")
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/schemas"
 )
 
 // TestRestart_burst: a burst of requests over 20 branches, served by three
@@ -89,7 +90,7 @@ func restartBurst(t *testing.T, nodes []*bustest.ServerProcess, extraArgs []stri
 	// Every answer on the wire, by request id.
 	var mu sync.Mutex
 	wire := map[string][]string{}
-	codec, err := protocol.NewCodec(protocol.CodecConfig{})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func restartBurst(t *testing.T, nodes []*bustest.ServerProcess, extraArgs []stri
 	for i := range branches {
 		branch := fmt.Sprintf("rb-%d", i)
 		// A cluster may still be electing some leaders: read again.
-		var evs []ops.Event
+		var evs []history.Event
 		waitFor(t, 60*time.Second, "the history of "+branch, func() bool {
 			evs, err = st.History(bustest.Ctx(t), branch, 0, 0)
 			return err == nil

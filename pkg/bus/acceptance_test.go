@@ -24,6 +24,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -265,7 +266,7 @@ func (g gate) Complete(ctx context.Context, call ops.Call) (*ops.Completion, err
 type echo struct{}
 
 func (echo) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
-	call.Model = ops.ModelRef{Provider: scripted.Name, Model: "echo"}
+	call.Model = history.ModelRef{Provider: scripted.Name, Model: "echo"}
 	return scripted.New().Complete(ctx, call)
 }
 
@@ -633,12 +634,12 @@ func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 		r := b.Do(t, "branch.get", "shared", nil)
 		bustest.CheckSchema(t, r)
 		var v struct {
-			Messages []ops.Message `json:"messages"`
+			Messages []history.Message `json:"messages"`
 		}
 		bustest.MustResult(t, r, &v)
 		var got []string
 		for _, m := range v.Messages {
-			if m.Kind == ops.KindInstruction {
+			if m.Kind == history.KindInstruction {
 				got = append(got, fmt.Sprint(m.Content["instruction"]))
 			}
 		}
@@ -668,7 +669,7 @@ func TestAcceptance_concurrent_commits_and_snapshot_rebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v struct {
-		Messages []ops.Message `json:"messages"`
+		Messages []history.Message `json:"messages"`
 	}
 	if err := json.Unmarshal([]byte(served), &v); err != nil {
 		t.Fatal(err)

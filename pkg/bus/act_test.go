@@ -24,6 +24,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -109,7 +111,7 @@ func branchEvents(t *testing.T, b *bustest.Bus, branch string, n int) []*event.E
 func TestAcceptance_act_runs_tools_over_the_bus(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
-	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
 			y, _ := a["y"].(float64)
@@ -148,19 +150,19 @@ func TestAcceptance_act_runs_tools_over_the_bus(t *testing.T) {
 	// One history event holds the calls and the result.
 	evs := b.History(t, "tools")
 	last := evs[len(evs)-1]
-	if last.Type != ops.EventMessages || last.RequestID != reqID || bustest.Commits(evs)[reqID] != 1 {
+	if last.Type != history.EventMessages || last.RequestID != reqID || bustest.Commits(evs)[reqID] != 1 {
 		t.Fatalf("last history event %s of %s; commits %v", last.Type, last.RequestID, bustest.Commits(evs))
 	}
 	var kinds, functions []string
 	for _, m := range last.Messages {
 		kinds = append(kinds, string(m.Kind))
-		functions = append(functions, m.Content[ops.KeyFunction].(string))
+		functions = append(functions, m.Content[history.KeyFunction].(string))
 	}
 	if strings.Join(kinds, " ") != strings.TrimSpace(strings.Repeat("action_request action_response ", 3)) ||
 		strings.Join(functions, " ") != "add add upper upper rm rm" {
 		t.Fatalf("recorded %v of %v", kinds, functions)
 	}
-	if out, _ := json.Marshal(last.Messages[3].Content[ops.KeyOutput]); string(out) != `"LION"` || last.Messages[5].Content[ops.KeyError] == nil {
+	if out, _ := json.Marshal(last.Messages[3].Content[history.KeyOutput]); string(out) != `"LION"` || last.Messages[5].Content[history.KeyError] == nil {
 		t.Fatalf("recorded responses %+v, %+v", last.Messages[3].Content, last.Messages[5].Content)
 	}
 	var stored ops.Result

@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // overlapModel counts how many of its calls run at once, and holds each
@@ -101,7 +102,7 @@ func TestBranchOrder_parallel_requests_overlap(t *testing.T) {
 			}
 			recorded := map[string]int{}
 			for _, ev := range b.History(t, "fan") {
-				if ev.Type == ops.EventMessages {
+				if ev.Type == history.EventMessages {
 					recorded[fmt.Sprint(ev.Messages[0].Content["instruction"])]++
 				}
 			}
@@ -145,7 +146,7 @@ func TestBranchOrder_unknown_value_is_refused(t *testing.T) {
 		}
 	}
 	for _, ev := range b.History(t, "b") {
-		if ev.Type == ops.EventMessages {
+		if ev.Type == history.EventMessages {
 			t.Fatalf("a refused request recorded %v", ev.Messages)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -32,7 +33,7 @@ func schemaVerbs(kind string) []string {
 // 0021-D1-05: the engine's verb table is the one authoritative list of the
 // verbs served, and the schemas are checked against it.
 func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore()})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
 	}
 	// The codec accepts a request of every served verb, and of no other
 	// verb without a schema.
-	codec, err := protocol.NewCodec(protocol.CodecConfig{})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestDrift_protocol_verb_table(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore()})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

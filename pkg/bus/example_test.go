@@ -9,7 +9,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Example starts a worker service on an embedded NATS server with
@@ -71,7 +71,7 @@ func Example() {
 		return
 	}
 	var branch struct {
-		Messages []ops.Message `json:"messages"`
+		Messages []history.Message `json:"messages"`
 	}
 	_ = json.Unmarshal(got.Value, &branch)
 	for _, m := range branch.Messages {

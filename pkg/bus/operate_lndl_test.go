@@ -18,7 +18,9 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 	"github.com/rs/zerolog"
 )
 
@@ -55,7 +57,7 @@ func lndlToolService(t *testing.T, b *bustest.Bus) (ops.Invoker, *toolService) {
 		return json.RawMessage(`{"type":"object","properties":` + props + `}`)
 	}
 	ctx := bustest.Ctx(t)
-	served, err := tools.Serve(ctx, b.NC, tools.ServiceConfig{Name: "lndl-tools", Version: "1.0.0", Tools: []tools.Tool{
+	served, err := tools.Serve(ctx, b.NC, tools.ServiceConfig{Compile: toolschema.Compile, Name: "lndl-tools", Version: "1.0.0", Tools: []tools.Tool{
 		{Name: "add", Description: "Adds x and y.", Parameters: obj(`{"x":{"type":"number"},"y":{"type":"number"}}`),
 			Handler: count("add", func(a map[string]any) any {
 				x, _ := a["x"].(float64)
@@ -255,7 +257,7 @@ func TestAcceptance_operate_lndl_repair(t *testing.T) {
 	var round2 string
 	for _, ev := range b.History(t, "ln") {
 		if strings.HasSuffix(ev.RequestID, "/middle/round2") {
-			round2, _ = ev.Messages[0].Content[ops.KeyInstruction].(string)
+			round2, _ = ev.Messages[0].Content[history.KeyInstruction].(string)
 		}
 	}
 	if !strings.HasPrefix(round2, "Round 2 of 3.") || !strings.Contains(round2, "Unclosed lvar tag - missing </lvar>") {

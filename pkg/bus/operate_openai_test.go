@@ -24,6 +24,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 )
 
@@ -146,7 +148,7 @@ func TestAcceptance_operate_with_actions_against_an_openai_compatible_server(t *
 		`{"function": "add", "arguments": {"x": 1, "y": 2}}, {"function": "upper", "arguments": {"s": "hi"}}]}` + "\n```"
 	api := newFakeAPI(t, completion(answer))
 	b := bustest.New(t, provision.Config{})
-	startOpenAIWorker(t, b, api, ops.NewToolFuncs(map[string]ops.ToolFunc{
+	startOpenAIWorker(t, b, api, opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
 			y, _ := a["y"].(float64)
@@ -218,7 +220,7 @@ func TestAcceptance_operate_with_actions_against_an_openai_compatible_server(t *
 		for _, m := range ev.Messages {
 			kinds = append(kinds, string(m.Kind))
 		}
-		if ev.Type == ops.EventMessages && strings.HasPrefix(ev.RequestID, reqID+"/act") {
+		if ev.Type == history.EventMessages && strings.HasPrefix(ev.RequestID, reqID+"/act") {
 			slices.Sort(kinds)
 		}
 		stages = append(stages, strings.Join(kinds, " "))

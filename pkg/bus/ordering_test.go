@@ -11,6 +11,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // promptCounter is a model that records, for each call, how many earlier
@@ -25,7 +26,7 @@ type promptCounter struct {
 func (p *promptCounter) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	users := 0
 	for _, m := range call.Messages.All() {
-		if m.Role == ops.RoleUser {
+		if m.Role == history.RoleUser {
 			users++
 		}
 	}
@@ -80,7 +81,7 @@ func TestOrdering_one_operation_at_a_time_per_branch_across_workers(t *testing.T
 	}
 	k := 0
 	for _, ev := range b.History(t, "turns") {
-		if ev.Type != ops.EventMessages {
+		if ev.Type != history.EventMessages {
 			continue
 		}
 		text := fmt.Sprint(ev.Messages[0].Content["instruction"])

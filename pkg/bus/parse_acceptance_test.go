@@ -11,6 +11,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // The parse verb end to end: requests on lion.ops.parse, answered
@@ -78,7 +79,7 @@ func TestAcceptance_parse_verb(t *testing.T) {
 		})
 	}
 	// parse records nothing: the branch's history is its creation alone.
-	if evs := b.History(t, "parsing"); len(evs) != 1 || evs[0].Type != ops.EventCreated {
+	if evs := b.History(t, "parsing"); len(evs) != 1 || evs[0].Type != history.EventCreated {
 		t.Fatalf("history after parse requests: %d events", len(evs))
 	}
 	// An error quotes at most 200 characters of the text.

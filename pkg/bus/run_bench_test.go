@@ -16,6 +16,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // pacedCLI is an in-process CLI provider emitting n text chunks, one per
@@ -25,7 +26,7 @@ type pacedCLI struct {
 	gap time.Duration
 }
 
-func (p pacedCLI) IsCLI(ops.ModelRef) bool { return true }
+func (p pacedCLI) IsCLI(history.ModelRef) bool { return true }
 
 func (p pacedCLI) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	return p.Stream(ctx, call, func(ops.Chunk) error { return nil })
@@ -70,7 +71,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 }
 
 // BenchmarkRun_chunk_latency measures the time from a chunk leaving the
-// provider to a client following the run (client.Run: an ordered consumer
+// provider to a client following the run (client.Stream: an ordered consumer
 // on the chunk stream), through the embedded server: p50 and p99 over
 // every chunk of b.N runs of 100 chunks, one every millisecond.
 func BenchmarkRun_chunk_latency(b *testing.B) {
@@ -83,7 +84,7 @@ func BenchmarkRun_chunk_latency(b *testing.B) {
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_, reply, err := bus.Client.Run(ctx, "bench", map[string]any{"instruction": fmt.Sprint("go ", i), "clear_messages": true}, func(c ops.Chunk) error {
+		_, reply, err := bus.Client.Stream(ctx, "run", "bench", map[string]any{"instruction": fmt.Sprint("go ", i), "clear_messages": true}, func(c ops.Chunk) error {
 			if d, ok := latencyOf(c); ok {
 				lat = append(lat, d)
 			}

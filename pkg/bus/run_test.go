@@ -27,6 +27,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/schemas"
@@ -59,13 +60,13 @@ func newRunBusWith(t *testing.T, wctx context.Context, configure func(*bus.Confi
 }
 
 // branchMessages returns b1's messages (system message left out).
-func (rb *runBus) branchMessages(t *testing.T) []ops.Message {
+func (rb *runBus) branchMessages(t *testing.T) []history.Message {
 	t.Helper()
-	var b ops.Branch
+	var b history.Branch
 	bustest.MustResult(t, rb.Do(t, "branch.get", "b1", nil), &b)
-	var out []ops.Message
+	var out []history.Message
 	for _, m := range b.Messages {
-		if m.Kind != ops.KindSystem {
+		if m.Kind != history.KindSystem {
 			out = append(out, m)
 		}
 	}
@@ -123,7 +124,7 @@ func TestRun_bus_chunks_then_answer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []ops.Chunk
-	id, reply, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
+	id, reply, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
 		got = append(got, c)
 		return nil
 	})
@@ -145,12 +146,12 @@ func TestRun_bus_chunks_then_answer(t *testing.T) {
 		t.Errorf("first chunk %v; value %+v", got[0], rv)
 	}
 	ms := rb.branchMessages(t)
-	wantKinds := []ops.Kind{ops.KindInstruction, ops.KindAssistantResponse, ops.KindActionRequest, ops.KindActionResponse, ops.KindAssistantResponse}
-	var kinds []ops.Kind
+	wantKinds := []history.Kind{history.KindInstruction, history.KindAssistantResponse, history.KindActionRequest, history.KindActionResponse, history.KindAssistantResponse}
+	var kinds []history.Kind
 	var texts []string
 	for _, m := range ms {
 		kinds = append(kinds, m.Kind)
-		if m.Kind == ops.KindAssistantResponse {
+		if m.Kind == history.KindAssistantResponse {
 			texts = append(texts, m.Text())
 		}
 	}
@@ -203,13 +204,13 @@ func TestRun_bus_resume(t *testing.T) {
 	t.Parallel()
 	rb := newRunBus(t, nil)
 	none := func(ops.Chunk) error { return nil }
-	_, r1, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "first"}, none)
+	_, r1, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "first"}, none)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rv ops.RunValue
 	bustest.MustResult(t, r1, &rv)
-	if _, r2, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "second"}, none); err != nil {
+	if _, r2, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "second"}, none); err != nil {
 		t.Fatal(err)
 	} else {
 		bustest.MustResult(t, r2, nil)
@@ -261,7 +262,7 @@ func TestRun_bus_cancel_mid_stream(t *testing.T) {
 	}
 	var texts []string
 	for _, m := range rb.branchMessages(t) {
-		if m.Kind == ops.KindAssistantResponse {
+		if m.Kind == history.KindAssistantResponse {
 			texts = append(texts, m.Text())
 		}
 	}
@@ -294,7 +295,7 @@ func TestRun_bus_errors(t *testing.T) {
 			t.Parallel()
 			rb := newRunBus(t, nil)
 			var got []ops.Chunk
-			id, reply, err := rb.Client.Run(bustest.Ctx(t), "b1", tt.data, func(c ops.Chunk) error {
+			id, reply, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", tt.data, func(c ops.Chunk) error {
 				got = append(got, c)
 				return nil
 			})
@@ -312,7 +313,7 @@ func TestRun_bus_errors(t *testing.T) {
 			}
 			var texts []string
 			for _, m := range rb.branchMessages(t) {
-				if m.Kind == ops.KindAssistantResponse {
+				if m.Kind == history.KindAssistantResponse {
 					texts = append(texts, m.Text())
 				}
 			}
@@ -417,7 +418,7 @@ func TestRun_bus_stream_persist(t *testing.T) {
 	t.Run("clean run", func(t *testing.T) {
 		t.Parallel()
 		rb := newRunBus(t, nil)
-		id, reply, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "go", "stream_persist": true}, func(ops.Chunk) error { return nil })
+		id, reply, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "go", "stream_persist": true}, func(ops.Chunk) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

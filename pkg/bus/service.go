@@ -23,7 +23,9 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/schemas"
 )
 
 // Defaults of [Config].
@@ -313,7 +315,7 @@ func (s *Service) build(cfg Config) error {
 		return err
 	}
 	engineLog := s.log.With().Str("component", "ops").Logger()
-	var st ops.Store = s.store
+	var st history.Store = s.store
 	observer := cfg.Observer
 	if cfg.Tracer != nil {
 		st = tracing.Store(st, cfg.Tracer)
@@ -344,7 +346,11 @@ func (s *Service) build(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: s.res.Config.Prefix, MaxPayload: s.res.Config.MaxPayload})
+	// A broken embedded schema stops the start, before any request.
+	if err := schemas.Compile(); err != nil {
+		return err
+	}
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: s.res.Config.Prefix, MaxPayload: s.res.Config.MaxPayload, Validator: schemas.Validator{}})
 	if err != nil {
 		return err
 	}

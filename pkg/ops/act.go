@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -161,7 +162,7 @@ func (e *Engine) actVerb(ctx context.Context, req Request) (*Result, error) {
 // may have run, and a redelivery calls them again with the same
 // idempotency keys. A failure with errors not suppressed is recorded with
 // the calls that started, and answered CodeAction, on every delivery.
-func (e *Engine) act(ctx context.Context, req Request, b *Branch, p actParams) (*Result, error) {
+func (e *Engine) act(ctx context.Context, req Request, b *history.Branch, p actParams) (*Result, error) {
 	if seq, ok := b.Commits.Seq(req.ID); ok {
 		return e.replayCommitted(ctx, req, seq, replayMessages)
 	}
@@ -185,7 +186,7 @@ func (e *Engine) act(ctx context.Context, req Request, b *Branch, p actParams) (
 		res.Value = v
 	}
 	res.DurationMS = e.clock().Sub(start).Milliseconds()
-	return e.commitEvent(ctx, req, b.ID, Event{Messages: run.messages()}, res, operr)
+	return e.commitEvent(ctx, req, b.ID, history.Event{Messages: run.messages()}, res, operr)
 }
 
 // ended returns ctx's error, or context.DeadlineExceeded once its deadline

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // 0022-D4-02: no requests, or an empty list, run and record nothing.
@@ -33,7 +35,7 @@ func TestAct_0022_D4_02_empty_list_runs_nothing(t *testing.T) {
 			t.Fatalf("%s: signals %v", data, s)
 		}
 	}
-	if ev := a.lastEvent(t, "b"); ev.Type != ops.EventCreated {
+	if ev := a.lastEvent(t, "b"); ev.Type != history.EventCreated {
 		t.Fatalf("an empty act recorded %s", ev.Type)
 	}
 }
@@ -61,7 +63,7 @@ func TestAct_0022_D4_03_strategies(t *testing.T) {
 			var active, peak atomic.Int32
 			all := make(chan struct{})
 			var arrived atomic.Int32
-			tools := ops.NewToolFuncs(map[string]ops.ToolFunc{"step": func(ctx context.Context, args map[string]any) (any, error) {
+			tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{"step": func(ctx context.Context, args map[string]any) (any, error) {
 				defer active.Add(-1)
 				n := active.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -129,7 +131,7 @@ func TestAct_0022_D4_04_concurrency_is_bounded(t *testing.T) {
 		t.Run(fmt.Sprintf("%s limit %d", tt.strategy, tt.limit), func(t *testing.T) {
 			var active, peak, arrived atomic.Int32
 			full := make(chan struct{}) // closed when the first want calls are running
-			tools := ops.NewToolFuncs(map[string]ops.ToolFunc{"slot": func(ctx context.Context, _ map[string]any) (any, error) {
+			tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{"slot": func(ctx context.Context, _ map[string]any) (any, error) {
 				defer active.Add(-1)
 				n := active.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -220,7 +222,7 @@ func TestAct_0022_D4_05_denials_are_recorded_values(t *testing.T) {
 			if kinds(msgs) != "action_request action_response action_request action_response" {
 				t.Fatalf("recorded %s", kinds(msgs))
 			}
-			if d := msgs[3]; d.Content[ops.KeyError] != tt.reason || d.Metadata[ops.MetaErrorCode] != ops.ActionErrorDenied || d.Content[ops.KeyOutput] != nil {
+			if d := msgs[3]; d.Content[history.KeyError] != tt.reason || d.Metadata[ops.MetaErrorCode] != ops.ActionErrorDenied || d.Content[history.KeyOutput] != nil {
 				t.Fatalf("denial recorded as %+v", d)
 			}
 		})
@@ -278,7 +280,7 @@ func TestAct_0022_D4_07_summaries_are_cut_values_are_not(t *testing.T) {
 		t.Fatalf("the answer was cut: %s", compact(t, got))
 	}
 	msgs := a.lastEvent(t, "b").Messages
-	if compact(t, msgs[0].Content[ops.KeyArguments]) != full || compact(t, msgs[1].Content[ops.KeyOutput]) != full {
+	if compact(t, msgs[0].Content[history.KeyArguments]) != full || compact(t, msgs[1].Content[history.KeyOutput]) != full {
 		t.Fatal("the record was cut")
 	}
 	h := a.hooks("r")
@@ -356,7 +358,7 @@ func TestAct_0022_D4_08_suppressed_and_raised_errors(t *testing.T) {
 				t.Fatalf("hooks %s, want %s", h, tt.wantHooks)
 			}
 			ev := a.lastEvent(t, "b")
-			if ev.Type != ops.EventMessages || kinds(ev.Messages) != tt.wantKinds {
+			if ev.Type != history.EventMessages || kinds(ev.Messages) != tt.wantKinds {
 				t.Fatalf("recorded %s %s, want %s", ev.Type, kinds(ev.Messages), tt.wantKinds)
 			}
 			failed := a.logs.records(t, "tool call failed")
@@ -398,7 +400,7 @@ func TestAct_0022_D4_09_null_outputs_are_dropped(t *testing.T) {
 		t.Fatalf("value %s", s)
 	}
 	msgs := a.lastEvent(t, "b").Messages
-	if kinds(msgs) != "action_request action_request action_response" || msgs[0].Content[ops.KeyActionResponseID] != nil {
+	if kinds(msgs) != "action_request action_request action_response" || msgs[0].Content[history.KeyActionResponseID] != nil {
 		t.Fatalf("recorded %s: %+v", kinds(msgs), msgs[0])
 	}
 	if h := a.hooks("r1"); h[1].Type != ops.SignalToolPost || h[1].Tool.ResultSummary != "null" {

@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // act runs tool calls on a branch: each is authorized (the branch allows
 // add and divide only), invoked, and recorded with its response; failures
 // are values. A redelivery of the request is answered from history.
 func ExampleEngine_Do_act() {
-	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, args map[string]any) (any, error) {
 			x, _ := args["x"].(float64)
 			y, _ := args["y"].(float64)
@@ -25,7 +26,7 @@ func ExampleEngine_Do_act() {
 			return args["x"].(float64) / args["y"].(float64), nil
 		},
 	})
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Tools: tools})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Tools: tools})
 	if err != nil {
 		panic(err)
 	}

@@ -13,15 +13,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // actTools are the tools of the act tests.
 // "waits" runs until its context ends; "fails_later" fails once a "waits"
 // call is running.
-func actTools() *ops.ToolFuncs {
+func actTools() *opstest.ToolFuncs {
 	waiting := make(chan struct{})
 	var once sync.Once
-	return ops.NewToolFuncs(map[string]ops.ToolFunc{
+	return opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
 			y, _ := a["y"].(float64)
@@ -98,19 +100,19 @@ func (noTools) Invoke(context.Context, ops.ToolInvocation) (ops.ToolOutcome, err
 // Signals, Logger and Clock are set here; Tools defaults to actTools).
 type actBundle struct {
 	*bundle
-	tools *ops.ToolFuncs
+	tools *opstest.ToolFuncs
 	logs  *syncBuffer
 }
 
 func newActBundle(t *testing.T, cfg ops.Config) *actBundle {
 	t.Helper()
-	a := &actBundle{bundle: &bundle{store: ops.NewMemoryStore(), signals: &signalRecorder{}}, logs: &syncBuffer{}}
+	a := &actBundle{bundle: &bundle{store: opstest.NewMemoryStore(), signals: &signalRecorder{}}, logs: &syncBuffer{}}
 	if cfg.Tools == withoutTools {
 		cfg.Tools = nil
 	} else if cfg.Tools == nil {
 		a.tools = actTools()
 		cfg.Tools = a.tools
-	} else if tf, ok := cfg.Tools.(*ops.ToolFuncs); ok {
+	} else if tf, ok := cfg.Tools.(*opstest.ToolFuncs); ok {
 		a.tools = tf
 	}
 	log := zerolog.New(a.logs).Level(zerolog.DebugLevel)
@@ -153,7 +155,7 @@ func (a *actBundle) act(t *testing.T, id, branch, data string) ([]ops.ActionResp
 }
 
 // lastEvent returns the last history event of branch.
-func (a *actBundle) lastEvent(t *testing.T, branch string) ops.Event {
+func (a *actBundle) lastEvent(t *testing.T, branch string) history.Event {
 	t.Helper()
 	evs, err := a.store.History(context.Background(), branch, 0, 0)
 	if err != nil {
@@ -196,7 +198,7 @@ func (a *actBundle) hooks(id string) []ops.Signal {
 }
 
 // kinds returns the kinds of msgs, space-separated.
-func kinds(msgs []ops.Message) string {
+func kinds(msgs []history.Message) string {
 	var k []string
 	for _, m := range msgs {
 		k = append(k, string(m.Kind))

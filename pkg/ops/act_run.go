@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // toolConfig is the engine's tool wiring, from [Config].
@@ -38,16 +41,16 @@ type actCall struct {
 	req     ActionRequest
 	args    map[string]any  // req.Arguments, {} for none
 	started bool            // authorized or denied; false when skipped
-	request Message         // the action_request message
+	request history.Message // the action_request message
 	resp    *ActionResponse // nil when the call answered null
-	respMsg Message         // the action_response message, when resp is set
+	respMsg history.Message // the action_response message, when resp is set
 }
 
 // actRun is the state of one act stage.
 type actRun struct {
 	e      *Engine
 	req    Request
-	branch *Branch
+	branch *history.Branch
 	p      actParams
 	calls  []actCall
 	cancel context.CancelFunc // stops the calls after an unsuppressed failure
@@ -66,7 +69,7 @@ type actRun struct {
 // with the sequential one they run in order. When errors are not
 // suppressed, the first failure stops the calls not yet started and
 // cancels those running (0022-D4-08).
-func (e *Engine) runActions(ctx context.Context, req Request, b *Branch, p actParams) *actRun {
+func (e *Engine) runActions(ctx context.Context, req Request, b *history.Branch, p actParams) *actRun {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &actRun{e: e, req: req, branch: b, p: p, calls: make([]actCall, len(p.requests)), cancel: cancel}
@@ -115,14 +118,14 @@ func (r *actRun) call(ctx context.Context, c *actCall) {
 	}
 	c.args = args
 	inv := ToolInvocation{
-		Function: c.req.Function, Arguments: copyMap(args), IdempotencyKey: ToolCallKey(r.req.ID, c.index),
+		Function: c.req.Function, Arguments: jsonval.CopyMap(args), IdempotencyKey: ToolCallKey(r.req.ID, c.index),
 		RequestID: r.req.ID, BranchID: r.branch.ID,
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		inv.Deadline = dl
 	}
 	c.started = true
-	c.request = NewActionRequest(inv.Function, args, e.clock())
+	c.request = history.NewActionRequest(inv.Function, args, e.clock())
 	c.request.Metadata = map[string]any{MetaCallID: inv.IdempotencyKey}
 	if c.req.ID != "" {
 		c.request.Metadata[MetaActionID] = c.req.ID
@@ -194,11 +197,11 @@ func (r *actRun) finish(c *actCall, output any, terr *ToolError) {
 	if terr != nil {
 		errText = terr.Message
 	}
-	c.respMsg = NewActionResponse(&c.request, output, errText, r.e.clock())
+	c.respMsg = history.NewActionResponse(&c.request, output, errText, r.e.clock())
 	if terr != nil {
 		c.respMsg.Metadata = map[string]any{MetaErrorCode: terr.Code}
 	}
-	c.resp = &ActionResponse{ID: c.req.ID, Function: c.req.Function, Arguments: copyMap(c.args), Output: output, Error: terr}
+	c.resp = &ActionResponse{ID: c.req.ID, Function: c.req.Function, Arguments: jsonval.CopyMap(c.args), Output: output, Error: terr}
 }
 
 // fail records c as the run's failure, if it is the first, and stops the
@@ -236,8 +239,8 @@ func (r *actRun) responses() []ActionResponse {
 
 // messages returns what the run records: for each call that started, its
 // action request, then its action response when it has one.
-func (r *actRun) messages() []Message {
-	var out []Message
+func (r *actRun) messages() []history.Message {
+	var out []history.Message
 	for _, c := range r.calls {
 		if !c.started {
 			continue
@@ -253,7 +256,7 @@ func (r *actRun) messages() []Message {
 // authorize decides whether inv may run on b: its tool must be one of the
 // branch's tools, and the engine's Authorizer, if any, must allow it. An
 // Authorizer that cannot decide denies (fail closed).
-func (e *Engine) authorize(ctx context.Context, b *Branch, inv ToolInvocation) Decision {
+func (e *Engine) authorize(ctx context.Context, b *history.Branch, inv ToolInvocation) Decision {
 	if !slices.Contains(b.Settings.Tools, inv.Function) {
 		return Decision{Reason: fmt.Sprintf("tool %q is not allowed on this branch", Truncate(inv.Function, MaxIDLength))}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // act runs the calls, records each action request and response, in request
@@ -32,7 +34,7 @@ func TestAct_records_calls_with_the_result(t *testing.T) {
 	}
 
 	ev := a.lastEvent(t, "b")
-	if ev.Type != ops.EventMessages || ev.RequestID != "act-1" || ev.ModelCalls != 0 {
+	if ev.Type != history.EventMessages || ev.RequestID != "act-1" || ev.ModelCalls != 0 {
 		t.Fatalf("event %+v", ev)
 	}
 	if k := kinds(ev.Messages); k != "action_request action_response action_request action_response" {
@@ -43,8 +45,8 @@ func TestAct_records_calls_with_the_result(t *testing.T) {
 		t.Fatalf("recorded result %s (%v)", ev.Result, err)
 	}
 	req, resp := ev.Messages[0], ev.Messages[1]
-	if req.Role != ops.RoleAction || req.Content[ops.KeyFunction] != "add" || req.Content[ops.KeyActionResponseID] != resp.ID ||
-		resp.Content[ops.KeyActionRequestID] != req.ID || compact(t, resp.Content[ops.KeyOutput]) != `{"sum":5}` {
+	if req.Role != history.RoleAction || req.Content[history.KeyFunction] != "add" || req.Content[history.KeyActionResponseID] != resp.ID ||
+		resp.Content[history.KeyActionRequestID] != req.ID || compact(t, resp.Content[history.KeyOutput]) != `{"sum":5}` {
 		t.Fatalf("request %+v\nresponse %+v", req, resp)
 	}
 	if req.Metadata[ops.MetaCallID] != ops.ToolCallKey("act-1", 0) || req.Metadata[ops.MetaActionID] != "c1" {
@@ -191,7 +193,7 @@ func TestAct_ended_request_records_nothing(t *testing.T) {
 	if code(err) != ops.CodeTimeout {
 		t.Fatalf("err = %v, want timeout", err)
 	}
-	if ev := a.lastEvent(t, "b"); ev.Type != ops.EventCreated {
+	if ev := a.lastEvent(t, "b"); ev.Type != history.EventCreated {
 		t.Fatalf("recorded %s", ev.Type)
 	}
 }
@@ -226,7 +228,7 @@ func TestAct_bad_requests(t *testing.T) {
 	if n := a.tools.Calls(ops.ToolCallKey("r", 0)); n != 0 {
 		t.Fatalf("a bad request called a tool %d times", n)
 	}
-	if _, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), MaxConcurrentTools: -1}); err == nil {
+	if _, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), MaxConcurrentTools: -1}); err == nil {
 		t.Fatal("NewEngine accepted a negative MaxConcurrentTools")
 	}
 }

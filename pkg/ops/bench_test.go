@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
@@ -18,7 +19,7 @@ func BenchmarkEngine_communicate(b *testing.B) {
 	if err := scripted.Register(providers); err != nil {
 		b.Fatal(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func BenchmarkEngine_communicate(b *testing.B) {
 }
 
 func BenchmarkReplay(b *testing.B) {
-	events := []ops.Event{opstest.CreatedEvent("b1", "c")}
+	events := []history.Event{opstest.CreatedEvent("b1", "c")}
 	events[0].Seq = 1
 	for i := 0; i < 500; i++ {
 		ev := opstest.MessagesEvent("b1", fmt.Sprint("r", i), 1)
@@ -45,7 +46,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ops.Replay(events); err != nil {
+		if _, err := history.Replay(events); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -66,7 +67,7 @@ func (lndlBenchProvider) Complete(_ context.Context, call ops.Call) (*ops.Comple
 // recorded exchanges, one act stage of two calls, validation.
 func BenchmarkEngine_operate_lndl(b *testing.B) {
 	eng, err := ops.NewEngine(ops.Config{
-		Store: ops.NewMemoryStore(), Providers: ops.NewProviders(map[string]ops.Provider{"bench": lndlBenchProvider{}}),
+		Store: opstest.NewMemoryStore(), Providers: ops.NewProviders(map[string]ops.Provider{"bench": lndlBenchProvider{}}),
 		Tools: actTools(),
 	})
 	if err != nil {
@@ -95,7 +96,7 @@ func BenchmarkEngine_refuse_deep_schema(b *testing.B) {
 	if err := scripted.Register(providers); err != nil {
 		b.Fatal(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers})
 	if err != nil {
 		b.Fatal(err)
 	}

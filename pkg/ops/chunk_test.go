@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -78,7 +80,7 @@ func TestChunkBuffer(t *testing.T) {
 		{name: "text of text chunks only", emits: []ops.Chunk{
 			text("a "), {Kind: ops.ChunkThinking, Content: "hmm"}, text("b"), {Kind: ops.ChunkError, Content: "x"},
 		}, wantLen: 4, wantText: "a b"},
-		{name: "limit reached", limit: 2, emits: []ops.Chunk{text("1"), text("2"), text("3")}, wantErr: ops.ErrChunkLimit, wantLen: 2, wantText: "12"},
+		{name: "limit reached", limit: 2, emits: []ops.Chunk{text("1"), text("2"), text("3")}, wantErr: opstest.ErrChunkLimit, wantLen: 2, wantText: "12"},
 		{name: "ended context", ctx: canceled, emits: []ops.Chunk{text("x")}, wantErr: context.Canceled},
 	}
 	for _, tt := range tests {
@@ -87,7 +89,7 @@ func TestChunkBuffer(t *testing.T) {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			buf := &ops.ChunkBuffer{Limit: tt.limit}
+			buf := &opstest.ChunkBuffer{Limit: tt.limit}
 			var err error
 			for _, c := range tt.emits {
 				err = buf.Emit(ctx, c)
@@ -100,7 +102,7 @@ func TestChunkBuffer(t *testing.T) {
 			}
 		})
 	}
-	var buf ops.ChunkBuffer
+	var buf opstest.ChunkBuffer
 	if err := buf.Emit(context.Background(), text("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestChunkBuffer(t *testing.T) {
 // when they are emitted from several goroutines.
 func TestSequence(t *testing.T) {
 	t.Parallel()
-	var buf ops.ChunkBuffer
+	var buf opstest.ChunkBuffer
 	sink := ops.Sequence(&buf)
 	var wg sync.WaitGroup
 	for i := range 50 {
@@ -135,11 +137,11 @@ func TestSequence(t *testing.T) {
 			t.Fatalf("chunk %d has Seq %d, want %d", i, c.Seq, i+1)
 		}
 	}
-	full := ops.Sequence(&ops.ChunkBuffer{Limit: 1})
+	full := ops.Sequence(&opstest.ChunkBuffer{Limit: 1})
 	if err := full.Emit(context.Background(), ops.Chunk{Kind: ops.ChunkText}); err != nil {
 		t.Fatal(err)
 	}
-	if err := full.Emit(context.Background(), ops.Chunk{Kind: ops.ChunkText}); !errors.Is(err, ops.ErrChunkLimit) {
+	if err := full.Emit(context.Background(), ops.Chunk{Kind: ops.ChunkText}); !errors.Is(err, opstest.ErrChunkLimit) {
 		t.Fatalf("the sink's error was not returned: %v", err)
 	}
 }
@@ -148,12 +150,12 @@ func TestSequence(t *testing.T) {
 // ChunkBuffer; their text is the completion's text.
 func ExampleChunkBuffer() {
 	var prov ops.StreamingProvider = scripted.New()
-	model, err := ops.ParseModelRef("scripted:echo")
+	model, err := history.ParseModelRef("scripted:echo")
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	var buf ops.ChunkBuffer
+	var buf opstest.ChunkBuffer
 	sink := ops.Sequence(&buf)
 	comp, err := prov.Stream(ctx, ops.Call{Model: model, Instruction: "streams arrive in pieces", Attempt: 1},
 		func(c ops.Chunk) error { return sink.Emit(ctx, c) })

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // communicate is the recorded exchange of ADR-0021 D3: optionally clear the
@@ -81,13 +84,13 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 // is kept as original_model_response). A parse failure is a CodeParse
 // *Error wrapping the stage's failure.
 func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) (any, error) {
-	history := append(append([]Message(nil), x.branch.Messages...), x.ins, x.res)
+	past := append(append([]history.Message(nil), x.branch.Messages...), x.ins, x.res)
 	if x.data.ClearMessages {
-		history = []Message{x.ins, x.res}
+		past = []history.Message{x.ins, x.res}
 	}
 	spec := x.data.parseSpec()
 	v, comp, err := e.parseText(ctx, parseInput{
-		req: req, branch: x.branch, history: history, text: x.comp.Text, spec: spec,
+		req: req, branch: x.branch, history: past, text: x.comp.Text, spec: spec,
 		model: x.parse, calls: &x.calls, usage: &x.usage,
 	})
 	var fail *parseFailure
@@ -99,10 +102,10 @@ func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) 
 		return nil, err
 	case comp != nil:
 		reformatted := e.assistantMessage(x.parse, comp)
-		if orig, ok := x.res.Metadata[MetaModelResponse]; ok {
-			x.res.Metadata[MetaOriginalModelResponse] = orig
+		if orig, ok := x.res.Metadata[history.MetaModelResponse]; ok {
+			x.res.Metadata[history.MetaOriginalModelResponse] = orig
 		}
-		x.res.Metadata[MetaModelResponse] = reformatted.Metadata[MetaModelResponse]
+		x.res.Metadata[history.MetaModelResponse] = reformatted.Metadata[history.MetaModelResponse]
 		x.res.Metadata["parsed_text"] = comp.Text
 	}
 	return v, nil
@@ -128,7 +131,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 		if args == nil {
 			args = map[string]any{}
 		}
-		r := map[string]any{"function": c.Name, "arguments": copyMap(args)}
+		r := map[string]any{"function": c.Name, "arguments": jsonval.CopyMap(args)}
 		if k := compactJSON(r); !seen[k] {
 			seen[k] = true
 			list = append(list, r)

@@ -14,7 +14,7 @@
 // plain value, and everything that crosses a process boundary sits behind a
 // small interface declared here:
 //
-//   - [Store] loads branches and appends their history events;
+//   - [history.Store] loads branches and appends their history events;
 //   - [Provider] calls a model (see the provider sub-packages);
 //   - [Engine] dispatches a decoded [Request] to its verb.
 //
@@ -36,11 +36,13 @@
 //
 // # History and snapshots
 //
-// A branch's history is an ordered log of [Event] values. The folded state
-// ([Branch]) is derived from it by [Branch.Apply], so a snapshot can always be
-// rebuilt by replaying the log. Everything one operation records is carried by
-// one event, which makes an operation's effect on history atomic: it is either
-// entirely present or entirely absent.
+// The branch model lives in package [github.com/lionbus/lionbus/pkg/ops/history]:
+// a branch's history is an ordered log of [history.Event] values, and the
+// folded state ([history.Branch]) is derived from it by
+// [history.Branch.Apply], so a snapshot can always be rebuilt by replaying
+// the log. Everything one operation records is carried by one event, which
+// makes an operation's effect on history atomic: it is either entirely
+// present or entirely absent.
 //
 // # Verbs
 //

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 	"github.com/lionbus/lionbus/schemas"
 )
@@ -69,7 +71,7 @@ func (r *signalRecorder) types(requestID string) []string {
 
 type bundle struct {
 	eng     *ops.Engine
-	store   *ops.MemoryStore
+	store   *opstest.MemoryStore
 	prov    *countingProvider
 	signals *signalRecorder
 	waits   *waitRecorder
@@ -98,7 +100,7 @@ func (w *waitRecorder) all() []time.Duration {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	b := &bundle{store: ops.NewMemoryStore(), prov: &countingProvider{}, signals: &signalRecorder{}, waits: &waitRecorder{}}
+	b := &bundle{store: opstest.NewMemoryStore(), prov: &countingProvider{}, signals: &signalRecorder{}, waits: &waitRecorder{}}
 	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	eng, err := ops.NewEngine(ops.Config{
@@ -156,7 +158,7 @@ func (b *bundle) mustDo(t *testing.T, verb, branch, data string) *ops.Result {
 	return res
 }
 
-func (b *bundle) branch(t *testing.T, id string) *ops.Branch {
+func (b *bundle) branch(t *testing.T, id string) *history.Branch {
 	t.Helper()
 	br, err := b.store.Load(context.Background(), id)
 	if err != nil {
@@ -173,9 +175,9 @@ func code(err error) ops.Code {
 	return ""
 }
 
-func decodeBranch(t *testing.T, res *ops.Result) ops.Branch {
+func decodeBranch(t *testing.T, res *ops.Result) history.Branch {
 	t.Helper()
-	var b ops.Branch
+	var b history.Branch
 	if err := json.Unmarshal(res.Value, &b); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +302,7 @@ func TestEngine_branch_lifecycle(t *testing.T) {
 	}
 
 	cleared := decodeBranch(t, b.mustDo(t, "branch.clear", id, ``))
-	if len(cleared.Messages) != 1 || cleared.Messages[0].Kind != ops.KindSystem {
+	if len(cleared.Messages) != 1 || cleared.Messages[0].Kind != history.KindSystem {
 		t.Fatalf("cleared branch messages = %+v", cleared.Messages)
 	}
 	if got := b.branch(t, "copy"); len(got.Messages) != 5 {
@@ -311,14 +313,14 @@ func TestEngine_branch_lifecycle(t *testing.T) {
 	if err := json.Unmarshal(b.mustDo(t, "branch.history", id, `{"limit":2}`).Value, &page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Events) != 2 || !page.More || page.Events[0].Type != ops.EventCreated || page.Next != page.Events[1].Seq {
+	if len(page.Events) != 2 || !page.More || page.Events[0].Type != history.EventCreated || page.Next != page.Events[1].Seq {
 		t.Fatalf("first history page = %+v", page)
 	}
 	after := page.Next
 	if err := json.Unmarshal(b.mustDo(t, "branch.history", id, fmt.Sprintf(`{"after":%d,"limit":5}`, after)).Value, &page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Events) != 2 || page.More || page.Events[1].Type != ops.EventCleared {
+	if len(page.Events) != 2 || page.More || page.Events[1].Type != history.EventCleared {
 		t.Fatalf("second history page = %+v", page)
 	}
 
@@ -486,7 +488,7 @@ func TestEngine_communicate_prompt_and_metadata(t *testing.T) {
 		t.Fatalf("usage = %+v, want 4 total tokens", res.Usage)
 	}
 	first := b.prov.last()
-	want := []ops.ChatMessage{{Role: ops.RoleSystem, Content: "SYS"}, {Role: ops.RoleUser, Content: "Guidance:\nG\n\nInstruction:\nq1"}}
+	want := []ops.ChatMessage{{Role: history.RoleSystem, Content: "SYS"}, {Role: history.RoleUser, Content: "Guidance:\nG\n\nInstruction:\nq1"}}
 	if fmt.Sprint(first.Messages) != fmt.Sprint(want) || first.Index != 0 || first.BranchID != "main" || first.Attempt != 1 {
 		t.Fatalf("first call = %+v, want messages %v at index 0", first, want)
 	}
@@ -601,7 +603,7 @@ func TestEngine_communicate_concurrent_requests_all_land(t *testing.T) {
 	}
 	for i := 0; i < len(br.Messages); i += 2 {
 		ins, res := br.Messages[i], br.Messages[i+1]
-		if ins.Kind != ops.KindInstruction || res.Kind != ops.KindAssistantResponse || ins.Content["instruction"] != res.Text() {
+		if ins.Kind != history.KindInstruction || res.Kind != history.KindAssistantResponse || ins.Content["instruction"] != res.Text() {
 			t.Fatalf("exchange %d is interleaved: %v / %v", i/2, ins.Content, res.Content)
 		}
 	}
@@ -681,14 +683,14 @@ func TestEngine_result_values_validate(t *testing.T) {
 	}
 }
 
-type failingStore struct{ ops.Store }
+type failingStore struct{ history.Store }
 
-func (failingStore) Load(context.Context, string) (*ops.Branch, error) {
+func (failingStore) Load(context.Context, string) (*history.Branch, error) {
 	return nil, errors.New("connection refused")
 }
 
 func TestEngine_store_failure_is_temporary(t *testing.T) {
-	eng, err := ops.NewEngine(ops.Config{Store: failingStore{ops.NewMemoryStore()}})
+	eng, err := ops.NewEngine(ops.Config{Store: failingStore{opstest.NewMemoryStore()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -756,7 +758,7 @@ func TestEngine_provider_failures_and_observers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eng, err := ops.NewEngine(ops.Config{
-				Store:     ops.NewMemoryStore(),
+				Store:     opstest.NewMemoryStore(),
 				Providers: ops.NewProviders(map[string]ops.Provider{"p": tt.prov}),
 				Signals:   failingSignals{},
 			})

@@ -1,14 +1,54 @@
 package ops
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
 
-// Sentinel errors returned by a [Store] and by the [Engine].
-var (
-	// ErrBranchNotFound means the branch has no history.
-	ErrBranchNotFound = errors.New("ops: branch not found")
-	// ErrBranchExists means a branch with that id already has history.
-	ErrBranchExists = errors.New("ops: branch already exists")
-	// ErrAlreadyCommitted means an event for the same request is already in
-	// the branch's history: the request ran before.
-	ErrAlreadyCommitted = errors.New("ops: request already committed")
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
+
+// asError turns any failure into an *Error with a stable code.
+func asError(ctx context.Context, err error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	var pe *ProviderError
+	switch {
+	case errors.As(err, &pe):
+		return &Error{Code: CodeProvider, Message: pe.Error(), Temporary: pe.Temporary, Err: err}
+	case errors.Is(err, history.ErrBranchNotFound):
+		return &Error{Code: CodeBranchNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, history.ErrBranchExists):
+		return &Error{Code: CodeBranchExists, Message: err.Error(), Err: err}
+	case errors.Is(err, ErrUnknownProvider):
+		return &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Message: err.Error(), Temporary: true, Err: err}
+	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
+		// Cancelled by its client, the request is over; cancelled by
+		// anything else (its worker stopping), it runs again elsewhere:
+		// temporary, so that this attempt emits no terminal signal.
+		byClient := errors.Is(err, ErrCanceledByClient) || errors.Is(context.Cause(ctx), ErrCanceledByClient)
+		return &Error{Code: CodeCanceled, Message: err.Error(), Temporary: !byClient, Err: err}
+	}
+	return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
+}
+
+// storeErr classifies a Store failure: sentinels keep their meaning, context
+// errors stay context errors, an *Error from the store keeps its own code
+// and Temporary flag (a store reports lasting damage, such as undecodable
+// history, as a final error), anything else is a temporary CodeUnavailable.
+func storeErr(op string, err error) error {
+	var oe *Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, history.ErrBranchNotFound), errors.Is(err, history.ErrBranchExists),
+		errors.Is(err, history.ErrAlreadyCommitted), errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded), errors.As(err, &oe):
+		return err
+	}
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("store %s: %v", op, err), Temporary: true, Err: err}
+}

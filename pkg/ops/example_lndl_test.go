@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -16,14 +17,14 @@ func ExampleMiddleLNDL() {
 	if err := scripted.Register(providers); err != nil {
 		panic(err)
 	}
-	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
 			y, _ := a["y"].(float64)
 			return x + y, nil
 		},
 	})
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers, Tools: tools})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers, Tools: tools})
 	if err != nil {
 		panic(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -15,7 +16,7 @@ import (
 // extraction_failed when no reformat round is allowed.
 func ExampleEngine_Do_parse() {
 	providers := ops.NewProviders(map[string]ops.Provider{scripted.Name: scripted.New()})
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers})
 	if err != nil {
 		panic(err)
 	}

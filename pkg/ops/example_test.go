@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -16,7 +18,7 @@ func ExampleEngine_Do() {
 	if err := scripted.Register(providers); err != nil {
 		panic(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers})
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +44,7 @@ func ExampleEngine_Do() {
 	if err != nil {
 		panic(err)
 	}
-	var b ops.Branch
+	var b history.Branch
 	if err := json.Unmarshal(got.Value, &b); err != nil {
 		panic(err)
 	}
@@ -63,7 +65,7 @@ func ExampleEngine_Do() {
 // one-second wait.
 func ExampleNewEngine() {
 	providers := ops.NewProviders(map[string]ops.Provider{scripted.Name: scripted.New()})
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers})
 	if err != nil {
 		panic(err)
 	}

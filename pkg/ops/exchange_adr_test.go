@@ -14,10 +14,12 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // history returns every event of a branch in the bundle's store.
-func (b *bundle) history(t *testing.T, branch string) []ops.Event {
+func (b *bundle) history(t *testing.T, branch string) []history.Event {
 	t.Helper()
 	evs, err := b.store.History(context.Background(), branch, 0, 0)
 	if err != nil {
@@ -28,12 +30,12 @@ func (b *bundle) history(t *testing.T, branch string) []ops.Event {
 
 // nonSystem returns the kinds and texts (an instruction's instruction) of
 // the messages that are not the system message.
-func nonSystem(ms []ops.Message) []string {
+func nonSystem(ms []history.Message) []string {
 	var out []string
 	for _, m := range ms {
 		switch m.Kind {
-		case ops.KindSystem:
-		case ops.KindInstruction:
+		case history.KindSystem:
+		case history.KindInstruction:
 			out = append(out, fmt.Sprintf("%s:%v", m.Kind, m.Content["instruction"]))
 		default:
 			out = append(out, fmt.Sprintf("%s:%s", m.Kind, m.Text()))
@@ -46,7 +48,7 @@ func nonSystem(ms []ops.Message) []string {
 func userMessages(call ops.Call) int {
 	n := 0
 	for _, m := range call.Messages.All() {
-		if m.Role == ops.RoleUser {
+		if m.Role == history.RoleUser {
 			n++
 		}
 	}
@@ -110,7 +112,7 @@ func TestChat_0021_D3_02_records_nothing_and_fails_as_provider_error(t *testing.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := ops.NewMemoryStore()
+			store := opstest.NewMemoryStore()
 			eng, err := ops.NewEngine(ops.Config{Store: store, Providers: ops.NewProviders(map[string]ops.Provider{"p": tt.prov})})
 			if err != nil {
 				t.Fatal(err)
@@ -178,7 +180,7 @@ func TestCommunicate_0021_D3_03_clear_then_instruction_then_response(t *testing.
 				t.Errorf("the model was sent %d messages, want %d: %q", got, tt.wantPrompt, b.prov.last().Messages)
 			}
 			br := b.branch(t, "main")
-			if br.Messages[0].Kind != ops.KindSystem {
+			if br.Messages[0].Kind != history.KindSystem {
 				t.Errorf("the system message is gone: %v", br.Messages[0])
 			}
 			if got := nonSystem(br.Messages); !slices.Equal(got, tt.wantHistory) {
@@ -200,10 +202,10 @@ func TestCommunicate_0021_D3_03_clear_then_instruction_then_response(t *testing.
 }
 
 // appendFailingStore is a store whose appends of recorded messages fail.
-type appendFailingStore struct{ *ops.MemoryStore }
+type appendFailingStore struct{ *opstest.MemoryStore }
 
-func (s appendFailingStore) Append(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
-	if ev.Type == ops.EventMessages {
+func (s appendFailingStore) Append(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
+	if ev.Type == history.EventMessages {
 		return nil, errors.New("disk full")
 	}
 	return s.MemoryStore.Append(ctx, branchID, ev)
@@ -237,8 +239,8 @@ func TestChatAndRecord_0021_D3_08_to_11(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mem := ops.NewMemoryStore()
-			var store ops.Store = mem
+			mem := opstest.NewMemoryStore()
+			var store history.Store = mem
 			if tt.failAppend {
 				store = appendFailingStore{mem}
 			}
@@ -280,7 +282,7 @@ func TestChatAndRecord_0021_D3_08_to_11(t *testing.T) {
 			if err := json.Unmarshal(res.Value, &text); err != nil {
 				t.Fatalf("the value %s is not the reply text: %v", res.Value, err)
 			}
-			if len(evs) != 1 || evs[0].Type != ops.EventMessages {
+			if len(evs) != 1 || evs[0].Type != history.EventMessages {
 				t.Fatalf("recorded in %d events, want one messages event", len(evs))
 			}
 			want := []string{"instruction:q", "assistant_response:the answer"}

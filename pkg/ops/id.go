@@ -1,10 +1,7 @@
 package ops
 
 import (
-	"fmt"
-
 	"github.com/google/uuid"
-
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -45,12 +42,4 @@ func NewID() string { return uuid.NewString() }
 // creating a second one. Different request ids give different ids.
 func requestScopedID(requestID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("urn:lionbus:request:"+requestID)).String()
-}
-
-// eventScopedID returns the id of something a history event of branchID at
-// seq creates while it is folded (what names it within the event): a
-// UUID (version 5) derived from those, so that every fold of the same
-// history gives the same id.
-func eventScopedID(branchID string, seq uint64, what string) string {
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprintf("urn:lionbus:event:%s/%d/%s", branchID, seq, what))).String()
 }

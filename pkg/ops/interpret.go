@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"strings"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // MaxInterpretHint is the longest domain or style hint interpret takes, in
@@ -23,8 +25,8 @@ type interpretData struct {
 	SampleWriting string `json:"sample_writing"`
 	// InterpretModel is the model making the rewrite; it wins over
 	// ChatModel. Both absent: the branch's chat model.
-	InterpretModel *ModelRef `json:"interpret_model"`
-	ChatModel      *ModelRef `json:"chat_model"`
+	InterpretModel *history.ModelRef `json:"interpret_model"`
+	ChatModel      *history.ModelRef `json:"chat_model"`
 }
 
 // interpretInstruction is what interpret asks of the model.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Names of the built-in middles. A request selects its middle by name
@@ -78,7 +80,7 @@ type MiddleInput struct {
 	ToolSchemas []any
 	// ChatModel and ParseModel override the branch's models; nil keeps
 	// them. The parse model defaults to the chat model.
-	ChatModel, ParseModel *ModelRef
+	ChatModel, ParseModel *history.ModelRef
 	// NumParseRetries bounds the reformat rounds; nil is the default.
 	NumParseRetries *int
 	// ClearMessages asks the middle to clear the branch's messages before

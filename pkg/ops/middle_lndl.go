@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/lionbus/lionbus/pkg/lndl"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -91,7 +92,7 @@ type lndlMiddle struct {
 // run_and_collect middle for a CLI-backed model, communicate otherwise
 // (0024-D2-08). A CLI model with no run_and_collect middle served is an
 // invalid request, refused before any model call.
-func (m lndlMiddle) inner(model *ModelRef) (Middle, error) {
+func (m lndlMiddle) inner(model *history.ModelRef) (Middle, error) {
 	if model == nil || model.Provider != cliProviderName {
 		return communicateMiddle{m.e}, nil
 	}
@@ -545,7 +546,7 @@ func (r *lndlRun) bridge(ctx context.Context, n int, pending []lndl.Action, rec 
 			return nil, false, err
 		}
 		res = &Result{Value: v, BranchID: b.ID, DurationMS: e.clock().Sub(start).Milliseconds()}
-		if res, err = e.commitEvent(ctx, req, b.ID, Event{Messages: run.messages()}, res, nil); err != nil {
+		if res, err = e.commitEvent(ctx, req, b.ID, history.Event{Messages: run.messages()}, res, nil); err != nil {
 			return nil, false, err
 		}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/lndl"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // lndlBlock is a model reply with one lndl block holding body.
@@ -45,16 +47,16 @@ func rawOperate(o *operateBundle, id, branch, data string) (*ops.Result, error) 
 
 // instructions returns the instruction messages recorded on branch, in
 // order, across all its events.
-func (o *operateBundle) instructions(t *testing.T, branch string) []ops.Message {
+func (o *operateBundle) instructions(t *testing.T, branch string) []history.Message {
 	t.Helper()
 	evs, err := o.store.History(context.Background(), branch, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []ops.Message
+	var out []history.Message
 	for _, ev := range evs {
 		for _, m := range ev.Messages {
-			if m.Kind == ops.KindInstruction {
+			if m.Kind == history.KindInstruction {
 				out = append(out, m)
 			}
 		}
@@ -139,7 +141,7 @@ func TestLNDL_0024_D1_01_two_round_success(t *testing.T) {
 	}
 	// Round 2 is told the results.
 	ins := o.instructions(t, "b")
-	if got := ins[1].Content[ops.KeyInstruction].(string); !strings.HasPrefix(got, "Round 2 of 3.") || !strings.Contains(got, `- s: {"sum":3}`) {
+	if got := ins[1].Content[history.KeyInstruction].(string); !strings.HasPrefix(got, "Round 2 of 3.") || !strings.Contains(got, `- s: {"sum":3}`) {
 		t.Fatalf("round 2 instruction %q", got)
 	}
 	// One lndl.round signal per round, under the round's stage id.
@@ -161,7 +163,7 @@ func TestLNDL_0024_D1_02_opt_in(t *testing.T) {
 	if string(res.Value) != `{"shout":"A","total":1}` || res.LNDLRounds != nil || len(o.rounds("op1")) != 0 {
 		t.Fatalf("plain operate: %s, rounds %v", res.Value, res.LNDLRounds)
 	}
-	if g, _ := o.instructions(t, "b")[0].Content[ops.KeyGuidance].(string); strings.Contains(g, "LNDL") {
+	if g, _ := o.instructions(t, "b")[0].Content[history.KeyGuidance].(string); strings.Contains(g, "LNDL") {
 		t.Fatal("a plain operate was given the LNDL guidance")
 	}
 }
@@ -293,30 +295,30 @@ func TestLNDL_0024_D2_04_guidance_and_round_messages(t *testing.T) {
 	if len(ins) != 3 {
 		t.Fatalf("%d instructions", len(ins))
 	}
-	g1, _ := ins[0].Content[ops.KeyGuidance].(string)
+	g1, _ := ins[0].Content[history.KeyGuidance].(string)
 	if !strings.HasPrefix(g1, strings.TrimRight(lndl.SystemPrompt, "\n")) ||
 		!strings.HasSuffix(g1, "\n\nSpecs: total(Any), shout(str), action_requests(list[ActionRequest: arguments, function]), action_required(bool)\n\nbe brief") {
 		t.Fatalf("round 1 guidance ends %q", g1[max(0, len(g1)-200):])
 	}
-	if ins[0].Content[ops.KeyInstruction] != "do it" {
-		t.Fatalf("round 1 instruction %v", ins[0].Content[ops.KeyInstruction])
+	if ins[0].Content[history.KeyInstruction] != "do it" {
+		t.Fatalf("round 1 instruction %v", ins[0].Content[history.KeyInstruction])
 	}
 	for i, m := range ins {
-		if m.Content[ops.KeyResponseFormat] != nil || m.Content[ops.KeyToolSchemas] != nil {
+		if m.Content[history.KeyResponseFormat] != nil || m.Content[history.KeyToolSchemas] != nil {
 			t.Fatalf("round %d offers native contracts: %v", i+1, m.Content)
 		}
-		if i > 0 && m.Content[ops.KeyGuidance] != "be brief" {
-			t.Fatalf("round %d guidance %q", i+1, m.Content[ops.KeyGuidance])
+		if i > 0 && m.Content[history.KeyGuidance] != "be brief" {
+			t.Fatalf("round %d guidance %q", i+1, m.Content[history.KeyGuidance])
 		}
 	}
-	i2 := ins[1].Content[ops.KeyInstruction].(string)
+	i2 := ins[1].Content[history.KeyInstruction].(string)
 	if !strings.HasPrefix(i2, "Round 2 of 3.") || !strings.Contains(i2, "Unclosed lvar tag") {
 		t.Fatalf("round 2 instruction %q", i2)
 	}
 	// Round 3 follows a continue: no repair message (0024-D2-07), but
 	// the older error stays the last one (0024-D5-04, see the
 	// exhaustion test).
-	if i3 := ins[2].Content[ops.KeyInstruction].(string); !strings.HasPrefix(i3, "Round 3 of 3. This is the last round") || strings.Contains(i3, "Error:") {
+	if i3 := ins[2].Content[history.KeyInstruction].(string); !strings.HasPrefix(i3, "Round 3 of 3. This is the last round") || strings.Contains(i3, "Error:") {
 		t.Fatalf("round 3 instruction %q", i3)
 	}
 }
@@ -343,10 +345,10 @@ func TestLNDL_0024_D2_05_non_string_guidance(t *testing.T) {
 		t.Fatal(err)
 	}
 	ins := o.instructions(t, "b")
-	if g, _ := ins[0].Content[ops.KeyGuidance].(string); !strings.HasSuffix(g, "\n\n"+`{"max":3,"tone":"dry"}`) {
+	if g, _ := ins[0].Content[history.KeyGuidance].(string); !strings.HasSuffix(g, "\n\n"+`{"max":3,"tone":"dry"}`) {
 		t.Fatalf("round 1 guidance ends %q", g[max(0, len(g)-80):])
 	}
-	if got := compact(t, ins[1].Content[ops.KeyGuidance]); got != `{"max":3,"tone":"dry"}` {
+	if got := compact(t, ins[1].Content[history.KeyGuidance]); got != `{"max":3,"tone":"dry"}` {
 		t.Fatalf("round 2 guidance %s", got)
 	}
 }
@@ -377,7 +379,7 @@ func TestLNDL_0024_D2_01_target_rendering(t *testing.T) {
 			if _, err := o.operate(t, "op1", "b", tt.data); err != nil {
 				t.Fatal(err)
 			}
-			g, _ := o.instructions(t, "b")[0].Content[ops.KeyGuidance].(string)
+			g, _ := o.instructions(t, "b")[0].Content[history.KeyGuidance].(string)
 			lines := strings.Split(g, "\n")
 			last := lines[len(lines)-1]
 			if tt.specs == "" {
@@ -430,7 +432,7 @@ func TestLNDL_0024_D3_06_language_errors_retry(t *testing.T) {
 			if r := res.LNDLRounds[0]; r.Outcome != ops.RoundRetry || !strings.Contains(r.Error, tt.errText) || len(r.Actions) != 0 {
 				t.Fatalf("round 1 %+v", r)
 			}
-			if i2 := o.instructions(t, "b")[1].Content[ops.KeyInstruction].(string); !strings.Contains(i2, tt.errText) {
+			if i2 := o.instructions(t, "b")[1].Content[history.KeyInstruction].(string); !strings.Contains(i2, tt.errText) {
 				t.Fatalf("round 2 instruction %q", i2)
 			}
 			if o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 0)) != 0 {
@@ -565,7 +567,7 @@ func TestLNDL_0024_D4_09_failures_are_values(t *testing.T) {
 	if got := compact(t, res.LNDLRounds[0].Actions); got != `[{"alias":"f","function":"fails","error_code":"bad_input"},{"alias":"d","function":"upper","error_code":"denied"}]` {
 		t.Fatalf("actions %s", got)
 	}
-	if i2 := o.instructions(t, "b")[1].Content[ops.KeyInstruction].(string); !strings.Contains(i2, "x is required") {
+	if i2 := o.instructions(t, "b")[1].Content[history.KeyInstruction].(string); !strings.Contains(i2, "x is required") {
 		t.Fatalf("round 2 instruction %q", i2)
 	}
 	// The hooks of the allowed call, none for the denied one.
@@ -603,7 +605,7 @@ func TestLNDL_0024_D4_10_skip_validation(t *testing.T) {
 // answer assembled (here a lact's list result) run in operate's act
 // stage and their responses enrich the value.
 func TestLNDL_0024_D5_09_value_faces_operate(t *testing.T) {
-	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
 			y, _ := a["y"].(float64)
@@ -649,7 +651,7 @@ func TestLNDL_0024_D5_02_rejected_then_valid(t *testing.T) {
 	if r := res.LNDLRounds[1]; r.Outcome != ops.RoundRejected || !strings.Contains(r.Error, "shout") || r.BudgetLeft != 2 {
 		t.Fatalf("round 2 %+v", r)
 	}
-	if i3 := o.instructions(t, "b")[2].Content[ops.KeyInstruction].(string); !strings.Contains(i3, "does not fit the Specs line") {
+	if i3 := o.instructions(t, "b")[2].Content[history.KeyInstruction].(string); !strings.Contains(i3, "does not fit the Specs line") {
 		t.Fatalf("round 3 instruction %q", i3)
 	}
 }

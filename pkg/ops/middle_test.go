@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -85,7 +87,7 @@ func TestEngine_Middle_selection(t *testing.T) {
 	if err := reg.Register("upper", textMiddle); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Middles: reg})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Middles: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +128,9 @@ func TestCommunicateMiddle(t *testing.T) {
 	const schema = `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`
 	const fenced = "The answer:\n```json\n{\"n\": 3}\n```"
 	rawFenced, _ := json.Marshal(fenced)
-	script := func(replies ...string) *ops.ModelRef {
+	script := func(replies ...string) *history.ModelRef {
 		b, _ := json.Marshal(map[string]any{"provider": "scripted", "replies": replies})
-		var m ops.ModelRef
+		var m history.ModelRef
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +180,7 @@ func TestCommunicateMiddle(t *testing.T) {
 			wantValue: `"use a tool"`, wantMsgs: 2,
 			check: func(t *testing.T, b *bundle, _ ops.MiddleInput) {
 				msgs := b.branch(t, "b").Messages
-				if _, ok := msgs[0].Content[ops.KeyToolSchemas]; !ok {
+				if _, ok := msgs[0].Content[history.KeyToolSchemas]; !ok {
 					t.Errorf("the instruction holds no tool schemas: %v", msgs[0].Content)
 				}
 				prompt := b.prov.last().Messages.Slice()
@@ -282,7 +284,7 @@ func ExampleMiddle() {
 	})); err != nil {
 		panic(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers, Middles: middles})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers, Middles: middles})
 	if err != nil {
 		panic(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // MaxMismatchQuote is how much of a result a handle_validation "raise"
@@ -64,7 +66,7 @@ func (e *Engine) operateWith(ctx context.Context, req Request, d *operateData) (
 }
 
 // operateRun runs the stages after preparation.
-func (e *Engine) operateRun(ctx context.Context, req Request, b *Branch, p *operatePlan, sch *operateSchemas, mid Middle) (*Result, error) {
+func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch, p *operatePlan, sch *operateSchemas, mid Middle) (*Result, error) {
 	t0 := e.clock()
 	in := p.chat
 	in.RequestID, in.BranchID, in.Verb, in.Attempt = stageID(req.ID, "middle"), b.ID, req.Verb, req.Attempt

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // planOf decodes data and plans it on a branch with a chat model, a parse
@@ -15,9 +17,9 @@ func planOf(t *testing.T, data string) (*operatePlan, error) {
 	if err := decodeData(json.RawMessage(data), &d); err != nil {
 		t.Fatalf("decode %s: %v", data, err)
 	}
-	b := &Branch{ID: "b"}
-	b.Settings.ChatModel = &ModelRef{Provider: "chat"}
-	b.Settings.ParseModel = &ModelRef{Provider: "branch-parse"}
+	b := &history.Branch{ID: "b"}
+	b.Settings.ChatModel = &history.ModelRef{Provider: "chat"}
+	b.Settings.ParseModel = &history.ModelRef{Provider: "branch-parse"}
 	b.Settings.Tools = []string{"a", "b"}
 	return d.plan(b)
 }

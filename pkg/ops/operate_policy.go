@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"errors"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // parseFailureValue applies handle_validation to a parse failure of the
@@ -33,8 +35,8 @@ func (e *Engine) parseFailureValue(ctx context.Context, p *operatePlan, in Middl
 		return nil, false
 	}
 	for _, m := range evs[0].Messages {
-		if m.Kind == KindAssistantResponse {
-			if text, isText := m.Content[KeyAssistantResponse].(string); isText {
+		if m.Kind == history.KindAssistantResponse {
+			if text, isText := m.Content[history.KeyAssistantResponse].(string); isText {
 				return text, true
 			}
 		}

@@ -3,6 +3,9 @@ package ops
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // operateData is the request data of operate (ADR-0022 D1). The field
@@ -18,10 +21,10 @@ type operateData struct {
 	Sender       string        `json:"sender"`
 	Recipient    string        `json:"recipient"`
 
-	ChatModel       *ModelRef       `json:"chat_model"`
-	ParseModel      *ModelRef       `json:"parse_model"`
-	NumParseRetries *int            `json:"num_parse_retries"`
-	ResponseFormat  json.RawMessage `json:"response_format"`
+	ChatModel       *history.ModelRef `json:"chat_model"`
+	ParseModel      *history.ModelRef `json:"parse_model"`
+	NumParseRetries *int              `json:"num_parse_retries"`
+	ResponseFormat  json.RawMessage   `json:"response_format"`
 
 	Reason         *bool                      `json:"reason"`
 	Actions        *bool                      `json:"actions"`
@@ -111,7 +114,7 @@ func pickInstruct(instruct *instructData, instruction, guidance, context any) (i
 	if instruct == nil {
 		return instructData{Instruction: instruction, Guidance: guidance, Context: context}, nil
 	}
-	if !isEmpty(instruction) || !isEmpty(guidance) || !isEmpty(context) {
+	if !jsonval.IsEmpty(instruction) || !jsonval.IsEmpty(guidance) || !jsonval.IsEmpty(context) {
 		return instructData{}, Errorf(CodeInvalidRequest, "data.instruct and data.instruction, guidance or context exclude each other")
 	}
 	return *instruct, nil
@@ -119,7 +122,7 @@ func pickInstruct(instruct *instructData, instruction, guidance, context any) (i
 
 // plan checks d and returns its plan. b is the branch, for the default
 // chat model and the tools.
-func (d *operateData) plan(b *Branch) (*operatePlan, error) {
+func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 	for i, raw := range []json.RawMessage{d.RequestModel, d.OperativeModel, d.IModel, d.Operative} {
 		if raw != nil {
 			r := removedNames[i]

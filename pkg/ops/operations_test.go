@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -290,7 +291,7 @@ func TestEngine_shared_operations_registry(t *testing.T) {
 	reg := ops.NewOperations()
 	var engines []*ops.Engine
 	for range 2 {
-		eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Operations: reg})
+		eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Operations: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,7 +315,7 @@ func TestEngine_shared_operations_registry(t *testing.T) {
 func ExampleOperations() {
 	providers := ops.NewProviders(map[string]ops.Provider{scripted.Name: scripted.New()})
 	reg := ops.NewOperations()
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: providers, Operations: reg})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: providers, Operations: reg})
 	if err != nil {
 		panic(err)
 	}

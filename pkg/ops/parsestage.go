@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Reformat round wording (docs/decisions.md#reference-a5).
@@ -92,15 +94,15 @@ func (p *parseSpec) local(text string) (any, *parseFailure) {
 // parseInput is one run of the parse stage on a branch.
 type parseInput struct {
 	req    Request
-	branch *Branch
+	branch *history.Branch
 	// history is what the reformat prompts show before their instruction:
 	// the branch's messages (and, for communicate, its exchange).
-	history []Message
+	history []history.Message
 	text    string
 	spec    *parseSpec
 	// model is the parse model; modelErr, when set, says why there is none,
 	// and is returned if a reformat round is needed.
-	model    ModelRef
+	model    history.ModelRef
 	modelErr error
 	// calls counts the model calls of the operation (for Call.Index);
 	// usage sums their usage. Both are updated.
@@ -135,7 +137,7 @@ func (e *Engine) parseText(ctx context.Context, in parseInput) (any, *Completion
 		if round > 1 {
 			guidance += fmt.Sprintf(" This is attempt %d; earlier attempts failed. Return only the JSON value, in a ```json code block.", round)
 		}
-		ins := NewInstructionMessage(InstructionSpec{
+		ins := history.NewInstructionMessage(history.InstructionSpec{
 			Instruction: reformatInstruction, Guidance: guidance,
 			Context: []any{map[string]any{"text_to_format": in.text}}, ResponseFormat: in.spec.schema,
 		}, e.clock())

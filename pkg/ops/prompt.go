@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // buildPrompt returns the outgoing messages of a model call on b: the
@@ -20,7 +23,7 @@ import (
 // output}, historical instructions are rendered without tools and response
 // schema, and consecutive assistant responses are joined with a blank line.
 // Instructions are never dropped. Empty renders are skipped.
-func buildPrompt(system string, history []Message, current Message) Prompt {
+func buildPrompt(system string, history []history.Message, current history.Message) Prompt {
 	f := newPromptFold(system)
 	for i := range history {
 		f.add(&history[i])
@@ -35,7 +38,7 @@ const DefaultMaxPromptBytes = 32 << 20
 
 // prompt builds the prompt of x's model call, history then x.ins (see
 // promptMemo), and refuses one of more than the engine's MaxPromptBytes.
-func (e *Engine) prompt(x *exchange, history []Message) (Prompt, error) {
+func (e *Engine) prompt(x *exchange, history []history.Message) (Prompt, error) {
 	msgs := e.prompts.build(x.branch.ID, x.branch.Settings.System, history, x.ins)
 	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
 		return Prompt{}, err
@@ -82,7 +85,7 @@ type turnLog struct {
 func newPromptFold(system string) *promptFold {
 	f := &promptFold{log: &turnLog{}, seen: map[string]bool{}}
 	if system != "" {
-		f.push(ChatMessage{Role: RoleSystem, Content: system})
+		f.push(ChatMessage{Role: history.RoleSystem, Content: system})
 	}
 	return f
 }
@@ -122,50 +125,50 @@ func (f *promptFold) closed() []ChatMessage {
 }
 
 // add folds one history message.
-func (f *promptFold) add(m *Message) {
+func (f *promptFold) add(m *history.Message) {
 	switch m.Kind {
-	case KindActionResponse:
+	case history.KindActionResponse:
 		item := map[string]any{
-			KeyFunction:  m.Content[KeyFunction],
-			KeyArguments: m.Content[KeyArguments],
-			KeyOutput:    m.Content[KeyOutput],
+			history.KeyFunction:  m.Content[history.KeyFunction],
+			history.KeyArguments: m.Content[history.KeyArguments],
+			history.KeyOutput:    m.Content[history.KeyOutput],
 		}
-		if e, ok := m.Content[KeyError]; ok && !isEmpty(e) {
-			item[KeyError] = e
+		if e, ok := m.Content[history.KeyError]; ok && !jsonval.IsEmpty(e) {
+			item[history.KeyError] = e
 		}
 		key := compactJSON(item)
 		if !f.seen[key] {
 			f.seen[key] = true
 			f.pending = append(f.pending, item)
 		}
-	case KindInstruction:
+	case history.KindInstruction:
 		text := renderInstruction(m.Content, f.pending, false)
 		f.pending, f.seen = nil, map[string]bool{}
 		if text != "" {
-			f.push(ChatMessage{Role: RoleUser, Content: text})
+			f.push(ChatMessage{Role: history.RoleUser, Content: text})
 		}
-	case KindAssistantResponse:
+	case history.KindAssistantResponse:
 		text := m.Text()
 		if text == "" {
 			return
 		}
-		if f.hasOpen && f.open.Role == RoleAssistant {
+		if f.hasOpen && f.open.Role == history.RoleAssistant {
 			f.open.Content += "\n\n" + text
 			return
 		}
-		f.push(ChatMessage{Role: RoleAssistant, Content: text})
+		f.push(ChatMessage{Role: history.RoleAssistant, Content: text})
 	}
 }
 
 // finish returns the prompt: the folded turns and the current instruction.
 // It leaves f as it was.
-func (f *promptFold) finish(current Message) Prompt {
+func (f *promptFold) finish(current history.Message) Prompt {
 	p := Prompt{head: f.closed()}
 	if f.hasOpen {
 		p.tail = append(p.tail, f.open)
 	}
 	if text := renderInstruction(current.Content, f.pending, true); text != "" {
-		p.tail = append(p.tail, ChatMessage{Role: RoleUser, Content: text})
+		p.tail = append(p.tail, ChatMessage{Role: history.RoleUser, Content: text})
 	}
 	return p
 }
@@ -194,7 +197,7 @@ func (f *promptFold) clone() *promptFold {
 //
 // When the content has plain_content it is sent verbatim instead.
 func renderInstruction(c map[string]any, extra []any, full bool) string {
-	if pc, ok := c[KeyPlainContent].(string); ok && pc != "" {
+	if pc, ok := c[history.KeyPlainContent].(string); ok && pc != "" {
 		return pc
 	}
 	var sections []string
@@ -204,13 +207,13 @@ func renderInstruction(c map[string]any, extra []any, full bool) string {
 			sections = append(sections, name+":\n"+body)
 		}
 	}
-	add("Guidance", renderValue(c[KeyGuidance]))
-	add("Instruction", renderValue(c[KeyInstruction]))
-	ctx := append(asList(c[KeyContext]), extra...)
+	add("Guidance", renderValue(c[history.KeyGuidance]))
+	add("Instruction", renderValue(c[history.KeyInstruction]))
+	ctx := append(asList(c[history.KeyContext]), extra...)
 	add("Context", renderList(ctx))
 	if full {
-		add("Tools", renderList(asList(c[KeyToolSchemas])))
-		if schema, ok := c[KeyResponseFormat].(map[string]any); ok && len(schema) > 0 {
+		add("Tools", renderList(asList(c[history.KeyToolSchemas])))
+		if schema, ok := c[history.KeyResponseFormat].(map[string]any); ok && len(schema) > 0 {
 			add("ResponseSchema", indentJSON(schema))
 			add("ResponseFormat", "Answer with one JSON value that satisfies ResponseSchema, "+
 				"inside a ```json code block, like this example:\n```json\n"+
@@ -222,7 +225,7 @@ func renderInstruction(c map[string]any, extra []any, full bool) string {
 
 // renderValue writes a string verbatim and anything else as indented JSON.
 func renderValue(v any) string {
-	if isEmpty(v) {
+	if jsonval.IsEmpty(v) {
 		return ""
 	}
 	if s, ok := v.(string); ok {
@@ -235,7 +238,7 @@ func renderValue(v any) string {
 func renderList(items []any) string {
 	var b strings.Builder
 	for _, it := range items {
-		if isEmpty(it) {
+		if jsonval.IsEmpty(it) {
 			continue
 		}
 		text := renderValue(it)
@@ -294,9 +297,9 @@ func compactJSON(v any) string {
 // instructionText is the text form of an instruction's "instruction" field
 // (a string verbatim, any other value as compact JSON), or its plain_content.
 func instructionText(c map[string]any) string {
-	v := c[KeyInstruction]
-	if isEmpty(v) {
-		s, _ := c[KeyPlainContent].(string)
+	v := c[history.KeyInstruction]
+	if jsonval.IsEmpty(v) {
+		s, _ := c[history.KeyPlainContent].(string)
 		return s
 	}
 	return textOf(v)

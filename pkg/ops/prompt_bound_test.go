@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -22,7 +23,7 @@ func TestEngine_prompt_bound(t *testing.T) {
 	if err := scripted.Register(provs); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Providers: provs, MaxPromptBytes: 2000})
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Providers: provs, MaxPromptBytes: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -83,54 +85,56 @@ func TestRenderInstruction(t *testing.T) {
 }
 
 func TestBuildPrompt(t *testing.T) {
-	ins := func(text string) Message { return NewInstructionMessage(InstructionSpec{Instruction: text}, t0) }
-	res := func(text string) Message { return NewAssistantResponse(text, nil, t0) }
-	areq := NewActionRequest("add", map[string]any{"a": 1}, t0)
-	aresp := NewActionResponse(&areq, 3, "", t0)
+	ins := func(text string) history.Message {
+		return history.NewInstructionMessage(history.InstructionSpec{Instruction: text}, t0)
+	}
+	res := func(text string) history.Message { return history.NewAssistantResponse(text, nil, t0) }
+	areq := history.NewActionRequest("add", map[string]any{"a": 1}, t0)
+	aresp := history.NewActionResponse(&areq, 3, "", t0)
 	folded := "- {\n    \"arguments\": {\n      \"a\": 1\n    },\n    \"function\": \"add\",\n    \"output\": 3\n  }"
 	tests := []struct {
 		name    string
 		system  string
-		history []Message
-		current Message
+		history []history.Message
+		current history.Message
 		want    []ChatMessage
 	}{
 		{
 			name:    "system is a real system message",
 			system:  "SYS",
 			current: ins("q1"),
-			want:    []ChatMessage{{RoleSystem, "SYS"}, {RoleUser, "Instruction:\nq1"}},
+			want:    []ChatMessage{{history.RoleSystem, "SYS"}, {history.RoleUser, "Instruction:\nq1"}},
 		},
 		{
 			name:    "consecutive instructions are all kept",
-			history: []Message{ins("q1"), ins("q2"), res("a2"), ins("q3")},
+			history: []history.Message{ins("q1"), ins("q2"), res("a2"), ins("q3")},
 			current: ins("q4"),
 			want: []ChatMessage{
-				{RoleUser, "Instruction:\nq1"}, {RoleUser, "Instruction:\nq2"}, {RoleAssistant, "a2"},
-				{RoleUser, "Instruction:\nq3"}, {RoleUser, "Instruction:\nq4"},
+				{history.RoleUser, "Instruction:\nq1"}, {history.RoleUser, "Instruction:\nq2"}, {history.RoleAssistant, "a2"},
+				{history.RoleUser, "Instruction:\nq3"}, {history.RoleUser, "Instruction:\nq4"},
 			},
 		},
 		{
 			name:    "consecutive responses are joined",
-			history: []Message{NewSystemMessage("ignored in walk", t0), ins("q1"), res("a"), res("b")},
+			history: []history.Message{history.NewSystemMessage("ignored in walk", t0), ins("q1"), res("a"), res("b")},
 			current: ins("q2"),
-			want:    []ChatMessage{{RoleUser, "Instruction:\nq1"}, {RoleAssistant, "a\n\nb"}, {RoleUser, "Instruction:\nq2"}},
+			want:    []ChatMessage{{history.RoleUser, "Instruction:\nq1"}, {history.RoleAssistant, "a\n\nb"}, {history.RoleUser, "Instruction:\nq2"}},
 		},
 		{
 			name:    "action output folds into the next instruction",
-			history: []Message{ins("q1"), res("a1"), areq, aresp, ins("q2")},
+			history: []history.Message{ins("q1"), res("a1"), areq, aresp, ins("q2")},
 			current: ins("q3"),
 			want: []ChatMessage{
-				{RoleUser, "Instruction:\nq1"}, {RoleAssistant, "a1"},
-				{RoleUser, "Instruction:\nq2\n\nContext:\n" + folded}, {RoleUser, "Instruction:\nq3"},
+				{history.RoleUser, "Instruction:\nq1"}, {history.RoleAssistant, "a1"},
+				{history.RoleUser, "Instruction:\nq2\n\nContext:\n" + folded}, {history.RoleUser, "Instruction:\nq3"},
 			},
 		},
 		{
 			name:    "trailing action output folds into the current instruction, deduplicated",
 			system:  "SYS",
-			history: []Message{areq, aresp, aresp},
+			history: []history.Message{areq, aresp, aresp},
 			current: ins("q"),
-			want:    []ChatMessage{{RoleSystem, "SYS"}, {RoleUser, "Instruction:\nq\n\nContext:\n" + folded}},
+			want:    []ChatMessage{{history.RoleSystem, "SYS"}, {history.RoleUser, "Instruction:\nq\n\nContext:\n" + folded}},
 		},
 	}
 	for _, tt := range tests {

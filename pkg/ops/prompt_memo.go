@@ -3,6 +3,8 @@ package ops
 import (
 	"container/list"
 	"sync"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // DefaultPromptMemoBranches is how many branches' rendered history an
@@ -49,7 +51,7 @@ func newPromptMemo(max int) *promptMemo {
 // reusing and updating the branch's memo. The memo's fold and the prompt
 // share the closed turns, which nothing changes (see promptFold), so
 // neither the memo nor the prompt copies the turns rendered before.
-func (p *promptMemo) build(branch, system string, history []Message, current Message) Prompt {
+func (p *promptMemo) build(branch, system string, history []history.Message, current history.Message) Prompt {
 	var f *promptFold
 	from := 0
 	if e := p.lookup(branch); e != nil && e.system == system && len(history) >= e.n &&

@@ -6,27 +6,29 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // memoHistory turns fuzz bytes into a history: each byte picks a message
 // kind (and, rarely, a clear or a new system text) so that the memo sees
 // instructions, responses (joined when consecutive), action responses
 // (pending, de-duplicated) and histories that shrink or change under it.
-func memoSteps(data []byte) (steps [][]Message, systems []string) {
-	var h []Message
+func memoSteps(data []byte) (steps [][]history.Message, systems []string) {
+	var h []history.Message
 	system := "sys"
 	for i, b := range data {
 		id := fmt.Sprintf("m%d", i)
 		switch b % 8 {
 		case 0, 1:
-			h = append(h, Message{ID: id, Kind: KindInstruction, Content: map[string]any{KeyInstruction: fmt.Sprintf("do %d", b)}})
+			h = append(h, history.Message{ID: id, Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: fmt.Sprintf("do %d", b)}})
 		case 2, 3:
-			h = append(h, Message{ID: id, Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: fmt.Sprintf("done %d", b)}})
+			h = append(h, history.Message{ID: id, Kind: history.KindAssistantResponse, Content: map[string]any{history.KeyAssistantResponse: fmt.Sprintf("done %d", b)}})
 		case 4:
-			h = append(h, Message{ID: id, Kind: KindActionResponse, Content: map[string]any{
-				KeyFunction: "f", KeyArguments: map[string]any{"x": float64(b % 3)}, KeyOutput: b % 2}})
+			h = append(h, history.Message{ID: id, Kind: history.KindActionResponse, Content: map[string]any{
+				history.KeyFunction: "f", history.KeyArguments: map[string]any{"x": float64(b % 3)}, history.KeyOutput: b % 2}})
 		case 5:
-			h = append(h, Message{ID: id, Kind: KindActionRequest, Content: map[string]any{KeyFunction: "f"}})
+			h = append(h, history.Message{ID: id, Kind: history.KindActionRequest, Content: map[string]any{history.KeyFunction: "f"}})
 		case 6:
 			if b%3 == 0 {
 				h = nil // a clear
@@ -35,7 +37,7 @@ func memoSteps(data []byte) (steps [][]Message, systems []string) {
 			}
 		case 7:
 			// A prompt is built now.
-			steps = append(steps, append([]Message(nil), h...))
+			steps = append(steps, append([]history.Message(nil), h...))
 			systems = append(systems, system)
 			continue
 		}
@@ -57,7 +59,7 @@ func FuzzPromptMemo(f *testing.F) {
 		}
 		memo := newPromptMemo(2)
 		steps, systems := memoSteps(data)
-		current := Message{ID: "cur", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
+		current := history.Message{ID: "cur", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "now"}}
 		for i, h := range steps {
 			want := buildPrompt(systems[i], h, current).Slice()
 			got := memo.build("b", systems[i], h, current).Slice()
@@ -78,20 +80,20 @@ func FuzzPromptMemo(f *testing.F) {
 // keeps a request's cost from growing with the branch).
 func TestPromptMemo_renders_only_new_messages(t *testing.T) {
 	memo := newPromptMemo(4)
-	var h []Message
+	var h []history.Message
 	for i := range 100 {
 		h = append(h,
-			Message{ID: fmt.Sprintf("i%d", i), Kind: KindInstruction, Content: map[string]any{KeyInstruction: "q"}},
-			Message{ID: fmt.Sprintf("r%d", i), Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: "a"}})
+			history.Message{ID: fmt.Sprintf("i%d", i), Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "q"}},
+			history.Message{ID: fmt.Sprintf("r%d", i), Kind: history.KindAssistantResponse, Content: map[string]any{history.KeyAssistantResponse: "a"}})
 	}
-	cur := Message{ID: "c", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
+	cur := history.Message{ID: "c", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "now"}}
 	memo.build("b", "", h, cur)
 	// Poison the folded messages: if they were rendered again, the
 	// prompt would show it.
 	for i := range h {
-		h[i].Content = map[string]any{KeyInstruction: "poison", KeyAssistantResponse: "poison"}
+		h[i].Content = map[string]any{history.KeyInstruction: "poison", history.KeyAssistantResponse: "poison"}
 	}
-	h = append(h, Message{ID: "new", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "fresh"}})
+	h = append(h, history.Message{ID: "new", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "fresh"}})
 	got := memo.build("b", "", h, cur).Slice()
 	if len(got) != 202 || got[0].Content != "Instruction:\nq" || got[200].Content != "Instruction:\nfresh" {
 		t.Fatalf("prompt of %d turns: first %q, new %q", len(got), got[0].Content, got[200].Content)
@@ -110,13 +112,13 @@ func TestPromptMemo_renders_only_new_messages(t *testing.T) {
 // shared turns (run with -race).
 func TestPromptMemo_concurrent_builds(t *testing.T) {
 	memo := newPromptMemo(4)
-	var base []Message
+	var base []history.Message
 	for i := range 50 {
 		base = append(base,
-			Message{ID: fmt.Sprintf("i%d", i), Kind: KindInstruction, Content: map[string]any{KeyInstruction: fmt.Sprintf("q%d", i)}},
-			Message{ID: fmt.Sprintf("r%d", i), Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: fmt.Sprintf("a%d", i)}})
+			history.Message{ID: fmt.Sprintf("i%d", i), Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: fmt.Sprintf("q%d", i)}},
+			history.Message{ID: fmt.Sprintf("r%d", i), Kind: history.KindAssistantResponse, Content: map[string]any{history.KeyAssistantResponse: fmt.Sprintf("a%d", i)}})
 	}
-	cur := Message{ID: "c", Kind: KindInstruction, Content: map[string]any{KeyInstruction: "now"}}
+	cur := history.Message{ID: "c", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "now"}}
 	for round := range 20 {
 		memo.build("b", "sys", base, cur) // the entry every build below starts from
 		var wg sync.WaitGroup
@@ -129,8 +131,8 @@ func TestPromptMemo_concurrent_builds(t *testing.T) {
 					// An assistant response first: it joins the last turn
 					// of base, which the memo keeps open.
 					h = append(h,
-						Message{ID: id + "r", Kind: KindAssistantResponse, Content: map[string]any{KeyAssistantResponse: id}},
-						Message{ID: id + "i", Kind: KindInstruction, Content: map[string]any{KeyInstruction: id}})
+						history.Message{ID: id + "r", Kind: history.KindAssistantResponse, Content: map[string]any{history.KeyAssistantResponse: id}},
+						history.Message{ID: id + "i", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: id}})
 				}
 				want := buildPrompt("sys", h, cur).Slice()
 				for range 3 {

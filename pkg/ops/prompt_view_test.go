@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // TestPrompt_accessors: a prompt made of shared turns and its own reads
 // as one list, every way it can be read.
 func TestPrompt_accessors(t *testing.T) {
-	sys := ChatMessage{Role: RoleSystem, Content: "s"}
-	q := ChatMessage{Role: RoleUser, Content: "q"}
-	a := ChatMessage{Role: RoleAssistant, Content: "a"}
+	sys := ChatMessage{Role: history.RoleSystem, Content: "s"}
+	q := ChatMessage{Role: history.RoleUser, Content: "q"}
+	a := ChatMessage{Role: history.RoleAssistant, Content: "a"}
 	tests := []struct {
 		name string
 		p    Prompt
@@ -67,7 +69,7 @@ func TestPrompt_accessors(t *testing.T) {
 // TestPrompt_copies: PromptOf copies what it is given, and Slice returns a
 // copy: changing either changes nothing in the prompt.
 func TestPrompt_copies(t *testing.T) {
-	in := []ChatMessage{{Role: RoleUser, Content: "q"}}
+	in := []ChatMessage{{Role: history.RoleUser, Content: "q"}}
 	p := PromptOf(in...)
 	in[0].Content = "changed"
 	s := p.Slice()
@@ -75,7 +77,7 @@ func TestPrompt_copies(t *testing.T) {
 	if p.At(0).Content != "q" {
 		t.Fatalf("prompt changed to %q", p.At(0).Content)
 	}
-	shared := []ChatMessage{{Role: RoleSystem, Content: "s"}}
+	shared := []ChatMessage{{Role: history.RoleSystem, Content: "s"}}
 	p = Prompt{head: shared}
 	s = p.Slice()
 	s[0].Content = "x"

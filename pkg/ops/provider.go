@@ -8,6 +8,9 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Provider calls a model. Implementations live in the provider
@@ -23,14 +26,14 @@ type Provider interface {
 
 // ChatMessage is one outgoing message of a model call.
 type ChatMessage struct {
-	Role    Role   `json:"role"`
-	Content string `json:"content"`
+	Role    history.Role `json:"role"`
+	Content string       `json:"content"`
 }
 
 // Call is one model call.
 type Call struct {
 	// Model is the model reference, with its options.
-	Model ModelRef
+	Model history.ModelRef
 	// Messages is the outgoing conversation: an optional system message
 	// first, then user and assistant turns, ending with the current
 	// instruction. It is read-only (see Prompt).
@@ -69,16 +72,8 @@ type Call struct {
 }
 
 // ToolSpec describes a function tool offered to a model natively (see
-// [Call.Tools]).
-type ToolSpec struct {
-	// Name is the tool's name, as the model calls it.
-	Name string `json:"name"`
-	// Description says what the tool does; empty for none.
-	Description string `json:"description,omitempty"`
-	// Parameters is the JSON Schema of the tool's arguments object; nil
-	// for a tool that takes none.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-}
+// [Call.Tools]; [wire.ToolSpec]).
+type ToolSpec = wire.ToolSpec
 
 // ToolCall is a tool call a model asked for natively.
 type ToolCall struct {
@@ -131,7 +126,7 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 var ErrUnknownProvider = errors.New("ops: unknown model provider")
 
 // Providers is a registry of model providers by name (the provider part of a
-// [ModelRef]). It is safe for concurrent use.
+// [history.ModelRef]). It is safe for concurrent use.
 type Providers struct {
 	mu sync.RWMutex
 	m  map[string]Provider

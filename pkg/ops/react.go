@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // Bounds of react's extension rounds (0021-D1-06).
@@ -36,10 +39,10 @@ type reactData struct {
 
 	// ChatModel makes every round; AnalysisModel, when given, makes the
 	// analysis rounds instead. ParseModel is operate's.
-	ChatModel       *ModelRef `json:"chat_model"`
-	AnalysisModel   *ModelRef `json:"analysis_model"`
-	ParseModel      *ModelRef `json:"parse_model"`
-	NumParseRetries *int      `json:"num_parse_retries"`
+	ChatModel       *history.ModelRef `json:"chat_model"`
+	AnalysisModel   *history.ModelRef `json:"analysis_model"`
+	ParseModel      *history.ModelRef `json:"parse_model"`
+	NumParseRetries *int              `json:"num_parse_retries"`
 
 	// ResponseFormat is the JSON Schema of the final answer; absent, the
 	// answer is text. HandleValidation is operate's policy for it.
@@ -51,11 +54,11 @@ type reactData struct {
 
 	// Interpret rewrites the instruction with interpret first, with the
 	// hints and the model below.
-	Interpret       bool      `json:"interpret"`
-	InterpretDomain string    `json:"interpret_domain"`
-	InterpretStyle  string    `json:"interpret_style"`
-	InterpretSample string    `json:"interpret_sample"`
-	InterpretModel  *ModelRef `json:"interpret_model"`
+	Interpret       bool              `json:"interpret"`
+	InterpretDomain string            `json:"interpret_domain"`
+	InterpretStyle  string            `json:"interpret_style"`
+	InterpretSample string            `json:"interpret_sample"`
+	InterpretModel  *history.ModelRef `json:"interpret_model"`
 
 	ExtensionAllowed *bool `json:"extension_allowed"`
 	MaxExtensions    *int  `json:"max_extensions"`
@@ -116,7 +119,7 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isEmpty(ins.Instruction) {
+	if jsonval.IsEmpty(ins.Instruction) {
 		return nil, Errorf(CodeInvalidRequest, "data.instruction is required (or data.instruct with an instruction)")
 	}
 	switch ins.Instruction.(type) {
@@ -156,7 +159,7 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 
 // check refuses, before any model call, what operate would refuse in one
 // of p's rounds on b: unknown tools, a bad response_format or policy.
-func (p *reactPlan) check(b *Branch) error {
+func (p *reactPlan) check(b *history.Branch) error {
 	if _, err := p.roundData(p.ins, p.strategy).plan(b); err != nil {
 		return err
 	}
@@ -239,7 +242,7 @@ type reactLoop struct {
 }
 
 // reactRun runs p's rounds.
-func (e *Engine) reactRun(ctx context.Context, req Request, b *Branch, p *reactPlan) (res *Result, err error) {
+func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p *reactPlan) (res *Result, err error) {
 	t0 := e.clock()
 	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
 	if p.d.Stream && e.chunks != nil {
@@ -295,7 +298,7 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *Branch, p *reactP
 // reactInterpret rewrites the instruction with interpret, unless round 0
 // is committed already (a redelivery): the rewrite only shapes round 0,
 // which is then answered from history, so the model is not called again.
-func (e *Engine) reactInterpret(ctx context.Context, b *Branch, l *reactLoop, p *reactPlan) (instructData, error) {
+func (e *Engine) reactInterpret(ctx context.Context, b *history.Branch, l *reactLoop, p *reactPlan) (instructData, error) {
 	ins, req := p.ins, l.req
 	if _, done := b.Commits.Seq(stageID(l.roundID(0), "middle")); done {
 		return ins, nil

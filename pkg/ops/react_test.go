@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Scripted analyses: one that asks for add(1, 2) and another round, one
@@ -109,7 +110,7 @@ func TestReact_tool_extension_answer_and_redelivery(t *testing.T) {
 	}
 	// The extension round's instruction says what the model concluded
 	// and how many rounds remain.
-	ext, _ := br.Messages[4].Content[ops.KeyInstruction].(string)
+	ext, _ := br.Messages[4].Content[history.KeyInstruction].(string)
 	if !strings.Contains(ext, "I need the sum first. (milestone: sum)") || !strings.Contains(ext, "2 more extension round") {
 		t.Fatalf("extension instruction %q", ext)
 	}
@@ -397,7 +398,7 @@ func TestReact_interpret_first(t *testing.T) {
 		t.Fatal(err)
 	}
 	br := o.branch(t, "r")
-	if got := br.Messages[0].Content[ops.KeyInstruction]; got != "Add 1 and 2, then report the total." {
+	if got := br.Messages[0].Content[history.KeyInstruction]; got != "Add 1 and 2, then report the total." {
 		t.Fatalf("round 0 instruction %v", got)
 	}
 	calls := o.prov.count()

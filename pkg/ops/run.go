@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -17,7 +19,7 @@ import (
 type CLIProvider interface {
 	StreamingProvider
 	// IsCLI reports whether model runs as an agent CLI.
-	IsCLI(model ModelRef) bool
+	IsCLI(model history.ModelRef) bool
 }
 
 // ChunkStream is the chunk sink of one request: Emit forwards a chunk
@@ -47,7 +49,7 @@ type ChunkOutlet interface {
 // run log directory ([ValidRunLogDir]) when the engine calls.
 type RunLog interface {
 	// Snapshot stores b as the snapshot of the run req (final: its last).
-	Snapshot(ctx context.Context, dir string, req Request, b *Branch, final bool) error
+	Snapshot(ctx context.Context, dir string, req Request, b *history.Branch, final bool) error
 	// Open opens the live chunk log of req.
 	Open(ctx context.Context, dir string, req Request) (ChunkStream, error)
 	// Remove deletes the live chunk log of req.
@@ -167,7 +169,7 @@ type runData struct {
 type RunValue = wire.RunValue
 
 // isCLI reports whether model is a CLI model, and returns its provider.
-func (e *Engine) cliProvider(model ModelRef) (CLIProvider, error) {
+func (e *Engine) cliProvider(model history.ModelRef) (CLIProvider, error) {
 	prov, err := e.providers.Lookup(model.Provider)
 	if err != nil {
 		return nil, Errorf(CodeInvalidRequest, "model %s: %v", model.String(), err)
@@ -181,7 +183,7 @@ func (e *Engine) cliProvider(model ModelRef) (CLIProvider, error) {
 }
 
 // isCLIModel reports whether m names a CLI model.
-func (e *Engine) isCLIModel(m *ModelRef) bool {
+func (e *Engine) isCLIModel(m *history.ModelRef) bool {
 	if m == nil {
 		return false
 	}
@@ -222,9 +224,9 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 // 0021-D3-15).
 type runState struct {
 	e     *Engine
-	model ModelRef
+	model history.ModelRef
 
-	msgs      []Message
+	msgs      []history.Message
 	responses []string
 	text      strings.Builder
 	thinking  []string
@@ -244,14 +246,14 @@ func (s *runState) flush() {
 		return
 	}
 	text := s.text.String()
-	m := NewAssistantResponse(text, nil, s.e.clock())
-	m.Metadata = map[string]any{MetaModel: s.model.String()}
+	m := history.NewAssistantResponse(text, nil, s.e.clock())
+	m.Metadata = map[string]any{history.MetaModel: s.model.String()}
 	if len(s.thinking) > 0 {
 		m.Metadata[MetaThinking] = strings.Join(s.thinking, "\n")
 		s.thinking = nil
 	}
 	if len(s.meta) > 0 {
-		m.Metadata[MetaModelResponse] = s.meta
+		m.Metadata[history.MetaModelResponse] = s.meta
 		s.meta = nil
 	}
 	s.msgs = append(s.msgs, m)
@@ -275,7 +277,7 @@ func (s *runState) take(c Chunk) error {
 		s.text.WriteString(c.Content)
 	case ChunkToolUse:
 		s.flush()
-		m := NewActionRequest(c.ToolName, c.ToolInput, s.e.clock())
+		m := history.NewActionRequest(c.ToolName, c.ToolInput, s.e.clock())
 		if c.ToolID != "" {
 			m.Metadata = map[string]any{"tool_id": c.ToolID}
 			if s.pending == nil {
@@ -294,7 +296,7 @@ func (s *runState) take(c Chunk) error {
 		if c.IsError {
 			errText = "the tool reported an error"
 		}
-		m := NewActionResponse(&s.msgs[i], c.ToolOutput, errText, s.e.clock())
+		m := history.NewActionResponse(&s.msgs[i], c.ToolOutput, errText, s.e.clock())
 		if c.IsError {
 			m.Metadata = map[string]any{"is_error": true}
 		}
@@ -344,7 +346,7 @@ func (s *runState) mergeResult(md map[string]any) {
 					o, _ := Number(old[uk])
 					old[uk] = o + n
 				} else {
-					old[uk] = copyValue(uv)
+					old[uk] = jsonval.Copy(uv)
 				}
 			}
 			s.meta[k] = old
@@ -355,9 +357,9 @@ func (s *runState) mergeResult(md map[string]any) {
 				s.meta[k] = o + n
 				continue
 			}
-			s.meta[k] = copyValue(v)
+			s.meta[k] = jsonval.Copy(v)
 		default:
-			s.meta[k] = copyValue(v)
+			s.meta[k] = jsonval.Copy(v)
 		}
 	}
 }
@@ -380,9 +382,9 @@ func (s *runState) addUsage(u map[string]any) {
 // run_and_collect).
 func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, logDir string) (*Result, *runState, error) {
 	t0 := e.clock()
-	history := x.branch.Messages
+	past := x.branch.Messages
 	if x.data.ClearMessages {
-		history = nil
+		past = nil
 	}
 	resume := x.branch.Settings.ProviderSession
 	if resume != "" {
@@ -397,8 +399,8 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	var msgs Prompt
 	var err error
 	if !stored {
-		x.ins = NewInstructionMessage(x.data.spec(), e.clock())
-		if msgs, err = e.prompt(x, history); err != nil {
+		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
+		if msgs, err = e.prompt(x, past); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -406,7 +408,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		return nil, nil, err
 	}
 	if stored {
-		if msgs, err = e.prompt(x, withoutMessage(history, x.ins.ID)); err != nil {
+		if msgs, err = e.prompt(x, withoutMessage(past, x.ins.ID)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -511,9 +513,9 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		res.RunLog = &loc
 	}
 	// The instruction and the clearing are in the instruction's event.
-	ev := Event{Messages: st.msgs, ModelCalls: x.calls}
+	ev := history.Event{Messages: st.msgs, ModelCalls: x.calls}
 	if st.session != "" && st.session != x.branch.Settings.ProviderSession {
-		ev.Settings = &Settings{ProviderSession: st.session}
+		ev.Settings = &history.Settings{ProviderSession: st.session}
 	}
 	out2, cerr := e.commitEvent(cctx, req, x.branch.ID, ev, res, operr)
 	if logDir != "" {
@@ -580,7 +582,7 @@ func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange)
 		return nil
 	}
 	if x.ins.ID == "" {
-		x.ins = NewInstructionMessage(x.data.spec(), e.clock())
+		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
 	}
 	outcome, err := encodeOutcome(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
 	if err != nil {
@@ -594,9 +596,9 @@ func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange)
 		sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 		defer cancel()
 	}
-	ev := Event{
-		Type: EventMessages, RequestID: id, Time: e.clock(), BranchID: x.branch.ID,
-		Messages: []Message{x.ins}, Clear: x.data.ClearMessages, Result: outcome,
+	ev := history.Event{
+		Type: history.EventMessages, RequestID: id, Time: e.clock(), BranchID: x.branch.ID,
+		Messages: []history.Message{x.ins}, Clear: x.data.ClearMessages, Result: outcome,
 	}
 	seq, dup, err := e.appendOnce(sctx, x.branch.ID, ev)
 	if err != nil {
@@ -614,30 +616,30 @@ func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange)
 
 // committedInstruction returns the instruction that the stage event id
 // recorded at seq.
-func (e *Engine) committedInstruction(ctx context.Context, branchID, id string, seq uint64) (Message, error) {
+func (e *Engine) committedInstruction(ctx context.Context, branchID, id string, seq uint64) (history.Message, error) {
 	ev, err := e.committedEvent(ctx, branchID, id, seq)
 	if err != nil {
-		return Message{}, err
+		return history.Message{}, err
 	}
 	for _, m := range ev.Messages {
-		if m.Kind == KindInstruction {
+		if m.Kind == history.KindInstruction {
 			return m, nil
 		}
 	}
-	return Message{}, Errorf(CodeInternal, "the instruction event %d of request %q on branch %q holds no instruction", seq, id, branchID)
+	return history.Message{}, Errorf(CodeInternal, "the instruction event %d of request %q on branch %q holds no instruction", seq, id, branchID)
 }
 
 // replayRunCommitted answers a run (or run_and_collect) whose final event
 // is committed at seq from history: the instruction's message.added comes
 // first, from its stage event, then the final event's, as when it ran.
-func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *Branch, seq uint64, sig replaySignals) (*Result, error) {
-	var before []Message
+func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *history.Branch, seq uint64, sig replaySignals) (*Result, error) {
+	var before []history.Message
 	if iseq, ok := b.Commits.Seq(stageID(req.ID, stageInstruction)); ok && iseq < seq {
 		ins, err := e.committedInstruction(ctx, b.ID, stageID(req.ID, stageInstruction), iseq)
 		if err != nil {
 			return nil, err
 		}
-		before = []Message{ins}
+		before = []history.Message{ins}
 	}
 	return e.replayCommittedAfter(ctx, req, before, seq, sig)
 }
@@ -647,7 +649,7 @@ func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *Branch,
 // run finds recorded already and sends once, last. ms is returned as it
 // is when it does not hold id (a first attempt: the prompt memo then
 // sees the branch's own messages), resliced when id is its last message.
-func withoutMessage(ms []Message, id string) []Message {
+func withoutMessage(ms []history.Message, id string) []history.Message {
 	i := len(ms) - 1
 	for i >= 0 && ms[i].ID != id {
 		i--
@@ -658,7 +660,7 @@ func withoutMessage(ms []Message, id string) []Message {
 	case i == len(ms)-1:
 		return ms[:i:i]
 	}
-	out := make([]Message, 0, len(ms)-1)
+	out := make([]history.Message, 0, len(ms)-1)
 	return append(append(out, ms[:i]...), ms[i+1:]...)
 }
 
@@ -674,7 +676,7 @@ func (e *sinkError) Unwrap() error { return e.err }
 // openRunSinks opens the request's chunk stream and, with a run log
 // directory, the run log in it (after the first snapshot), and the
 // function that closes them (once; later calls do nothing).
-func (e *Engine) openRunSinks(ctx context.Context, req Request, b *Branch, logDir string) (ChunkSink, func(context.Context) error, error) {
+func (e *Engine) openRunSinks(ctx context.Context, req Request, b *history.Branch, logDir string) (ChunkSink, func(context.Context) error, error) {
 	var streams []ChunkStream
 	if e.chunks != nil {
 		cs, err := e.openChunks(ctx, req, "run")
@@ -743,7 +745,7 @@ func (e *Engine) finishRunLog(ctx context.Context, dir string, req Request, bran
 
 // runTimeout returns the positive "timeout" option of model, in seconds
 // (0021-D3-17); anything else means none.
-func runTimeout(m ModelRef) (time.Duration, bool) {
+func runTimeout(m history.ModelRef) (time.Duration, bool) {
 	n, ok := Number(m.Options["timeout"])
 	if !ok || n <= 0 {
 		return 0, false
@@ -751,7 +753,7 @@ func runTimeout(m ModelRef) (time.Duration, bool) {
 	return time.Duration(n * float64(time.Second)), true
 }
 
-func mustTimeout(m ModelRef) time.Duration {
+func mustTimeout(m history.ModelRef) time.Duration {
 	d, _ := runTimeout(m)
 	return d
 }

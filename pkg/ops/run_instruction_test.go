@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
@@ -27,7 +29,7 @@ type probeCLI struct {
 	stream func(ctx context.Context, n int, call ops.Call, emit func(ops.Chunk) error) (*ops.Completion, error)
 }
 
-func (p *probeCLI) IsCLI(ops.ModelRef) bool { return true }
+func (p *probeCLI) IsCLI(history.ModelRef) bool { return true }
 
 func (p *probeCLI) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	return p.Stream(ctx, call, func(ops.Chunk) error { return nil })
@@ -85,7 +87,7 @@ func (s refusingStream) Emit(ctx context.Context, c ops.Chunk) error {
 
 type probeBundle struct {
 	eng     *ops.Engine
-	store   *ops.MemoryStore
+	store   *opstest.MemoryStore
 	signals *signalRecorder
 	outlet  *refusingOutlet
 	prov    *probeCLI
@@ -95,7 +97,7 @@ type probeBundle struct {
 // b1 using it.
 func probeSetup(t *testing.T, prov *probeCLI) *probeBundle {
 	t.Helper()
-	pb := &probeBundle{store: ops.NewMemoryStore(), signals: &signalRecorder{}, outlet: &refusingOutlet{}, prov: prov}
+	pb := &probeBundle{store: opstest.NewMemoryStore(), signals: &signalRecorder{}, outlet: &refusingOutlet{}, prov: prov}
 	var err error
 	pb.eng, err = ops.NewEngine(ops.Config{Store: pb.store, Signals: pb.signals, Chunks: pb.outlet,
 		Providers: ops.NewProviders(map[string]ops.Provider{"probe": prov, "scripted": scripted.New()})})
@@ -115,7 +117,7 @@ func (pb *probeBundle) run(ctx context.Context, id, data string, last bool) (*op
 
 // events returns the history of b1 after its creation, as
 // "request id: kinds" lines, with the events themselves.
-func (pb *probeBundle) events(t *testing.T) ([]string, []ops.Event) {
+func (pb *probeBundle) events(t *testing.T) ([]string, []history.Event) {
 	t.Helper()
 	evs, err := pb.store.History(context.Background(), "b1", 0, 0)
 	if err != nil {
@@ -159,7 +161,7 @@ func TestRun_0021_D3_13_instruction_stored_before_the_first_chunk(t *testing.T) 
 			return nil, err
 		}
 		last := b.Messages[len(b.Messages)-1]
-		if last.Kind != ops.KindInstruction || last.Content[ops.KeyInstruction] != "list the files" {
+		if last.Kind != history.KindInstruction || last.Content[history.KeyInstruction] != "list the files" {
 			seen = append(seen, fmt.Sprintf("the branch's last message is %s %v, want the instruction", last.Kind, last.Content))
 		}
 		if _, ok := b.Commits.Seq("r1/instruction"); !ok {
@@ -170,7 +172,7 @@ func TestRun_0021_D3_13_instruction_stored_before_the_first_chunk(t *testing.T) 
 		}
 		if got := pb.outlet.chunks("r1"); len(got) != 1 || got[0].Kind != ops.ChunkSystem {
 			seen = append(seen, fmt.Sprintf("chunks before the stream %+v, want the instruction's", got))
-		} else if ins, _ := got[0].Metadata["instruction"].(ops.Message); ins.ID != last.ID {
+		} else if ins, _ := got[0].Metadata["instruction"].(history.Message); ins.ID != last.ID {
 			seen = append(seen, fmt.Sprintf("chunk 1 carries %+v, want the stored instruction %s", got[0].Metadata["instruction"], last.ID))
 		}
 		return answer("two files", emit)
@@ -230,7 +232,7 @@ func instructionOnceLast(call ops.Call, text string) bool {
 		}
 	}
 	last := len(call.Messages.Slice()) - 1
-	return n == 1 && last >= 0 && call.Messages.Slice()[last].Role == ops.RoleUser && strings.Contains(call.Messages.Slice()[last].Content, text)
+	return n == 1 && last >= 0 && call.Messages.Slice()[last].Role == history.RoleUser && strings.Contains(call.Messages.Slice()[last].Content, text)
 }
 
 // 0021-D3-13 with a redelivery: a run interrupted after its instruction
@@ -293,7 +295,7 @@ func TestRun_0021_D3_13_interrupted_run_records_its_instruction_once(t *testing.
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := msgKinds(b.Messages); !slices.Equal(got, []ops.Kind{ops.KindInstruction, ops.KindAssistantResponse}) ||
+			if got := msgKinds(b.Messages); !slices.Equal(got, []history.Kind{history.KindInstruction, history.KindAssistantResponse}) ||
 				b.Messages[1].ID != ins.ID || responses(b.Messages)[0] != "done" {
 				t.Errorf("branch messages %v", got)
 			}
@@ -302,7 +304,7 @@ func TestRun_0021_D3_13_interrupted_run_records_its_instruction_once(t *testing.
 			if call := pb.prov.call(2); !instructionOnceLast(call, "list the files") {
 				t.Errorf("second call messages %+v", call.Messages)
 			}
-			if got := pb.outlet.chunks("r1"); len(got) == 0 || got[0].Metadata["instruction"].(ops.Message).ID != ins.ID {
+			if got := pb.outlet.chunks("r1"); len(got) == 0 || got[0].Metadata["instruction"].(history.Message).ID != ins.ID {
 				t.Errorf("redelivery's chunks %+v", got)
 			}
 			// Its message.added came once per attempt, with the same id
@@ -364,7 +366,7 @@ func TestRun_0021_D3_13_clear_messages_clears_once_with_the_instruction(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Messages[0].Kind != ops.KindSystem || !slices.Equal(msgKinds(b.Messages), []ops.Kind{ops.KindInstruction, ops.KindAssistantResponse}) ||
+	if b.Messages[0].Kind != history.KindSystem || !slices.Equal(msgKinds(b.Messages), []history.Kind{history.KindInstruction, history.KindAssistantResponse}) ||
 		b.Messages[1].ID != evs[2].Messages[0].ID || responses(b.Messages)[0] != "answer 3" {
 		t.Errorf("branch messages %v %q", msgKinds(b.Messages), responses(b.Messages))
 	}

@@ -3,14 +3,16 @@ package ops
 import (
 	"slices"
 	"testing"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // withoutMessage drops a redelivered run's stored instruction from the
 // prompt's history wherever it is, and leaves a history without it as it
 // is.
 func TestWithoutMessage(t *testing.T) {
-	ms := []Message{{ID: "a"}, {ID: "ins"}, {ID: "b"}}
-	ids := func(ms []Message) []string {
+	ms := []history.Message{{ID: "a"}, {ID: "ins"}, {ID: "b"}}
+	ids := func(ms []history.Message) []string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.ID)
@@ -18,7 +20,7 @@ func TestWithoutMessage(t *testing.T) {
 		return out
 	}
 	for _, tt := range []struct {
-		in   []Message
+		in   []history.Message
 		want []string
 	}{
 		{in: ms[:1], want: []string{"a"}},

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
@@ -24,7 +26,7 @@ import (
 // chunkOutlet is a Config.Chunks keeping every request's chunks.
 type chunkOutlet struct {
 	mu     sync.Mutex
-	byReq  map[string]*ops.ChunkBuffer
+	byReq  map[string]*opstest.ChunkBuffer
 	closed map[string]int
 }
 
@@ -32,9 +34,9 @@ func (o *chunkOutlet) OpenChunks(_ context.Context, req ops.Request) (ops.ChunkS
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byReq == nil {
-		o.byReq, o.closed = map[string]*ops.ChunkBuffer{}, map[string]int{}
+		o.byReq, o.closed = map[string]*opstest.ChunkBuffer{}, map[string]int{}
 	}
-	buf := &ops.ChunkBuffer{}
+	buf := &opstest.ChunkBuffer{}
 	o.byReq[req.ID] = buf
 	return chunkStream{buf, func() { o.mu.Lock(); o.closed[req.ID]++; o.mu.Unlock() }}, nil
 }
@@ -49,7 +51,7 @@ func (o *chunkOutlet) chunks(id string) []ops.Chunk {
 }
 
 type chunkStream struct {
-	*ops.ChunkBuffer
+	*opstest.ChunkBuffer
 	onClose func()
 }
 
@@ -65,7 +67,7 @@ func (s chunkStream) Close(context.Context) error { s.onClose(); return nil }
 // CLI's recording does not cover.
 type stubCLI struct{ chunks []ops.Chunk }
 
-func (s stubCLI) IsCLI(ops.ModelRef) bool { return true }
+func (s stubCLI) IsCLI(history.ModelRef) bool { return true }
 func (s stubCLI) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	return s.Stream(ctx, call, func(ops.Chunk) error { return nil })
 }
@@ -84,7 +86,7 @@ func (s stubCLI) Stream(_ context.Context, _ ops.Call, emit func(ops.Chunk) erro
 
 type runBundle struct {
 	eng     *ops.Engine
-	store   *ops.MemoryStore
+	store   *opstest.MemoryStore
 	signals *signalRecorder
 	outlet  *chunkOutlet
 	dir     string
@@ -93,7 +95,7 @@ type runBundle struct {
 func runSetup(t *testing.T, stubs map[string][]ops.Chunk) *runBundle {
 	t.Helper()
 	bin := clitest.Build(t)
-	rb := &runBundle{store: ops.NewMemoryStore(), signals: &signalRecorder{}, outlet: &chunkOutlet{}, dir: t.TempDir()}
+	rb := &runBundle{store: opstest.NewMemoryStore(), signals: &signalRecorder{}, outlet: &chunkOutlet{}, dir: t.TempDir()}
 	prov, err := cli.New(cli.Command{Name: "fake", Argv: []string{bin}, Env: []string{"FAKECLI_DIR=" + rb.dir}})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func (rb *runBundle) run(t *testing.T, ctx context.Context, id, branch, data str
 	return res, rv, err
 }
 
-func (rb *runBundle) messages(t *testing.T, branch string) []ops.Message {
+func (rb *runBundle) messages(t *testing.T, branch string) []history.Message {
 	t.Helper()
 	b, err := rb.store.Load(context.Background(), branch)
 	if err != nil {
@@ -147,20 +149,20 @@ func (rb *runBundle) messages(t *testing.T, branch string) []ops.Message {
 	return b.Messages
 }
 
-func msgKinds(ms []ops.Message) []ops.Kind {
-	var out []ops.Kind
+func msgKinds(ms []history.Message) []history.Kind {
+	var out []history.Kind
 	for _, m := range ms {
-		if m.Kind != ops.KindSystem {
+		if m.Kind != history.KindSystem {
 			out = append(out, m.Kind)
 		}
 	}
 	return out
 }
 
-func responses(ms []ops.Message) []string {
+func responses(ms []history.Message) []string {
 	var out []string
 	for _, m := range ms {
-		if m.Kind == ops.KindAssistantResponse {
+		if m.Kind == history.KindAssistantResponse {
 			out = append(out, m.Text())
 		}
 	}
@@ -178,7 +180,7 @@ func TestRun_records_the_stream(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := rb.messages(t, "b1")
-	wantKinds := []ops.Kind{ops.KindInstruction, ops.KindAssistantResponse, ops.KindActionRequest, ops.KindActionResponse, ops.KindAssistantResponse}
+	wantKinds := []history.Kind{history.KindInstruction, history.KindAssistantResponse, history.KindActionRequest, history.KindActionResponse, history.KindAssistantResponse}
 	if !slices.Equal(msgKinds(ms), wantKinds) {
 		t.Fatalf("recorded %v, want %v", msgKinds(ms), wantKinds)
 	}
@@ -190,7 +192,7 @@ func TestRun_records_the_stream(t *testing.T) {
 	if first.Metadata[ops.MetaThinking] != "The user wants the files listed." {
 		t.Errorf("thinking metadata %v", first.Metadata)
 	}
-	if mr, _ := last.Metadata[ops.MetaModelResponse].(map[string]any); mr["total_cost_usd"] != 0.0123 || mr["usage"] == nil {
+	if mr, _ := last.Metadata[history.MetaModelResponse].(map[string]any); mr["total_cost_usd"] != 0.0123 || mr["usage"] == nil {
 		t.Errorf("result metadata on the last response: %v", last.Metadata)
 	}
 	req, resp := ms[3], ms[4]
@@ -431,7 +433,7 @@ func newRecordingRunLog() *recordingRunLog {
 	return &recordingRunLog{snapshots: map[string]int{}, opened: map[string]int{}, removed: map[string]int{}, dirs: map[string][]string{}}
 }
 
-func (l *recordingRunLog) Snapshot(_ context.Context, dir string, req ops.Request, _ *ops.Branch, _ bool) error {
+func (l *recordingRunLog) Snapshot(_ context.Context, dir string, req ops.Request, _ *history.Branch, _ bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.snapshots[req.ID]++
@@ -444,7 +446,7 @@ func (l *recordingRunLog) Open(_ context.Context, dir string, req ops.Request) (
 	defer l.mu.Unlock()
 	l.opened[req.ID]++
 	l.dirs[req.ID] = append(l.dirs[req.ID], dir)
-	return chunkStream{&ops.ChunkBuffer{}, func() {}}, nil
+	return chunkStream{&opstest.ChunkBuffer{}, func() {}}, nil
 }
 
 func (l *recordingRunLog) Remove(_ context.Context, dir string, req ops.Request) error {
@@ -486,7 +488,7 @@ func TestOperate_stream_persist_selects_run_parameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	runLog := newRecordingRunLog()
-	eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), RunLog: runLog, Chunks: &chunkOutlet{},
+	eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), RunLog: runLog, Chunks: &chunkOutlet{},
 		Providers: ops.NewProviders(map[string]ops.Provider{"cli": prov, "scripted": scripted.New()})})
 	if err != nil {
 		t.Fatal(err)
@@ -561,7 +563,7 @@ func TestOperate_0021_D4_06_nested_run_cleans_up(t *testing.T) {
 			runLog := newRecordingRunLog()
 			outlet := &chunkOutlet{}
 			signals := &signalRecorder{}
-			eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), RunLog: runLog, Chunks: outlet, Signals: signals,
+			eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), RunLog: runLog, Chunks: outlet, Signals: signals,
 				Providers: ops.NewProviders(map[string]ops.Provider{"cli": prov})})
 			if err != nil {
 				t.Fatal(err)
@@ -625,7 +627,7 @@ func TestRun_prompt_over_the_bound_records_nothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := ops.NewMemoryStore()
+	store := opstest.NewMemoryStore()
 	eng, err := ops.NewEngine(ops.Config{Store: store, MaxPromptBytes: 300, Chunks: &chunkOutlet{},
 		Providers: ops.NewProviders(map[string]ops.Provider{"cli": prov})})
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/schemas"
@@ -20,7 +22,7 @@ import (
 // branch b on cli:fake.
 type runLogBundle struct {
 	eng     *ops.Engine
-	store   ops.Store
+	store   history.Store
 	runLog  *recordingRunLog
 	signals *signalRecorder
 	cliDir  string // where the fake CLI records its runs
@@ -28,7 +30,7 @@ type runLogBundle struct {
 
 func newRunLogBundle(t *testing.T, dir string) *runLogBundle {
 	t.Helper()
-	rb := &runLogBundle{store: ops.NewMemoryStore(), runLog: newRecordingRunLog(), signals: &signalRecorder{}, cliDir: t.TempDir()}
+	rb := &runLogBundle{store: opstest.NewMemoryStore(), runLog: newRecordingRunLog(), signals: &signalRecorder{}, cliDir: t.TempDir()}
 	prov, err := cli.New(cli.Command{Name: "fake", Argv: []string{clitest.Build(t)}, Env: []string{"FAKECLI_DIR=" + rb.cliDir}})
 	if err != nil {
 		t.Fatal(err)
@@ -252,13 +254,13 @@ func TestRunLogDir_run_and_collect_middle(t *testing.T) {
 func TestRunLogDir_config_is_checked(t *testing.T) {
 	t.Parallel()
 	for _, dir := range []string{"a.b", "lion.>", "x y", strings.Repeat("d", ops.MaxRunLogDirLength+1)} {
-		_, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), RunLogDir: dir})
+		_, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), RunLogDir: dir})
 		if !errors.Is(err, ops.ErrInvalidRunLogDir) {
 			t.Errorf("RunLogDir %q: err %v, want ErrInvalidRunLogDir", dir, err)
 		}
 	}
 	for _, dir := range []string{"", "default", "A-z_0", strings.Repeat("d", ops.MaxRunLogDirLength)} {
-		if _, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), RunLogDir: dir}); err != nil {
+		if _, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), RunLogDir: dir}); err != nil {
 			t.Errorf("RunLogDir %q: %v", dir, err)
 		}
 	}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 

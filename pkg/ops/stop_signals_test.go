@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // blockingProvider blocks every call until its context ends, after
@@ -41,7 +42,7 @@ func TestEngine_stopped_attempt_emits_no_terminal_signal(t *testing.T) {
 			t.Parallel()
 			started := make(chan struct{})
 			rec := &signalRecorder{}
-			eng, err := ops.NewEngine(ops.Config{Store: ops.NewMemoryStore(), Signals: rec,
+			eng, err := ops.NewEngine(ops.Config{Store: opstest.NewMemoryStore(), Signals: rec,
 				Providers: ops.NewProviders(map[string]ops.Provider{"block": blockingProvider{started}})})
 			if err != nil {
 				t.Fatal(err)

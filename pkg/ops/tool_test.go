@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 func TestToolFuncs_Invoke(t *testing.T) {
@@ -23,7 +24,7 @@ func TestToolFuncs_Invoke(t *testing.T) {
 	var seenMu sync.Mutex
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"echo": func(_ context.Context, args map[string]any) (any, error) {
 			seenMu.Lock()
 			seen = args
@@ -129,7 +130,7 @@ func TestToolFuncs_Invoke(t *testing.T) {
 
 func TestToolFuncs_counts_calls_per_key(t *testing.T) {
 	t.Parallel()
-	var tools ops.ToolFuncs // the zero value has no tools
+	var tools opstest.ToolFuncs // the zero value has no tools
 	if _, err := tools.Invoke(context.Background(), ops.ToolInvocation{Function: "add"}); !errors.Is(err, ops.ErrNoTool) {
 		t.Fatalf("zero value: err = %v, want ErrNoTool", err)
 	}
@@ -175,7 +176,7 @@ func TestToolFuncs_Register(t *testing.T) {
 	tests := []struct {
 		name string
 		tool string
-		fn   ops.ToolFunc
+		fn   opstest.ToolFunc
 		ok   bool
 	}{
 		{"valid", "get_weather", noop, true},
@@ -186,7 +187,7 @@ func TestToolFuncs_Register(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tools := &ops.ToolFuncs{}
+			tools := &opstest.ToolFuncs{}
 			err := tools.Register(tt.tool, tt.fn)
 			if (err == nil) != tt.ok {
 				t.Fatalf("Register(%q) = %v, want ok %v", tt.tool, err, tt.ok)
@@ -201,7 +202,7 @@ func TestToolFuncs_Register(t *testing.T) {
 			t.Fatal("NewToolFuncs accepted a bad name")
 		}
 	}()
-	ops.NewToolFuncs(map[string]ops.ToolFunc{"bad name": noop})
+	opstest.NewToolFuncs(map[string]opstest.ToolFunc{"bad name": noop})
 }
 
 // The JSON forms are the data of lionbus.tool.invoke and lionbus.tool.result
@@ -272,7 +273,7 @@ func TestAuthorizers(t *testing.T) {
 // A ToolFuncs invoker serves Go functions as tools; act authorizes each
 // call, then invokes it with a stable idempotency key.
 func ExampleToolFuncs() {
-	tools := ops.NewToolFuncs(map[string]ops.ToolFunc{
+	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, args map[string]any) (any, error) {
 			x, _ := args["x"].(float64)
 			y, _ := args["y"].(float64)

@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"errors"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // DefaultHistoryLimit is the page size of branch.history when the request
@@ -10,12 +12,12 @@ import (
 const DefaultHistoryLimit = 100
 
 type branchCreateData struct {
-	BranchID   string         `json:"branch_id"`
-	System     string         `json:"system"`
-	ChatModel  *ModelRef      `json:"chat_model"`
-	ParseModel *ModelRef      `json:"parse_model"`
-	Tools      []string       `json:"tools"`
-	Metadata   map[string]any `json:"metadata"`
+	BranchID   string            `json:"branch_id"`
+	System     string            `json:"system"`
+	ChatModel  *history.ModelRef `json:"chat_model"`
+	ParseModel *history.ModelRef `json:"parse_model"`
+	Tools      []string          `json:"tools"`
+	Metadata   map[string]any    `json:"metadata"`
 }
 
 // branchCreate starts a branch. The id is data.branch_id or the request's
@@ -46,25 +48,25 @@ func (e *Engine) branchCreate(ctx context.Context, req Request) (*Result, error)
 		}
 	}
 	now := e.clock()
-	settings := Settings{System: d.System, ChatModel: d.ChatModel, ParseModel: d.ParseModel, Tools: d.Tools, Metadata: d.Metadata}
-	ev := Event{Type: EventCreated, RequestID: req.ID, Time: now, BranchID: id, Settings: &settings}
+	settings := history.Settings{System: d.System, ChatModel: d.ChatModel, ParseModel: d.ParseModel, Tools: d.Tools, Metadata: d.Metadata}
+	ev := history.Event{Type: history.EventCreated, RequestID: req.ID, Time: now, BranchID: id, Settings: &settings}
 	if d.System != "" {
-		ev.Messages = []Message{NewSystemMessage(d.System, now)}
+		ev.Messages = []history.Message{history.NewSystemMessage(d.System, now)}
 	}
 	return e.createBranch(ctx, req, id, ev)
 }
 
 // createBranch stores ev as the first event of id, answering a redelivered
 // request from the existing branch.
-func (e *Engine) createBranch(ctx context.Context, req Request, id string, ev Event) (*Result, error) {
+func (e *Engine) createBranch(ctx context.Context, req Request, id string, ev history.Event) (*Result, error) {
 	b, err := e.store.Create(ctx, id, ev)
 	replayed := false
 	switch {
-	case errors.Is(err, ErrAlreadyCommitted) && b != nil:
+	case errors.Is(err, history.ErrAlreadyCommitted) && b != nil:
 		// A store that recognises the request's own creation says so
 		// directly, with the branch.
 		replayed = true
-	case errors.Is(err, ErrBranchExists):
+	case errors.Is(err, history.ErrBranchExists):
 		first, herr := e.store.History(ctx, id, 0, 1)
 		if herr != nil || len(first) == 0 || first[0].RequestID != req.ID {
 			return nil, Errorf(CodeBranchExists, "branch %q already exists", id)
@@ -79,7 +81,7 @@ func (e *Engine) createBranch(ctx context.Context, req Request, id string, ev Ev
 	return branchResult(b, replayed)
 }
 
-func branchResult(b *Branch, replayed bool) (*Result, error) {
+func branchResult(b *history.Branch, replayed bool) (*Result, error) {
 	v, err := marshalValue(b)
 	if err != nil {
 		return nil, err
@@ -92,10 +94,10 @@ func requireBranchID(req Request) error {
 	return checkID("branch id", req.BranchID)
 }
 
-func (e *Engine) load(ctx context.Context, id string) (*Branch, error) {
+func (e *Engine) load(ctx context.Context, id string) (*history.Branch, error) {
 	b, err := e.store.Load(ctx, id)
 	if err != nil {
-		if errors.Is(err, ErrBranchNotFound) {
+		if errors.Is(err, history.ErrBranchNotFound) {
 			return nil, Errorf(CodeBranchNotFound, "branch %q not found", id)
 		}
 		return nil, storeErr("load", err)
@@ -144,11 +146,12 @@ func (e *Engine) branchClone(ctx context.Context, req Request) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	settings := cloneSettings(src.Settings)
+	copied := src.Clone()
+	settings := copied.Settings
 	settings.ProviderSession = ""
-	ev := Event{
-		Type: EventCreated, RequestID: req.ID, Time: e.clock(), BranchID: id,
-		Settings: &settings, Messages: cloneMessages(src.Messages), ModelCalls: src.ModelCalls,
+	ev := history.Event{
+		Type: history.EventCreated, RequestID: req.ID, Time: e.clock(), BranchID: id,
+		Settings: &settings, Messages: copied.Messages, ModelCalls: src.ModelCalls,
 	}
 	return e.createBranch(ctx, req, id, ev)
 }
@@ -158,18 +161,18 @@ func (e *Engine) branchClear(ctx context.Context, req Request) (*Result, error) 
 	if err := requireBranchID(req); err != nil {
 		return nil, err
 	}
-	ev := Event{Type: EventCleared, RequestID: req.ID, Time: e.clock(), BranchID: req.BranchID}
+	ev := history.Event{Type: history.EventCleared, RequestID: req.ID, Time: e.clock(), BranchID: req.BranchID}
 	b, err := e.store.Append(ctx, req.BranchID, ev)
 	replayed := false
 	switch {
-	case errors.Is(err, ErrAlreadyCommitted):
+	case errors.Is(err, history.ErrAlreadyCommitted):
 		if b == nil {
 			if b, err = e.load(ctx, req.BranchID); err != nil {
 				return nil, err
 			}
 		}
 		replayed = true
-	case errors.Is(err, ErrBranchNotFound):
+	case errors.Is(err, history.ErrBranchNotFound):
 		return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
 	case err != nil:
 		return nil, storeErr("append", err)
@@ -183,7 +186,7 @@ func (e *Engine) branchDelete(ctx context.Context, req Request) (*Result, error)
 		return nil, err
 	}
 	if err := e.store.Delete(ctx, req.BranchID); err != nil {
-		if errors.Is(err, ErrBranchNotFound) {
+		if errors.Is(err, history.ErrBranchNotFound) {
 			return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
 		}
 		return nil, storeErr("delete", err)
@@ -203,7 +206,7 @@ type branchHistoryData struct {
 // HistoryPage is the value of a branch.history result.
 type HistoryPage struct {
 	// Events are the history events with Seq > after, oldest first.
-	Events []Event `json:"events"`
+	Events []history.Event `json:"events"`
 	// Next is the Seq of the last returned event (the "after" of the next
 	// page), or the request's after when no event was returned.
 	Next uint64 `json:"next"`
@@ -226,12 +229,12 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 		return nil, Errorf(CodeInvalidRequest, "data.limit must not be negative, got %d", d.Limit)
 	case d.Limit == 0:
 		d.Limit = DefaultHistoryLimit
-	case d.Limit > MaxHistoryPage:
-		d.Limit = MaxHistoryPage
+	case d.Limit > history.MaxHistoryPage:
+		d.Limit = history.MaxHistoryPage
 	}
 	evs, err := e.store.History(ctx, req.BranchID, d.After, d.Limit)
 	if err != nil {
-		if errors.Is(err, ErrBranchNotFound) {
+		if errors.Is(err, history.ErrBranchNotFound) {
 			return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
 		}
 		return nil, storeErr("history", err)
@@ -244,7 +247,7 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 		page.Next = evs[len(evs)-1].Seq
 	}
 	if page.Events == nil {
-		page.Events = []Event{}
+		page.Events = []history.Event{}
 	}
 	v, err := marshalValue(page)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // The values of parse's handle_validation: what a request gets when the
@@ -21,15 +23,15 @@ const (
 // parse, and retry_initial_delay and retry_backoff of its parse parameters
 // (ADR-0022 D1).
 type parseData struct {
-	Text                *string         `json:"text"`
-	ResponseFormat      json.RawMessage `json:"response_format"`
-	ParseModel          *ModelRef       `json:"parse_model"`
-	FuzzyMatch          *bool           `json:"fuzzy_match"`
-	SimilarityThreshold *float64        `json:"similarity_threshold"`
-	HandleValidation    string          `json:"handle_validation"`
-	MaxRetries          *int            `json:"max_retries"`
-	RetryInitialDelay   *float64        `json:"retry_initial_delay"`
-	RetryBackoff        *float64        `json:"retry_backoff"`
+	Text                *string           `json:"text"`
+	ResponseFormat      json.RawMessage   `json:"response_format"`
+	ParseModel          *history.ModelRef `json:"parse_model"`
+	FuzzyMatch          *bool             `json:"fuzzy_match"`
+	SimilarityThreshold *float64          `json:"similarity_threshold"`
+	HandleValidation    string            `json:"handle_validation"`
+	MaxRetries          *int              `json:"max_retries"`
+	RetryInitialDelay   *float64          `json:"retry_initial_delay"`
+	RetryBackoff        *float64          `json:"retry_backoff"`
 }
 
 // spec checks d and returns the parse stage it asks for.
@@ -84,7 +86,7 @@ func (d *parseData) spec() (*parseSpec, error) {
 // model resolves the parse model: the request's, else the branch's parse
 // model, else its chat model (0021-D1-02). Without one, the error is
 // returned only if a reformat round is needed.
-func (d *parseData) model(b *Branch) (ModelRef, error) {
+func (d *parseData) model(b *history.Branch) (history.ModelRef, error) {
 	switch {
 	case d.ParseModel != nil:
 		return *d.ParseModel, nil
@@ -93,7 +95,7 @@ func (d *parseData) model(b *Branch) (ModelRef, error) {
 	case b.Settings.ChatModel != nil:
 		return *b.Settings.ChatModel, nil
 	}
-	return ModelRef{}, Errorf(CodeInvalidRequest,
+	return history.ModelRef{}, Errorf(CodeInvalidRequest,
 		"the text needs a reformat round, but branch %q has no parse_model or chat_model and the request names none", b.ID)
 }
 

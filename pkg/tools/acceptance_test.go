@@ -26,7 +26,9 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -189,8 +191,8 @@ func recordedErrors(t *testing.T, b *bustest.Bus, branch string) map[string]stri
 	out := map[string]string{}
 	for _, ev := range b.History(t, branch) {
 		for _, m := range ev.Messages {
-			if m.Kind == ops.KindActionResponse {
-				fn, _ := m.Content[ops.KeyFunction].(string)
+			if m.Kind == history.KindActionResponse {
+				fn, _ := m.Content[history.KeyFunction].(string)
 				code, _ := m.Metadata[ops.MetaErrorCode].(string)
 				out[fn] = code
 			}
@@ -208,7 +210,7 @@ func TestAcceptance_operate_calls_registry_tools_over_NATS(t *testing.T) {
 	b := bustest.New(t, provision.Config{})
 	raw := startRawTool(t, b, "raw_upper")
 	g := newGate()
-	serveOn(t, b, tools.ServiceConfig{Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
 	gone, _ := json.Marshal(tools.Entry{Name: "gone", Parameters: json.RawMessage(`{"type":"object"}`), Subject: "lion.tool.gone"})
 	if _, err := b.Res.Tools.Put(bustest.Ctx(t), "gone", gone); err != nil {
 		t.Fatal(err)
@@ -251,17 +253,17 @@ func TestAcceptance_operate_calls_registry_tools_over_NATS(t *testing.T) {
 func TestAcceptance_operate_offers_registry_schemas(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
-	serveOn(t, b, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
 	startWorker(t, b, tools.InvokerConfig{}, nil)
 	createBranch(t, b, "offer", []string{"echo"}, `{"answer": "ok"}`)
 	format := map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}
 	bustest.MustResult(t, b.Do(t, "operate", "offer", map[string]any{"instruction": "go", "response_format": format, "actions": true}), nil)
 	for _, ev := range b.History(t, "offer") {
 		for _, m := range ev.Messages {
-			if m.Kind != ops.KindInstruction {
+			if m.Kind != history.KindInstruction {
 				continue
 			}
-			got, _ := json.Marshal(m.Content[ops.KeyToolSchemas])
+			got, _ := json.Marshal(m.Content[history.KeyToolSchemas])
 			var want any
 			_ = json.Unmarshal([]byte(`[{"description":"Echoes its text.","name":"echo","parameters":`+echoParams+`}]`), &want)
 			if w, _ := json.Marshal(want); string(got) != string(w) {
@@ -281,7 +283,7 @@ func TestAcceptance_denials_never_reach_the_tool(t *testing.T) {
 	b := bustest.New(t, provision.Config{})
 	var runs atomic.Int64
 	count := func(context.Context, map[string]any) (any, error) { runs.Add(1); return "ran", nil }
-	serveOn(t, b, tools.ServiceConfig{Name: "money", Tools: []tools.Tool{
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "money", Tools: []tools.Tool{
 		{Name: "refund", Handler: count}, {Name: "wire", Handler: count}, {Name: "slow_check", Handler: count}, {Name: "lookup", Handler: count},
 	}})
 	// The approver: allows lookup, denies wire, never answers slow_check.
@@ -411,7 +413,7 @@ func TestAcceptance_cancelled_request_cancels_the_handler(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
 	g := newGate()
-	serveOn(t, b, tools.ServiceConfig{Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
 	startWorker(t, b, tools.InvokerConfig{Timeout: time.Minute}, nil)
 	createBranch(t, b, "cancel", []string{"hang"})
 	id, err := b.Client.Submit(bustest.Ctx(t), "act", "cancel", map[string]any{"action_requests": []map[string]any{{"function": "hang"}}})
@@ -449,7 +451,7 @@ func TestAcceptance_redelivery_does_not_run_the_tool_again(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
 	var runs atomic.Int64
-	billing := serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
+	billing := serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "billing", Tools: []tools.Tool{{Name: "refund",
 		Handler: func(context.Context, map[string]any) (any, error) {
 			return map[string]any{"refund_id": "rf-" + time.Now().Format(time.RFC3339Nano), "run": runs.Add(1)}, nil
 		}}}})
@@ -522,7 +524,7 @@ func TestAcceptance_killed_worker_redelivery_does_not_run_the_tool_again(t *test
 	var once sync.Once
 	actx, kill := context.WithCancel(context.Background())
 	defer kill()
-	billing := serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
+	billing := serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "billing", Tools: []tools.Tool{{Name: "refund",
 		Handler: func(context.Context, map[string]any) (any, error) {
 			n := runs.Add(1)
 			once.Do(func() { close(killA) })

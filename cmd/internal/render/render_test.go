@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 func TestValues(t *testing.T) {
@@ -40,21 +40,21 @@ func TestMessageText(t *testing.T) {
 		content map[string]any
 		want    string
 	}{
-		{map[string]any{ops.KeyInstruction: "do it", ops.KeyAssistantResponse: "no"}, "do it"},
-		{map[string]any{ops.KeyAssistantResponse: "done"}, "done"},
-		{map[string]any{ops.KeySystemMessage: "be brief"}, "be brief"},
-		{map[string]any{ops.KeyInstruction: map[string]any{"city": "Lyon"}}, `{"city":"Lyon"}`},
+		{map[string]any{history.KeyInstruction: "do it", history.KeyAssistantResponse: "no"}, "do it"},
+		{map[string]any{history.KeyAssistantResponse: "done"}, "done"},
+		{map[string]any{history.KeySystemMessage: "be brief"}, "be brief"},
+		{map[string]any{history.KeyInstruction: map[string]any{"city": "Lyon"}}, `{"city":"Lyon"}`},
 		{map[string]any{"other": 1}, `{"other":1}`},
 	}
 	for _, tc := range tests {
-		if got := MessageText(ops.Message{Content: tc.content}); got != tc.want {
+		if got := MessageText(history.Message{Content: tc.content}); got != tc.want {
 			t.Errorf("MessageText(%v) = %q, want %q", tc.content, got, tc.want)
 		}
 	}
-	req := ops.NewActionRequest("add", map[string]any{"x": 1}, time.Time{})
-	ok := ops.NewActionResponse(&req, map[string]any{"sum": 3}, "", time.Time{})
-	failed := ops.NewActionResponse(&req, nil, "x is required", time.Time{})
-	for m, want := range map[*ops.Message]string{&req: `add {"x":1}`, &ok: `add → {"sum":3}`, &failed: "add → error: x is required"} {
+	req := history.NewActionRequest("add", map[string]any{"x": 1}, time.Time{})
+	ok := history.NewActionResponse(&req, map[string]any{"sum": 3}, "", time.Time{})
+	failed := history.NewActionResponse(&req, nil, "x is required", time.Time{})
+	for m, want := range map[*history.Message]string{&req: `add {"x":1}`, &ok: `add → {"sum":3}`, &failed: "add → error: x is required"} {
 		if got := MessageText(*m); got != want {
 			t.Errorf("MessageText(%s) = %q, want %q", m.Kind, got, want)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 	"github.com/lionbus/lionbus/schemas"
 )
@@ -44,7 +45,7 @@ func New(t testing.TB, cfg provision.Config) *Bus {
 	srv := NewServer(t)
 	nc, js := Connect(t, srv)
 	res := Provision(t, js, cfg)
-	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: res.Config.Prefix, MaxPayload: res.Config.MaxPayload})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: res.Config.Prefix, MaxPayload: res.Config.MaxPayload, Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatalf("bustest: codec: %v", err)
 	}
@@ -295,7 +296,7 @@ func CheckSchema(t testing.TB, r *client.Reply) {
 }
 
 // History returns the history of branch, read through a fresh store.
-func (b *Bus) History(t testing.TB, branch string) []ops.Event {
+func (b *Bus) History(t testing.TB, branch string) []history.Event {
 	t.Helper()
 	st, err := store.New(b.JS, b.Res, store.Config{})
 	if err != nil {
@@ -355,10 +356,10 @@ func (b *Bus) PublishRaw(t testing.TB, verb, id string) {
 
 // Commits counts the EventMessages (the commits of operations) of each
 // request id in evs.
-func Commits(evs []ops.Event) map[string]int {
+func Commits(evs []history.Event) map[string]int {
 	out := map[string]int{}
 	for _, ev := range evs {
-		if ev.Type == ops.EventMessages {
+		if ev.Type == history.EventMessages {
 			out[ev.RequestID]++
 		}
 	}

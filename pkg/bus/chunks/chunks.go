@@ -19,6 +19,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // DefaultTimeout bounds each wait on the server: the confirmation of a
@@ -189,7 +190,7 @@ type Snapshot struct {
 	// Final is false for the snapshot at the start, true at the end.
 	Final bool `json:"final"`
 	// Branch is the branch as it was.
-	Branch *ops.Branch `json:"branch"`
+	Branch *history.Branch `json:"branch"`
 }
 
 // ErrInvalidDir is returned for a run log directory that is not a valid
@@ -204,7 +205,7 @@ func checkDir(dir string) error {
 }
 
 // Snapshot stores b as a snapshot of the run req in dir.
-func (l *RunLog) Snapshot(ctx context.Context, dir string, req ops.Request, b *ops.Branch, final bool) error {
+func (l *RunLog) Snapshot(ctx context.Context, dir string, req ops.Request, b *history.Branch, final bool) error {
 	if err := checkDir(dir); err != nil {
 		return err
 	}

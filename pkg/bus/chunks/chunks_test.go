@@ -15,6 +15,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // A redelivered run numbers its chunks after those of the attempt before.
@@ -85,7 +86,7 @@ func TestRunLog_directories(t *testing.T) {
 	}
 	ctx := context.Background()
 	req := ops.Request{ID: "r1", BranchID: "b1"}
-	br := &ops.Branch{ID: "b1"}
+	br := &history.Branch{ID: "b1"}
 	for _, dir := range []string{"audit", "team-a"} {
 		if err := l.Snapshot(ctx, dir, req, br, false); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 func TestClient_invalid_options(t *testing.T) {
@@ -130,7 +131,7 @@ func TestClient_remote_errors_match_sentinels(t *testing.T) {
 		code   ops.Code
 		is     error
 	}{
-		{"unknown branch", "branch.get", "ghost", nil, ops.CodeBranchNotFound, ops.ErrBranchNotFound},
+		{"unknown branch", "branch.get", "ghost", nil, ops.CodeBranchNotFound, history.ErrBranchNotFound},
 		{"bad data", "communicate", "ghost", map[string]any{"instruction": 7}, protocol.CodeInvalidData, protocol.ErrBadEvent},
 	}
 	for _, tt := range tests {
@@ -150,7 +151,7 @@ func TestClient_remote_errors_match_sentinels(t *testing.T) {
 	// A second create of one id is branch_exists.
 	bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{"branch_id": "once"}), nil)
 	r := b.Do(t, "branch.create", "", map[string]any{"branch_id": "once"})
-	if err := r.Err(); !errors.Is(err, ops.ErrBranchExists) {
+	if err := r.Err(); !errors.Is(err, history.ErrBranchExists) {
 		t.Fatalf("second create: %v, want branch_exists", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 	"github.com/lionbus/lionbus/schemas"
 )
@@ -166,7 +167,7 @@ func TestEventSink_signals_of_communicate(t *testing.T) {
 			// The messages announced are the ones recorded.
 			if tt.wantCode == "" {
 				var hist struct {
-					Events []ops.Event `json:"events"`
+					Events []history.Event `json:"events"`
 				}
 				bustest.MustResult(t, b.Do(t, "branch.history", "sig", nil), &hist)
 				last := hist.Events[len(hist.Events)-1]

@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // TestEventSink_one_run_of_events_per_request: a request whose operation
@@ -33,11 +34,11 @@ func TestEventSink_one_run_of_events_per_request(t *testing.T) {
 	// with no event published.
 	const id = "committed-then-died"
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	ev := ops.Event{
-		Type: ops.EventMessages, RequestID: id, Time: at, BranchID: "crash", ModelCalls: 1,
-		Messages: []ops.Message{
-			{ID: "ins-1", Kind: ops.KindInstruction, Role: ops.RoleUser, CreatedAt: at, Content: map[string]any{"instruction": "hello"}},
-			{ID: "res-1", Kind: ops.KindAssistantResponse, Role: ops.RoleAssistant, CreatedAt: at, Content: map[string]any{"assistant_response": "hello"}},
+	ev := history.Event{
+		Type: history.EventMessages, RequestID: id, Time: at, BranchID: "crash", ModelCalls: 1,
+		Messages: []history.Message{
+			{ID: "ins-1", Kind: history.KindInstruction, Role: history.RoleUser, CreatedAt: at, Content: map[string]any{"instruction": "hello"}},
+			{ID: "res-1", Kind: history.KindAssistantResponse, Role: history.RoleAssistant, CreatedAt: at, Content: map[string]any{"assistant_response": "hello"}},
 		},
 		Result: json.RawMessage(`{"value":"hello","branch_id":"crash"}`),
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 func TestHandler_counts_outcomes_by_verb(t *testing.T) {
@@ -42,7 +43,7 @@ func TestHandler_counts_outcomes_by_verb(t *testing.T) {
 	}
 	m.DeadLettered(ops.CodeUnavailable)
 	m.DeadLettered(ops.CodeUnavailable)
-	call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "m"}}
+	call := ops.Call{Model: history.ModelRef{Provider: "openai", Model: "m"}}
 	_, done := m.ModelCall(context.Background(), call)
 	done(&ops.Completion{Usage: &ops.Usage{InputTokens: 7, OutputTokens: 3}}, nil)
 	_, done = m.ModelCall(context.Background(), call)

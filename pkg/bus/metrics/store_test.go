@@ -12,7 +12,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // TestStore_counts_what_two_stores_do: two stores (two workers' caches)
@@ -45,13 +45,13 @@ func TestStore_counts_what_two_stores_do(t *testing.T) {
 	one, regOne := newStore()
 	two, regTwo := newStore()
 	ctx := bustest.Ctx(t)
-	if _, err := one.Create(ctx, "m", ops.Event{Type: ops.EventCreated, RequestID: "c", Time: time.Now(), Settings: &ops.Settings{System: "s"}}); err != nil {
+	if _, err := one.Create(ctx, "m", history.Event{Type: history.EventCreated, RequestID: "c", Time: time.Now(), Settings: &history.Settings{System: "s"}}); err != nil {
 		t.Fatal(err)
 	}
 	appendTo := func(st *store.Store, id string) {
 		t.Helper()
-		ev := ops.Event{Type: ops.EventMessages, RequestID: id, Time: time.Now(), Messages: []ops.Message{
-			{ID: id, Kind: ops.KindInstruction, Role: ops.RoleUser, Content: map[string]any{"instruction": id}}}}
+		ev := history.Event{Type: history.EventMessages, RequestID: id, Time: time.Now(), Messages: []history.Message{
+			{ID: id, Kind: history.KindInstruction, Role: history.RoleUser, Content: map[string]any{"instruction": id}}}}
 		if _, err := st.Append(ctx, "m", ev); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // DefaultCacheBranches is how many branches a [Store] keeps in memory
@@ -30,7 +30,7 @@ type entry struct {
 	// callers share its messages and commits (see view), so it is changed
 	// only by appending messages and commits or, for every other change,
 	// by replacing it with a copy (see apply).
-	b    *ops.Branch
+	b    *history.Branch
 	snap snapState
 	// size is the encoded bytes b was folded from: the snapshot and
 	// segment values it was read from and every history event applied
@@ -47,7 +47,7 @@ type entry struct {
 // view returns b for a caller: a shallow copy whose Messages have no spare
 // capacity, so that nothing the caller appends reaches the store's copy.
 // Callers must not modify what it shares (messages, commits, settings).
-func (e *entry) view() *ops.Branch {
+func (e *entry) view() *history.Branch {
 	v := *e.b
 	v.Messages = e.b.Messages[:len(e.b.Messages):len(e.b.Messages)]
 	return &v
@@ -60,15 +60,15 @@ func (e *entry) view() *ops.Branch {
 // other event, and an EventMessages that sets a system message, is applied
 // to a deep copy, as it may rewrite messages in place (the system
 // message). On failure the entry is reset, to be loaded again.
-func (e *entry) apply(ev ops.Event, size int) error {
+func (e *entry) apply(ev history.Event, size int) error {
 	if e.b == nil {
-		e.b = &ops.Branch{}
+		e.b = &history.Branch{}
 	}
-	if ev.Type != ops.EventMessages || (ev.Settings != nil && ev.Settings.System != "") {
+	if ev.Type != history.EventMessages || (ev.Settings != nil && ev.Settings.System != "") {
 		e.b = e.b.Clone()
 		e.snap.rewritten = true
 	}
-	if ev.Type == ops.EventMessages && ev.Clear {
+	if ev.Type == history.EventMessages && ev.Clear {
 		e.snap.rewritten = true
 		e.size = 0
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // snapshotSeq returns the sequence of the branch's stored snapshot, 0 when
@@ -55,7 +55,7 @@ func bucketKeys(t *testing.T, ctx context.Context, b *storeBundle, prefix string
 // must agree with.
 func replayed(t *testing.T, ctx context.Context, st *store.Store, id string) string {
 	t.Helper()
-	var evs []ops.Event
+	var evs []history.Event
 	for after := uint64(0); ; {
 		page, err := st.History(ctx, id, after, 0)
 		if err != nil {
@@ -67,7 +67,7 @@ func replayed(t *testing.T, ctx context.Context, st *store.Store, id string) str
 		evs = append(evs, page...)
 		after = page[len(page)-1].Seq
 	}
-	br, err := ops.Replay(evs)
+	br, err := history.Replay(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestStore_load_after_a_crash_between_append_and_snapshot(t *testing.T) {
 	if _, err := st.Create(ctx, "crash", createdEvent("c0", "sys")); err != nil {
 		t.Fatal(err)
 	}
-	var br *ops.Branch
+	var br *history.Branch
 	for i := range 5 {
 		var err error
 		if br, err = st.Append(ctx, "crash", messagesEvent(fmt.Sprintf("r%d", i), "before")); err != nil {
@@ -349,10 +349,10 @@ func TestStore_twenty_thousand_messages(t *testing.T) {
 	const perEvent = 2000
 	for i := range 10 {
 		ev := messagesEvent(fmt.Sprintf("bulk%d", i), "bulk")
-		ev.Messages = make([]ops.Message, perEvent)
+		ev.Messages = make([]history.Message, perEvent)
 		for j := range ev.Messages {
-			ev.Messages[j] = ops.Message{
-				ID: fmt.Sprintf("m%d-%d", i, j), Kind: ops.KindInstruction, Role: ops.RoleUser,
+			ev.Messages[j] = history.Message{
+				ID: fmt.Sprintf("m%d-%d", i, j), Kind: history.KindInstruction, Role: history.RoleUser,
 				CreatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
 				Content:   map[string]any{"instruction": fmt.Sprintf("message %d of event %d", j, i)},
 			}
@@ -497,12 +497,12 @@ func TestStore_branches_handed_out_do_not_change(t *testing.T) {
 		t.Fatal(err)
 	}
 	withSystem := messagesEvent("m2", "two")
-	withSystem.Settings = &ops.Settings{System: "second system"}
+	withSystem.Settings = &history.Settings{System: "second system"}
 	cleared := messagesEvent("m3", "three")
 	cleared.Clear = true
 	// Two commits first, so that the messages' array has room for the next
 	// one and the fold does not move it.
-	for i, ev := range []ops.Event{messagesEvent("m0", "zero"), messagesEvent("m1", "one"), withSystem, cleared} {
+	for i, ev := range []history.Event{messagesEvent("m0", "zero"), messagesEvent("m1", "one"), withSystem, cleared} {
 		held, err := b.store.Load(ctx, "held")
 		if err != nil {
 			t.Fatal(err)
@@ -548,7 +548,7 @@ func TestStore_snapshot_after_a_new_system_message(t *testing.T) {
 		t.Fatal("no segments: the test needs the system message in one")
 	}
 	withSystem := messagesEvent("new-system", "after the change")
-	withSystem.Settings = &ops.Settings{System: "second system"}
+	withSystem.Settings = &history.Settings{System: "second system"}
 	if _, err := st.Append(ctx, "sys", withSystem); err != nil {
 		t.Fatal(err)
 	}
@@ -571,9 +571,9 @@ func TestStore_snapshot_after_a_new_system_message(t *testing.T) {
 
 // createdWithSystemMessage is createdEvent with the system message among
 // the branch's messages, as branch.create records it.
-func createdWithSystemMessage(req, system string) ops.Event {
+func createdWithSystemMessage(req, system string) history.Event {
 	ev := createdEvent(req, system)
-	ev.Messages = []ops.Message{{ID: "sys", Kind: ops.KindSystem, Role: ops.RoleSystem,
+	ev.Messages = []history.Message{{ID: "sys", Kind: history.KindSystem, Role: history.RoleSystem,
 		Content: map[string]any{"system_message": system}}}
 	return ev
 }

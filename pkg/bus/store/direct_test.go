@@ -9,7 +9,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -96,7 +96,7 @@ func TestProvision_direct_get(t *testing.T) {
 				t.Errorf("rebuilt branch has instructions %q, want 0,1,2", got)
 			}
 			evs, err := st.History(ctx, "d", 0, 2)
-			if err != nil || len(evs) != 2 || evs[0].Type != ops.EventCreated {
+			if err != nil || len(evs) != 2 || evs[0].Type != history.EventCreated {
 				t.Errorf("History = %d events, %v", len(evs), err)
 			}
 

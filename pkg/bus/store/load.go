@@ -12,6 +12,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // refresh brings e up to the last event of its branch's history: nothing
@@ -21,7 +22,7 @@ import (
 func (s *Store) refresh(ctx context.Context, e *entry) error {
 	last, err := s.lastSeq(ctx, e.id)
 	if err != nil {
-		if errors.Is(err, ops.ErrBranchNotFound) {
+		if errors.Is(err, history.ErrBranchNotFound) {
 			e.reset()
 		}
 		return err
@@ -48,7 +49,7 @@ func (s *Store) lastSeq(ctx context.Context, branchID string) (uint64, error) {
 	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
 	err = connloss.Err(ctx, err)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, ops.ErrBranchNotFound
+		return 0, history.ErrBranchNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("store: read history of branch %s: %w", branchID, err)
@@ -92,14 +93,14 @@ func (s *Store) readSnapshot(ctx context.Context, e *entry, last uint64) {
 	b := snap.Branch
 	covered := 0
 	if len(snap.Segments) > 0 {
-		msgs := make([]ops.Message, 0, snap.Total)
+		msgs := make([]history.Message, 0, snap.Total)
 		for _, seg := range snap.Segments {
 			gctx, cancel := s.bounded(ctx)
 			kve, err := s.kv.Get(gctx, seg.Key)
 			err = connloss.Err(gctx, err)
 			cancel()
 			if err == nil {
-				var part []ops.Message
+				var part []history.Message
 				if part, err = decodeSegment(kve.Value(), seg.Count); err == nil {
 					msgs = append(msgs, part...)
 					size += len(kve.Value())
@@ -134,7 +135,7 @@ func (s *Store) unreadable(err error) *zerolog.Event {
 // last into e (an empty e is rebuilt from the first event), then writes a
 // snapshot if the cadence says so. seen, when not nil, is called for
 // every event folded.
-func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(ops.Event)) error {
+func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(history.Event)) error {
 	branchID := e.id
 	from := uint64(1)
 	if e.b != nil {
@@ -146,8 +147,8 @@ func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(op
 		s.obs.Rebuilt(branchID)
 	}
 	rebuilt := false
-	err := s.readEvents(ctx, branchID, from, last, 0, budget, func(ev ops.Event, size int) error {
-		if ev.Type == ops.EventCreated && e.b != nil && e.b.Seq != 0 {
+	err := s.readEvents(ctx, branchID, from, last, 0, budget, func(ev history.Event, size int) error {
+		if ev.Type == history.EventCreated && e.b != nil && e.b.Seq != 0 {
 			// A new branch of this id started after the snapshot was
 			// taken: everything before it belongs to a deleted branch.
 			rev := e.snap.rev
@@ -173,7 +174,7 @@ func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(op
 		e.reset()
 		// The history ended early: the branch was deleted (purged) while
 		// it was read, or the server is struggling.
-		if _, err := s.lastSeq(ctx, branchID); errors.Is(err, ops.ErrBranchNotFound) {
+		if _, err := s.lastSeq(ctx, branchID); errors.Is(err, history.ErrBranchNotFound) {
 			return err
 		}
 		return &ops.Error{
@@ -193,7 +194,7 @@ func (s *Store) catchUp(ctx context.Context, e *entry, last uint64, seen func(op
 // (to == 0: no upper bound), in order, at most max of them (0: no limit).
 // The first budget events are read with single-message gets, the rest with
 // an ordered consumer.
-func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64, max, budget int, fn func(ev ops.Event, size int) error) error {
+func (s *Store) readEvents(ctx context.Context, branchID string, from, to uint64, max, budget int, fn func(ev history.Event, size int) error) error {
 	subject := s.subj.History(branchID)
 	n := 0
 	done := func(seq uint64) bool {

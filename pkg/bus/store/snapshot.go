@@ -8,9 +8,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // Snapshot encoding versions. Version 1 held Branch.Commits inside the
@@ -31,12 +30,12 @@ const (
 // by its msgpack tag). From version 3, Branch.Messages holds only the messages after
 // those kept in Segments, and Total counts them all.
 type snapshot struct {
-	Version  int         `msgpack:"v"`
-	Seq      uint64      `msgpack:"seq"`
-	Branch   *ops.Branch `msgpack:"branch"`
-	Commits  commitTable `msgpack:"commits,omitempty"`
-	Segments []segment   `msgpack:"segs,omitempty"`
-	Total    int         `msgpack:"n,omitempty"`
+	Version  int             `msgpack:"v"`
+	Seq      uint64          `msgpack:"seq"`
+	Branch   *history.Branch `msgpack:"branch"`
+	Commits  commitTable     `msgpack:"commits,omitempty"`
+	Segments []segment       `msgpack:"segs,omitempty"`
+	Total    int             `msgpack:"n,omitempty"`
 }
 
 // segment names one stored run of a branch's messages: the bucket key
@@ -63,7 +62,7 @@ type snapshotHead struct {
 //
 // ops.Commits is embedded so that its IsZero tells msgpack's omitempty
 // when the table is empty.
-type commitTable struct{ ops.Commits }
+type commitTable struct{ history.Commits }
 
 // maxCommitTable bounds the count a commit table may declare, so that a
 // corrupt snapshot cannot make the decoder allocate a huge list. It is far
@@ -117,7 +116,7 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 		if err := dec.Decode(&m); err != nil {
 			return err
 		}
-		*t = commitTable{ops.CommitsFromMap(m)}
+		*t = commitTable{history.CommitsFromMap(m)}
 		return nil
 	}
 	if n, err := dec.DecodeArrayLen(); err != nil || n != 2 {
@@ -135,7 +134,7 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return fmt.Errorf("commit table records: %w", err)
 	}
 	ids := string(raw) // every id is a substring of this one string
-	list := make([]ops.Commit, 0, count)
+	list := make([]history.Commit, 0, count)
 	for i := 0; i < count; i++ {
 		n, k := binary.Uvarint(raw)
 		if k <= 0 || n > uint64(len(raw)-k) {
@@ -149,13 +148,13 @@ func (t *commitTable) DecodeMsgpack(dec *msgpack.Decoder) error {
 			return errors.New("commit table: truncated record")
 		}
 		raw = raw[k:]
-		list = append(list, ops.Commit{ID: id, Seq: seq})
+		list = append(list, history.Commit{ID: id, Seq: seq})
 	}
 	if len(raw) != 0 {
 		return fmt.Errorf("commit table: %d records declared, %d bytes left", count, len(raw))
 	}
-	c := ops.NewCommits(list)
-	if c.Len() != min(count, ops.MaxRememberedCommits) { // a repeated id
+	c := history.NewCommits(list)
+	if c.Len() != min(count, history.MaxRememberedCommits) { // a repeated id
 		return fmt.Errorf("commit table: %d records declared, %d distinct kept", count, c.Len())
 	}
 	*t = commitTable{c}
@@ -180,7 +179,7 @@ var snapshotBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // encodeSnapshot encodes b as a snapshot whose first messages are in segs
 // (holding covered messages in all). The returned bytes are valid until
 // release is called; call it once they have been published.
-func encodeSnapshot(b *ops.Branch, segs []segment, covered int) (data []byte, release func(), err error) {
+func encodeSnapshot(b *history.Branch, segs []segment, covered int) (data []byte, release func(), err error) {
 	buf := snapshotBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	release = func() {
@@ -249,7 +248,7 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	b.CreatedAt, b.UpdatedAt = b.CreatedAt.UTC(), b.UpdatedAt.UTC()
 	normalizeMessageTimes(b.Messages)
 	if b.Messages == nil {
-		b.Messages = []ops.Message{}
+		b.Messages = []history.Message{}
 	}
 	return &snap, nil
 }
@@ -268,8 +267,8 @@ func snapshotSeq(data []byte) (uint64, error) {
 }
 
 // decodeSegment decodes a segment that must hold want messages.
-func decodeSegment(data []byte, want int) ([]ops.Message, error) {
-	var msgs []ops.Message
+func decodeSegment(data []byte, want int) ([]history.Message, error) {
+	var msgs []history.Message
 	if err := newDecoder(data).Decode(&msgs); err != nil {
 		return nil, fmt.Errorf("decode snapshot segment: %w", err)
 	}
@@ -280,7 +279,7 @@ func decodeSegment(data []byte, want int) ([]ops.Message, error) {
 	return msgs, nil
 }
 
-func normalizeMessageTimes(msgs []ops.Message) {
+func normalizeMessageTimes(msgs []history.Message) {
 	for i := range msgs {
 		msgs[i].CreatedAt = msgs[i].CreatedAt.UTC()
 	}

@@ -13,20 +13,20 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
-func snapshotBranch(commits int) *ops.Branch {
+func snapshotBranch(commits int) *history.Branch {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	b := &ops.Branch{
+	b := &history.Branch{
 		ID:        "snap",
-		Settings:  ops.Settings{System: "sys", Tools: []string{"t"}},
-		Messages:  []ops.Message{{ID: "m1", Kind: ops.KindSystem, Role: ops.RoleSystem, CreatedAt: t0, Content: map[string]any{"system_message": "sys"}}},
+		Settings:  history.Settings{System: "sys", Tools: []string{"t"}},
+		Messages:  []history.Message{{ID: "m1", Kind: history.KindSystem, Role: history.RoleSystem, CreatedAt: t0, Content: map[string]any{"system_message": "sys"}}},
 		Seq:       uint64(commits) + 1,
 		CreatedAt: t0, UpdatedAt: t0, ModelCalls: 3,
 	}
 	if commits > 0 {
-		list := make([]ops.Commit, 0, commits)
+		list := make([]history.Commit, 0, commits)
 		for i := range commits {
 			id := uuid.NewString()
 			switch i % 3 {
@@ -35,18 +35,18 @@ func snapshotBranch(commits int) *ops.Branch {
 			case 2:
 				id = fmt.Sprintf("éß€-%d-%0200d", i, i) // multi-byte, long
 			}
-			list = append(list, ops.Commit{ID: id, Seq: uint64(i + 2)})
+			list = append(list, history.Commit{ID: id, Seq: uint64(i + 2)})
 		}
-		b.Commits = ops.NewCommits(list)
+		b.Commits = history.NewCommits(list)
 	}
 	return b
 }
 
 // commitList returns c's commits, oldest first.
-func commitList(c ops.Commits) []ops.Commit {
-	var list []ops.Commit
+func commitList(c history.Commits) []history.Commit {
+	var list []history.Commit
 	for id, seq := range c.All() {
-		list = append(list, ops.Commit{ID: id, Seq: seq})
+		list = append(list, history.Commit{ID: id, Seq: seq})
 	}
 	return list
 }
@@ -56,13 +56,13 @@ func TestSnapshot_round_trip(t *testing.T) {
 	tests := []struct {
 		name    string
 		commits int
-		encode  func(*ops.Branch) ([]byte, error)
+		encode  func(*history.Branch) ([]byte, error)
 	}{
 		{"no commits", 0, store.EncodeSnapshotForTest},
 		{"one commit", 1, store.EncodeSnapshotForTest},
-		{"full", ops.MaxRememberedCommits, store.EncodeSnapshotForTest},
+		{"full", history.MaxRememberedCommits, store.EncodeSnapshotForTest},
 		{"version 1, no commits", 0, store.EncodeSnapshotV1ForTest},
-		{"version 1, full", ops.MaxRememberedCommits, store.EncodeSnapshotV1ForTest},
+		{"version 1, full", history.MaxRememberedCommits, store.EncodeSnapshotV1ForTest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestSnapshot_round_trip(t *testing.T) {
 			if !slices.Equal(commitList(got.Commits), commitList(want.Commits)) || got.Commits.Len() != tt.commits {
 				t.Fatalf("commits: %d decoded, want %d equal", got.Commits.Len(), want.Commits.Len())
 			}
-			got.Commits, want.Commits = ops.Commits{}, ops.Commits{}
+			got.Commits, want.Commits = history.Commits{}, history.Commits{}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("branch\n got %+v\nwant %+v", got, want)
 			}
@@ -111,7 +111,7 @@ func TestStore_reads_version_1_snapshots(t *testing.T) {
 	if _, err := b.store.Create(ctx, "v1", createdEvent("c", "sys")); err != nil {
 		t.Fatal(err)
 	}
-	var br *ops.Branch
+	var br *history.Branch
 	for i := range 3 {
 		var err error
 		if br, err = b.store.Append(ctx, "v1", messagesEvent(fmt.Sprintf("r%d", i), "x")); err != nil {
@@ -141,7 +141,7 @@ func TestStore_reads_version_1_snapshots(t *testing.T) {
 		t.Errorf("snapshot rewritten (revision %d, was %d): the version 1 snapshot was not used", entry.Revision(), rev)
 	}
 	// A redelivered request is still recognised.
-	if _, err := b.store.Append(ctx, "v1", messagesEvent("r1", "again")); !errors.Is(err, ops.ErrAlreadyCommitted) {
+	if _, err := b.store.Append(ctx, "v1", messagesEvent("r1", "again")); !errors.Is(err, history.ErrAlreadyCommitted) {
 		t.Fatalf("Append of a committed request = %v, want ErrAlreadyCommitted", err)
 	}
 }
@@ -154,9 +154,9 @@ func TestStore_reads_version_1_snapshots(t *testing.T) {
 func TestSnapshot_reads_stored_snapshots(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	want := make([]ops.Commit, ops.MaxRememberedCommits)
+	want := make([]history.Commit, history.MaxRememberedCommits)
 	for i := range want {
-		want[i] = ops.Commit{ID: fmt.Sprintf("r%d", i), Seq: uint64(i + 2)}
+		want[i] = history.Commit{ID: fmt.Sprintf("r%d", i), Seq: uint64(i + 2)}
 	}
 	for _, file := range []string{"snapshot-v1.msgpack", "snapshot-v3.msgpack"} {
 		t.Run(file, func(t *testing.T) {
@@ -169,17 +169,17 @@ func TestSnapshot_reads_stored_snapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.ID != "golden" || b.Seq != ops.MaxRememberedCommits+1 || !b.UpdatedAt.Equal(t0) || len(b.Messages) != 1 || b.Settings.System != "sys" {
+			if b.ID != "golden" || b.Seq != history.MaxRememberedCommits+1 || !b.UpdatedAt.Equal(t0) || len(b.Messages) != 1 || b.Settings.System != "sys" {
 				t.Fatalf("branch %+v", b)
 			}
 			if got := commitList(b.Commits); !slices.Equal(got, want) {
 				t.Fatalf("%d commits decoded, want the %d in order of sequence", len(got), len(want))
 			}
 			next := b.Seq + 1
-			if err := b.Apply(ops.Event{Seq: next, Type: ops.EventMessages, BranchID: "golden", RequestID: "new"}); err != nil {
+			if err := b.Apply(history.Event{Seq: next, Type: history.EventMessages, BranchID: "golden", RequestID: "new"}); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := b.Commits.Seq("r0"); ok || b.Commits.Len() != ops.MaxRememberedCommits {
+			if _, ok := b.Commits.Seq("r0"); ok || b.Commits.Len() != history.MaxRememberedCommits {
 				t.Errorf("after one more commit: r0 remembered, or %d commits", b.Commits.Len())
 			}
 			if seq, ok := b.Commits.Seq("new"); !ok || seq != next {

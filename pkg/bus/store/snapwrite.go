@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // snapState is what an entry knows of its branch's stored snapshot.
@@ -169,7 +168,7 @@ type run struct {
 // encodeRuns encodes msgs as msgpack arrays of consecutive messages, each
 // at most max bytes unless a single message is larger, and returns them
 // with the total size of the messages.
-func encodeRuns(msgs []ops.Message, max int) ([]run, int, error) {
+func encodeRuns(msgs []history.Message, max int) ([]run, int, error) {
 	var all bytes.Buffer
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)

@@ -38,6 +38,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Bounds and defaults of [Store].
@@ -224,7 +225,7 @@ type Store struct {
 	kvStream   jetstream.Stream // the bucket's stream, for purges; nil until needed
 }
 
-var _ ops.Store = (*Store)(nil)
+var _ history.Store = (*Store)(nil)
 
 // New returns a Store over the history stream and the branches bucket of
 // res (see provision.Ensure), publishing through js.
@@ -277,7 +278,7 @@ func New(js jetstream.JetStream, res *provision.Resources, cfg Config) (*Store, 
 // Load returns the branch folded up to its latest history event, or
 // ops.ErrBranchNotFound. The branch is shared with the Store's cache and
 // must not be modified.
-func (s *Store) Load(ctx context.Context, branchID string) (*ops.Branch, error) {
+func (s *Store) Load(ctx context.Context, branchID string) (*history.Branch, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err
 	}
@@ -286,7 +287,7 @@ func (s *Store) Load(ctx context.Context, branchID string) (*ops.Branch, error) 
 	defer e.mu.Unlock()
 	defer s.cache.resize(e)
 	if err := s.refresh(ctx, e); err != nil {
-		if errors.Is(err, ops.ErrBranchNotFound) {
+		if errors.Is(err, history.ErrBranchNotFound) {
 			s.cache.drop(branchID, e)
 		}
 		return nil, err
@@ -298,12 +299,12 @@ func (s *Store) Load(ctx context.Context, branchID string) (*ops.Branch, error) 
 // new branch. It returns ops.ErrBranchExists when the branch already has
 // history, except when that history starts with an EventCreated of the same
 // request: then it returns the branch and ops.ErrAlreadyCommitted.
-func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
+func (s *Store) Create(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err
 	}
-	if ev.Type != ops.EventCreated {
-		return nil, fmt.Errorf("store: Create needs a %s event, not %q", ops.EventCreated, ev.Type)
+	if ev.Type != history.EventCreated {
+		return nil, fmt.Errorf("store: Create needs a %s event, not %q", history.EventCreated, ev.Type)
 	}
 	ev.Seq = 0
 	if ev.BranchID == "" {
@@ -337,23 +338,23 @@ func (s *Store) Create(ctx context.Context, branchID string, ev ops.Event) (*ops
 }
 
 // existing answers a Create that found history already there.
-func (s *Store) existing(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
-	var first *ops.Event
-	err := s.readEvents(ctx, branchID, 1, 0, 1, 1, func(e ops.Event, _ int) error {
+func (s *Store) existing(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
+	var first *history.Event
+	err := s.readEvents(ctx, branchID, 1, 0, 1, 1, func(e history.Event, _ int) error {
 		first = &e
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if first == nil || first.Type != ops.EventCreated || first.RequestID != ev.RequestID || ev.RequestID == "" {
-		return nil, ops.ErrBranchExists
+	if first == nil || first.Type != history.EventCreated || first.RequestID != ev.RequestID || ev.RequestID == "" {
+		return nil, history.ErrBranchExists
 	}
 	b, err := s.Load(ctx, branchID)
 	if err != nil {
 		return nil, err
 	}
-	return b, ops.ErrAlreadyCommitted
+	return b, history.ErrAlreadyCommitted
 }
 
 // Append appends ev after the branch's last event; see [ops.Store]. It
@@ -369,11 +370,11 @@ func (s *Store) existing(ctx context.Context, branchID string, ev ops.Event) (*o
 // id appends to the new branch; only a deletion without re-creation is
 // reported (ops.ErrBranchNotFound). Clients that re-create branch ids
 // should not delete a branch with operations still running on it.
-func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
+func (s *Store) Append(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err
 	}
-	if ev.Type == ops.EventCreated {
+	if ev.Type == history.EventCreated {
 		return nil, fmt.Errorf("store: Append of a %s event; use Create", ev.Type)
 	}
 	ev.Seq = 0
@@ -385,14 +386,14 @@ func (s *Store) Append(ctx context.Context, branchID string, ev ops.Event) (*ops
 	defer e.mu.Unlock()
 	defer s.cache.resize(e)
 	b, err := s.append(ctx, e, ev)
-	if errors.Is(err, ops.ErrBranchNotFound) {
+	if errors.Is(err, history.ErrBranchNotFound) {
 		e.reset()
 		s.cache.drop(branchID, e)
 	}
 	return b, err
 }
 
-func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch, error) {
+func (s *Store) append(ctx context.Context, e *entry, ev history.Event) (*history.Branch, error) {
 	branchID := e.id
 	if e.b == nil {
 		// Not cached: load it. Cached: publish against what is known, and
@@ -405,12 +406,12 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 	if ev.RequestID != "" {
 		msgID = branchID + "/" + ev.RequestID + "/" + string(ev.Type)
 	}
-	committed := func(x ops.Event) bool {
+	committed := func(x history.Event) bool {
 		return ev.RequestID != "" && x.RequestID == ev.RequestID && x.Type == ev.Type
 	}
 	for attempt := 0; attempt < s.retries; attempt++ {
-		if _, ok := e.b.Commits.Seq(ev.RequestID); ok && ev.Type == ops.EventMessages && ev.RequestID != "" {
-			return e.view(), ops.ErrAlreadyCommitted
+		if _, ok := e.b.Commits.Seq(ev.RequestID); ok && ev.Type == history.EventMessages && ev.RequestID != "" {
+			return e.view(), history.ErrAlreadyCommitted
 		}
 		ack, size, err := s.publish(ctx, branchID, ev, e.b.Seq, msgID)
 		if jserr.WrongLastSequence(err) {
@@ -422,16 +423,16 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 				return nil, lerr
 			}
 			if last < e.b.Seq {
-				return nil, ops.ErrBranchNotFound // deleted and re-created
+				return nil, history.ErrBranchNotFound // deleted and re-created
 			}
 			dup := false
-			if err := s.catchUp(ctx, e, last, func(x ops.Event) {
+			if err := s.catchUp(ctx, e, last, func(x history.Event) {
 				dup = dup || committed(x)
 			}); err != nil {
 				return nil, err
 			}
 			if dup {
-				return e.view(), ops.ErrAlreadyCommitted
+				return e.view(), history.ErrAlreadyCommitted
 			}
 			continue
 		}
@@ -443,7 +444,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 				if err := s.refresh(ctx, e); err != nil {
 					return nil, err
 				}
-				return e.view(), ops.ErrAlreadyCommitted
+				return e.view(), history.ErrAlreadyCommitted
 			}
 			// The event the server remembers was purged with a deleted
 			// branch of the same id: append under a message id of this
@@ -470,7 +471,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev ops.Event) (*ops.Branch
 
 // holds reports whether the history message at seq is ev's request's event
 // of ev's type on the branch.
-func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev ops.Event) bool {
+func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev history.Event) bool {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	msg, err := s.stream.GetMsg(ctx, seq)
@@ -484,7 +485,7 @@ func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev ops.E
 // publish appends ev to the branch's history subject, expecting last to be
 // the subject's last sequence (0: no message yet), with message id msgID
 // ("" for none).
-func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last uint64, msgID string) (*jetstream.PubAck, int, error) {
+func (s *Store) publish(ctx context.Context, branchID string, ev history.Event, last uint64, msgID string) (*jetstream.PubAck, int, error) {
 	data, err := encodeEvent(ev)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: encode %s event of branch %s: %w", ev.Type, branchID, err)
@@ -511,18 +512,18 @@ func (s *Store) publish(ctx context.Context, branchID string, ev ops.Event, last
 
 // History returns the events of the branch with Seq > after, in order, at
 // most limit (<= 0 or above ops.MaxHistoryPage: ops.MaxHistoryPage).
-func (s *Store) History(ctx context.Context, branchID string, after uint64, limit int) ([]ops.Event, error) {
+func (s *Store) History(ctx context.Context, branchID string, after uint64, limit int) ([]history.Event, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err
 	}
-	if limit <= 0 || limit > ops.MaxHistoryPage {
-		limit = ops.MaxHistoryPage
+	if limit <= 0 || limit > history.MaxHistoryPage {
+		limit = history.MaxHistoryPage
 	}
 	last, err := s.lastSeq(ctx, branchID)
 	if err != nil {
 		return nil, err
 	}
-	events := []ops.Event{}
+	events := []history.Event{}
 	if last <= after {
 		return events, nil
 	}
@@ -530,7 +531,7 @@ func (s *Store) History(ctx context.Context, branchID string, after uint64, limi
 	if limit < budget {
 		budget = limit
 	}
-	err = s.readEvents(ctx, branchID, after+1, last, limit, budget, func(ev ops.Event, _ int) error {
+	err = s.readEvents(ctx, branchID, after+1, last, limit, budget, func(ev history.Event, _ int) error {
 		events = append(events, ev)
 		return nil
 	})
@@ -581,7 +582,7 @@ func checkBranchID(id string) error {
 	return nil
 }
 
-func encodeEvent(ev ops.Event) ([]byte, error) {
+func encodeEvent(ev history.Event) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
 	if err := enc.Encode(&ev); err != nil {
@@ -590,10 +591,10 @@ func encodeEvent(ev ops.Event) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func decodeEvent(data []byte, seq uint64) (ops.Event, error) {
-	var ev ops.Event
+func decodeEvent(data []byte, seq uint64) (history.Event, error) {
+	var ev history.Event
 	if err := newDecoder(data).Decode(&ev); err != nil {
-		return ops.Event{}, corrupt(fmt.Errorf("%w: decode history event at seq %d: %w", ErrCorruptHistory, seq, err))
+		return history.Event{}, corrupt(fmt.Errorf("%w: decode history event at seq %d: %w", ErrCorruptHistory, seq, err))
 	}
 	ev.Seq = seq
 	normalizeEventTimes(&ev)
@@ -609,7 +610,7 @@ func newDecoder(data []byte) *msgpack.Decoder {
 	return dec
 }
 
-func normalizeEventTimes(ev *ops.Event) {
+func normalizeEventTimes(ev *history.Event) {
 	ev.Time = ev.Time.UTC()
 	for i := range ev.Messages {
 		ev.Messages[i].CreatedAt = ev.Messages[i].CreatedAt.UTC()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/store"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // An append whose publish timed out may still have been stored. Its retry
@@ -21,10 +21,10 @@ func TestStore_retry_of_an_append_that_was_stored_is_not_doubled(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		ev   ops.Event
+		ev   history.Event
 	}{
 		{"messages", messagesEvent("lost-ack", "hello")},
-		{"cleared", ops.Event{Type: ops.EventCleared, RequestID: "lost-ack"}},
+		{"cleared", history.Event{Type: history.EventCleared, RequestID: "lost-ack"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestStore_retry_of_an_append_that_was_stored_is_not_doubled(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The retry.
-			if _, err := b.store.Append(ctx, id, tt.ev); !errors.Is(err, ops.ErrAlreadyCommitted) {
+			if _, err := b.store.Append(ctx, id, tt.ev); !errors.Is(err, history.ErrAlreadyCommitted) {
 				t.Fatalf("retried append: err = %v, want ErrAlreadyCommitted", err)
 			}
 			evs, err := b.store.History(ctx, id, 0, 0)

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"maps"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // EncodeSnapshotForTest exposes the snapshot encoding to the external tests,
 // which use it to plant stale snapshots.
-func EncodeSnapshotForTest(b *ops.Branch) ([]byte, error) {
+func EncodeSnapshotForTest(b *history.Branch) ([]byte, error) {
 	data, release, err := encodeSnapshot(b, nil, 0)
 	if err != nil {
 		return nil, err
@@ -22,10 +21,10 @@ func EncodeSnapshotForTest(b *ops.Branch) ([]byte, error) {
 
 // EncodeSnapshotV1ForTest encodes b as version 1 snapshots were: the
 // commits inside the branch, as a msgpack map.
-func EncodeSnapshotV1ForTest(b *ops.Branch) ([]byte, error) {
+func EncodeSnapshotV1ForTest(b *history.Branch) ([]byte, error) {
 	type branchV1 struct {
-		ops.Branch `msgpack:",inline"`
-		Commits    map[string]uint64 `msgpack:"commits,omitempty"`
+		history.Branch `msgpack:",inline"`
+		Commits        map[string]uint64 `msgpack:"commits,omitempty"`
 	}
 	return msgpack.Marshal(&struct {
 		Version int       `msgpack:"v"`
@@ -35,7 +34,7 @@ func EncodeSnapshotV1ForTest(b *ops.Branch) ([]byte, error) {
 }
 
 // DecodeSnapshotForTest exposes the snapshot decoding.
-func DecodeSnapshotForTest(data []byte) (*ops.Branch, error) {
+func DecodeSnapshotForTest(data []byte) (*history.Branch, error) {
 	snap, err := decodeSnapshot(data)
 	if err != nil {
 		return nil, err
@@ -45,4 +44,4 @@ func DecodeSnapshotForTest(data []byte) (*ops.Branch, error) {
 
 // EncodeEventForTest exposes the history event encoding, which tests use to
 // publish an event as an append whose acknowledgement was lost would have.
-func EncodeEventForTest(ev ops.Event) ([]byte, error) { return encodeEvent(ev) }
+func EncodeEventForTest(ev history.Event) ([]byte, error) { return encodeEvent(ev) }

@@ -18,6 +18,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
@@ -68,24 +69,24 @@ func (b *storeBundle) newStoreOnOwnConn(t *testing.T, cfg ...store.Config) *stor
 	return st
 }
 
-func createdEvent(req, system string) ops.Event {
-	return ops.Event{
-		Type:      ops.EventCreated,
+func createdEvent(req, system string) history.Event {
+	return history.Event{
+		Type:      history.EventCreated,
 		RequestID: req,
 		Time:      time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
-		Settings:  &ops.Settings{System: system},
+		Settings:  &history.Settings{System: system},
 	}
 }
 
-func messagesEvent(req, text string) ops.Event {
-	return ops.Event{
-		Type:      ops.EventMessages,
+func messagesEvent(req, text string) history.Event {
+	return history.Event{
+		Type:      history.EventMessages,
 		RequestID: req,
 		Time:      time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
-		Messages: []ops.Message{{
+		Messages: []history.Message{{
 			ID:        "m-" + req,
-			Kind:      ops.KindInstruction,
-			Role:      ops.RoleUser,
+			Kind:      history.KindInstruction,
+			Role:      history.RoleUser,
 			CreatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
 			Content:   map[string]any{"instruction": text, "n": 3, "nested": map[string]any{"ok": true}},
 		}},
@@ -104,10 +105,10 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-func instructions(b *ops.Branch) []string {
+func instructions(b *history.Branch) []string {
 	var out []string
 	for _, m := range b.Messages {
-		if m.Kind == ops.KindInstruction {
+		if m.Kind == history.KindInstruction {
 			out = append(out, fmt.Sprint(m.Content["instruction"]))
 		}
 	}
@@ -151,7 +152,7 @@ func TestStore_create_append_load_history_delete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("History: %v", err)
 	}
-	if len(hist) != 4 || hist[0].Type != ops.EventCreated || hist[3].RequestID != "r3" {
+	if len(hist) != 4 || hist[0].Type != history.EventCreated || hist[3].RequestID != "r3" {
 		t.Fatalf("History = %+v", hist)
 	}
 	for i := 1; i < len(hist); i++ {
@@ -177,7 +178,7 @@ func TestStore_create_append_load_history_delete(t *testing.T) {
 	if err := st.Delete(ctx, "b1"); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := st.Load(ctx, "b1"); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := st.Load(ctx, "b1"); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Fatalf("Load after Delete: %v, want ErrBranchNotFound", err)
 	}
 	if _, err := b.res.Branches.Get(ctx, "b1"); !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -211,13 +212,13 @@ func TestStore_errors(t *testing.T) {
 		want error
 		code ops.Code
 	}{
-		{"create existing", func() error { _, err := st.Create(ctx, "e1", createdEvent("c2", "")); return err }, ops.ErrBranchExists, ""},
-		{"create repeated by same request", func() error { _, err := st.Create(ctx, "e1", createdEvent("c1", "")); return err }, ops.ErrAlreadyCommitted, ""},
-		{"append same request twice", func() error { _, err := st.Append(ctx, "e1", messagesEvent("m1", "x")); return err }, ops.ErrAlreadyCommitted, ""},
-		{"load unknown", func() error { _, err := st.Load(ctx, "nope"); return err }, ops.ErrBranchNotFound, ""},
-		{"append unknown", func() error { _, err := st.Append(ctx, "nope", messagesEvent("m2", "x")); return err }, ops.ErrBranchNotFound, ""},
-		{"history unknown", func() error { _, err := st.History(ctx, "nope", 0, 0); return err }, ops.ErrBranchNotFound, ""},
-		{"delete unknown", func() error { return st.Delete(ctx, "nope") }, ops.ErrBranchNotFound, ""},
+		{"create existing", func() error { _, err := st.Create(ctx, "e1", createdEvent("c2", "")); return err }, history.ErrBranchExists, ""},
+		{"create repeated by same request", func() error { _, err := st.Create(ctx, "e1", createdEvent("c1", "")); return err }, history.ErrAlreadyCommitted, ""},
+		{"append same request twice", func() error { _, err := st.Append(ctx, "e1", messagesEvent("m1", "x")); return err }, history.ErrAlreadyCommitted, ""},
+		{"load unknown", func() error { _, err := st.Load(ctx, "nope"); return err }, history.ErrBranchNotFound, ""},
+		{"append unknown", func() error { _, err := st.Append(ctx, "nope", messagesEvent("m2", "x")); return err }, history.ErrBranchNotFound, ""},
+		{"history unknown", func() error { _, err := st.History(ctx, "nope", 0, 0); return err }, history.ErrBranchNotFound, ""},
+		{"delete unknown", func() error { return st.Delete(ctx, "nope") }, history.ErrBranchNotFound, ""},
 		{"load bad id", func() error { _, err := st.Load(ctx, "a.b"); return err }, nil, ops.CodeInvalidRequest},
 		{"create bad id", func() error { _, err := st.Create(ctx, "a b", createdEvent("c3", "")); return err }, nil, ops.CodeInvalidRequest},
 		{"append too long id", func() error {
@@ -355,7 +356,7 @@ func TestStore_snapshot_rebuilt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			old, err := ops.Replay(hist)
+			old, err := history.Replay(hist)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +400,7 @@ func TestStore_snapshot_rebuilt(t *testing.T) {
 
 // putSnapshot overwrites the snapshot of br.ID with br, in the store's
 // encoding.
-func putSnapshot(t *testing.T, ctx context.Context, b *storeBundle, br *ops.Branch) {
+func putSnapshot(t *testing.T, ctx context.Context, b *storeBundle, br *history.Branch) {
 	t.Helper()
 	data, err := store.EncodeSnapshotForTest(br)
 	if err != nil {
@@ -431,7 +432,7 @@ func TestStore_stale_snapshot_of_deleted_branch_is_ignored(t *testing.T) {
 	// A late snapshot write of the deleted branch, as a slow worker could
 	// make after the delete.
 	putSnapshot(t, ctx, b, old)
-	if _, err := st.Load(ctx, "d"); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := st.Load(ctx, "d"); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Fatalf("Load of deleted branch with stale snapshot: %v", err)
 	}
 	// Re-create, and put the stale snapshot back on top of the new one.
@@ -469,7 +470,7 @@ func TestStore_history_limit_is_bounded(t *testing.T) {
 	}
 	tests := []struct {
 		limit, want int
-	}{{0, 21}, {-1, 21}, {5, 5}, {ops.MaxHistoryPage + 1, 21}, {21, 21}, {12, 12}}
+	}{{0, 21}, {-1, 21}, {5, 5}, {history.MaxHistoryPage + 1, 21}, {21, 21}, {12, 12}}
 	for _, tt := range tests {
 		got, err := st.History(ctx, "h", 0, tt.limit)
 		if err != nil {
@@ -489,7 +490,7 @@ func TestStore_history_limit_is_bounded(t *testing.T) {
 func TestStore_conformance(t *testing.T) {
 	t.Parallel()
 	b := setupStore(t)
-	opstest.TestStore(t, func(t *testing.T) ops.Store { return b.store })
+	opstest.TestStore(t, func(t *testing.T) history.Store { return b.store })
 }
 
 func TestStore_request_ids_reused_after_delete(t *testing.T) {
@@ -542,7 +543,7 @@ func BenchmarkStore(b *testing.B) {
 	if _, err := st.Create(ctx, "long", createdEvent("c", "sys")); err != nil {
 		b.Fatal(err)
 	}
-	for i := range ops.MaxRememberedCommits + 100 {
+	for i := range history.MaxRememberedCommits + 100 {
 		ev := messagesEvent(fmt.Sprintf("f%d", i), "x")
 		ev.Clear = true
 		if _, err := st.Append(ctx, "long", ev); err != nil {

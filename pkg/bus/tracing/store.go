@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/lionbus/lionbus/pkg/ops"
 )
 
 // Store wraps an ops.Store with a span per operation ("lionbus.store.load",
 // ".create", ".append", ".history", ".delete"). A branch that does not
 // exist, or an event already committed, is an answer, not a failed span.
-func Store(st ops.Store, tr trace.Tracer) ops.Store { return &tracedStore{st: st, tr: tr} }
+func Store(st history.Store, tr trace.Tracer) history.Store { return &tracedStore{st: st, tr: tr} }
 
 type tracedStore struct {
-	st ops.Store
+	st history.Store
 	tr trace.Tracer
 }
 
@@ -24,7 +23,7 @@ func (s *tracedStore) start(ctx context.Context, op, branch string) (context.Con
 	ctx, span := s.tr.Start(ctx, "lionbus.store."+op, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(AttrBranchID.String(branch)))
 	return ctx, func(err error) {
-		if err != nil && !errors.Is(err, ops.ErrBranchNotFound) && !errors.Is(err, ops.ErrBranchExists) && !errors.Is(err, ops.ErrAlreadyCommitted) {
+		if err != nil && !errors.Is(err, history.ErrBranchNotFound) && !errors.Is(err, history.ErrBranchExists) && !errors.Is(err, history.ErrAlreadyCommitted) {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -32,28 +31,28 @@ func (s *tracedStore) start(ctx context.Context, op, branch string) (context.Con
 	}
 }
 
-func (s *tracedStore) Load(ctx context.Context, branchID string) (*ops.Branch, error) {
+func (s *tracedStore) Load(ctx context.Context, branchID string) (*history.Branch, error) {
 	ctx, end := s.start(ctx, "load", branchID)
 	b, err := s.st.Load(ctx, branchID)
 	end(err)
 	return b, err
 }
 
-func (s *tracedStore) Create(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
+func (s *tracedStore) Create(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
 	ctx, end := s.start(ctx, "create", branchID)
 	b, err := s.st.Create(ctx, branchID, ev)
 	end(err)
 	return b, err
 }
 
-func (s *tracedStore) Append(ctx context.Context, branchID string, ev ops.Event) (*ops.Branch, error) {
+func (s *tracedStore) Append(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
 	ctx, end := s.start(ctx, "append", branchID)
 	b, err := s.st.Append(ctx, branchID, ev)
 	end(err)
 	return b, err
 }
 
-func (s *tracedStore) History(ctx context.Context, branchID string, after uint64, limit int) ([]ops.Event, error) {
+func (s *tracedStore) History(ctx context.Context, branchID string, after uint64, limit int) ([]history.Event, error) {
 	ctx, end := s.start(ctx, "history", branchID)
 	evs, err := s.st.History(ctx, branchID, after, limit)
 	end(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -154,7 +155,7 @@ type gateModel struct {
 func (m *gateModel) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	n := 0
 	for _, msg := range call.Messages.All() {
-		if msg.Role == ops.RoleUser {
+		if msg.Role == history.RoleUser {
 			n++
 		}
 	}

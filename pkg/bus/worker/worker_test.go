@@ -20,6 +20,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // echoHandler answers every request with its data as the value.
@@ -108,7 +109,7 @@ func TestWorker_final_errors_and_panics_are_answered(t *testing.T) {
 		case "op.plain":
 			return nil, errors.New("disk on fire")
 		case "op.missing":
-			return nil, fmt.Errorf("load: %w", ops.ErrBranchNotFound)
+			return nil, fmt.Errorf("load: %w", history.ErrBranchNotFound)
 		}
 		return &ops.Result{Value: json.RawMessage(`true`)}, nil
 	})

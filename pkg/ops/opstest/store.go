@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // TestStore runs the [ops.Store] conformance suite. newStore must return a
@@ -25,11 +25,11 @@ import (
 // id (ErrAlreadyCommitted, no doubled messages), clone-style creation with
 // messages, clear, history paging and limits, replay equivalence, returned branches
 // that stay as they were returned, and delete (then re-create).
-func TestStore(t *testing.T, newStore func(t *testing.T) ops.Store) {
+func TestStore(t *testing.T, newStore func(t *testing.T) history.Store) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
-		fn   func(t *testing.T, s ops.Store)
+		fn   func(t *testing.T, s history.Store)
 	}{
 		{"create_and_load", testCreateAndLoad},
 		{"create_twice", testCreateTwice},
@@ -63,30 +63,30 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func at(i int) time.Time { return epoch.Add(time.Duration(i) * time.Second) }
 
 // CreatedEvent returns an EventCreated for branch id with a system message.
-func CreatedEvent(id, requestID string) ops.Event {
-	ref := ops.ModelRef{Provider: "scripted", Model: "echo"}
-	return ops.Event{
-		Type: ops.EventCreated, RequestID: requestID, Time: at(0), BranchID: id,
-		Settings: &ops.Settings{System: "be brief", ChatModel: &ref, Tools: []string{"add"}},
-		Messages: []ops.Message{msg("sys-"+id, ops.KindSystem, ops.RoleSystem, "system_message", "be brief", 0)},
+func CreatedEvent(id, requestID string) history.Event {
+	ref := history.ModelRef{Provider: "scripted", Model: "echo"}
+	return history.Event{
+		Type: history.EventCreated, RequestID: requestID, Time: at(0), BranchID: id,
+		Settings: &history.Settings{System: "be brief", ChatModel: &ref, Tools: []string{"add"}},
+		Messages: []history.Message{msg("sys-"+id, history.KindSystem, history.RoleSystem, "system_message", "be brief", 0)},
 	}
 }
 
 // MessagesEvent returns an EventMessages recording an instruction and a
 // response whose texts are derived from requestID.
-func MessagesEvent(id, requestID string, i int) ops.Event {
-	return ops.Event{
-		Type: ops.EventMessages, RequestID: requestID, Time: at(i), BranchID: id, ModelCalls: 1,
-		Messages: []ops.Message{
-			msg("ins-"+requestID, ops.KindInstruction, ops.RoleUser, "instruction", "q "+requestID, i),
-			msg("res-"+requestID, ops.KindAssistantResponse, ops.RoleAssistant, "assistant_response", "a "+requestID, i),
+func MessagesEvent(id, requestID string, i int) history.Event {
+	return history.Event{
+		Type: history.EventMessages, RequestID: requestID, Time: at(i), BranchID: id, ModelCalls: 1,
+		Messages: []history.Message{
+			msg("ins-"+requestID, history.KindInstruction, history.RoleUser, "instruction", "q "+requestID, i),
+			msg("res-"+requestID, history.KindAssistantResponse, history.RoleAssistant, "assistant_response", "a "+requestID, i),
 		},
 		Result: json.RawMessage(fmt.Sprintf(`{"value":%q,"duration_ms":1}`, "a "+requestID)),
 	}
 }
 
-func msg(id string, k ops.Kind, r ops.Role, key, text string, i int) ops.Message {
-	return ops.Message{ID: id, Kind: k, Role: r, CreatedAt: at(i), Content: map[string]any{key: text}}
+func msg(id string, k history.Kind, r history.Role, key, text string, i int) history.Message {
+	return history.Message{ID: id, Kind: k, Role: r, CreatedAt: at(i), Content: map[string]any{key: text}}
 }
 
 var idCounter atomic.Uint64
@@ -97,7 +97,7 @@ func branchID(t *testing.T) string {
 	return fmt.Sprintf("conf-%d-%d", time.Now().UnixNano(), idCounter.Add(1))
 }
 
-func mustCreate(t *testing.T, s ops.Store, id string) *ops.Branch {
+func mustCreate(t *testing.T, s history.Store, id string) *history.Branch {
 	t.Helper()
 	b, err := s.Create(ctx(t), id, CreatedEvent(id, "create-"+id))
 	if err != nil {
@@ -106,7 +106,7 @@ func mustCreate(t *testing.T, s ops.Store, id string) *ops.Branch {
 	return b
 }
 
-func mustAppend(t *testing.T, s ops.Store, id string, ev ops.Event) *ops.Branch {
+func mustAppend(t *testing.T, s history.Store, id string, ev history.Event) *history.Branch {
 	t.Helper()
 	b, err := s.Append(ctx(t), id, ev)
 	if err != nil {
@@ -115,7 +115,7 @@ func mustAppend(t *testing.T, s ops.Store, id string, ev ops.Event) *ops.Branch 
 	return b
 }
 
-func texts(b *ops.Branch) []string {
+func texts(b *history.Branch) []string {
 	var out []string
 	for _, m := range b.Messages {
 		for _, k := range []string{"system_message", "instruction", "assistant_response"} {
@@ -139,7 +139,7 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-func testCreateAndLoad(t *testing.T, s ops.Store) {
+func testCreateAndLoad(t *testing.T, s history.Store) {
 	id := branchID(t)
 	b := mustCreate(t, s, id)
 	if b.ID != id || b.Seq == 0 || b.Settings.System != "be brief" || len(b.Messages) != 1 {
@@ -160,11 +160,11 @@ func testCreateAndLoad(t *testing.T, s ops.Store) {
 	}
 }
 
-func testCreateTwice(t *testing.T, s ops.Store) {
+func testCreateTwice(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	_, err := s.Create(ctx(t), id, CreatedEvent(id, "other-request"))
-	if !errors.Is(err, ops.ErrBranchExists) {
+	if !errors.Is(err, history.ErrBranchExists) {
 		t.Fatalf("second Create: err = %v, want ErrBranchExists", err)
 	}
 	evs, err := s.History(ctx(t), id, 0, 0)
@@ -173,23 +173,23 @@ func testCreateTwice(t *testing.T, s ops.Store) {
 	}
 }
 
-func testMissingBranch(t *testing.T, s ops.Store) {
+func testMissingBranch(t *testing.T, s history.Store) {
 	id := branchID(t) + "-missing"
-	if _, err := s.Load(ctx(t), id); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := s.Load(ctx(t), id); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Errorf("Load: err = %v, want ErrBranchNotFound", err)
 	}
-	if _, err := s.Append(ctx(t), id, MessagesEvent(id, "r1", 1)); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := s.Append(ctx(t), id, MessagesEvent(id, "r1", 1)); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Errorf("Append: err = %v, want ErrBranchNotFound", err)
 	}
-	if _, err := s.History(ctx(t), id, 0, 10); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := s.History(ctx(t), id, 0, 10); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Errorf("History: err = %v, want ErrBranchNotFound", err)
 	}
-	if err := s.Delete(ctx(t), id); !errors.Is(err, ops.ErrBranchNotFound) {
+	if err := s.Delete(ctx(t), id); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Errorf("Delete: err = %v, want ErrBranchNotFound", err)
 	}
 }
 
-func testAppendOrder(t *testing.T, s ops.Store) {
+func testAppendOrder(t *testing.T, s history.Store) {
 	id := branchID(t)
 	prev := mustCreate(t, s, id).Seq
 	want := []string{"be brief"}
@@ -220,7 +220,7 @@ func testAppendOrder(t *testing.T, s ops.Store) {
 	}
 }
 
-func testConcurrentAppends(t *testing.T, s ops.Store) {
+func testConcurrentAppends(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	const writers, each = 4, 5
@@ -268,12 +268,12 @@ func testConcurrentAppends(t *testing.T, s ops.Store) {
 	}
 }
 
-func testDuplicateRequest(t *testing.T, s ops.Store) {
+func testDuplicateRequest(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	first := mustAppend(t, s, id, MessagesEvent(id, "dup", 1))
 	b, err := s.Append(ctx(t), id, MessagesEvent(id, "dup", 2))
-	if !errors.Is(err, ops.ErrAlreadyCommitted) {
+	if !errors.Is(err, history.ErrAlreadyCommitted) {
 		t.Fatalf("duplicate Append: err = %v, want ErrAlreadyCommitted", err)
 	}
 	if b == nil || commitSeq(b, "dup") != commitSeq(first, "dup") {
@@ -287,18 +287,18 @@ func testDuplicateRequest(t *testing.T, s ops.Store) {
 		t.Fatalf("after duplicate: %d messages, %d model calls; want 3 and 1", len(l.Messages), l.ModelCalls)
 	}
 	// The same request id with another event type is a different key.
-	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventCleared, RequestID: "dup", Time: at(3)}); err != nil {
+	if _, err := s.Append(ctx(t), id, history.Event{Type: history.EventCleared, RequestID: "dup", Time: at(3)}); err != nil {
 		t.Fatalf("clear with a request id used by a messages event: %v", err)
 	}
 }
 
-func testCreateWithMessages(t *testing.T, s ops.Store) {
+func testCreateWithMessages(t *testing.T, s history.Store) {
 	src := branchID(t)
 	mustCreate(t, s, src)
 	b := mustAppend(t, s, src, MessagesEvent(src, "r1", 1))
 	dst := src + "-clone"
-	ev := ops.Event{
-		Type: ops.EventCreated, RequestID: "clone-" + dst, Time: at(2), BranchID: dst,
+	ev := history.Event{
+		Type: history.EventCreated, RequestID: "clone-" + dst, Time: at(2), BranchID: dst,
 		Settings: &b.Settings, Messages: b.Messages, ModelCalls: b.ModelCalls,
 	}
 	c, err := s.Create(ctx(t), dst, ev)
@@ -319,18 +319,18 @@ func testCreateWithMessages(t *testing.T, s ops.Store) {
 	}
 }
 
-func testClear(t *testing.T, s ops.Store) {
+func testClear(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	mustAppend(t, s, id, MessagesEvent(id, "r1", 1))
-	b := mustAppend(t, s, id, ops.Event{Type: ops.EventCleared, RequestID: "clear-1", Time: at(2)})
+	b := mustAppend(t, s, id, history.Event{Type: history.EventCleared, RequestID: "clear-1", Time: at(2)})
 	if got := texts(b); !equalStrings(got, []string{"be brief"}) {
 		t.Fatalf("after clear: %q, want only the system message", got)
 	}
 	if commitSeq(b, "r1") == 0 || b.ModelCalls != 1 {
 		t.Fatalf("clear dropped commits or model calls: %v, %d", b.Commits, b.ModelCalls)
 	}
-	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventCleared, RequestID: "clear-1", Time: at(3)}); !errors.Is(err, ops.ErrAlreadyCommitted) {
+	if _, err := s.Append(ctx(t), id, history.Event{Type: history.EventCleared, RequestID: "clear-1", Time: at(3)}); !errors.Is(err, history.ErrAlreadyCommitted) {
 		t.Fatalf("repeated clear: err = %v, want ErrAlreadyCommitted", err)
 	}
 	// Clear together with new messages in one event.
@@ -343,7 +343,7 @@ func testClear(t *testing.T, s ops.Store) {
 	}
 }
 
-func testHistoryPaging(t *testing.T, s ops.Store) {
+func testHistoryPaging(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	for i := 1; i <= 6; i++ {
@@ -353,10 +353,10 @@ func testHistoryPaging(t *testing.T, s ops.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 7 || all[0].Type != ops.EventCreated {
+	if len(all) != 7 || all[0].Type != history.EventCreated {
 		t.Fatalf("full history = %d events (first %v), want 7 starting with created", len(all), all[0].Type)
 	}
-	var paged []ops.Event
+	var paged []history.Event
 	after := uint64(0)
 	for pages := 0; pages < 10; pages++ {
 		evs, err := s.History(ctx(t), id, after, 3)
@@ -389,17 +389,17 @@ func testHistoryPaging(t *testing.T, s ops.Store) {
 	}
 }
 
-func testReplayMatchesLoad(t *testing.T, s ops.Store) {
+func testReplayMatchesLoad(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	mustAppend(t, s, id, MessagesEvent(id, "r1", 1))
-	mustAppend(t, s, id, ops.Event{Type: ops.EventUpdated, RequestID: "u1", Time: at(2), Settings: &ops.Settings{ProviderSession: "sess-1"}})
+	mustAppend(t, s, id, history.Event{Type: history.EventUpdated, RequestID: "u1", Time: at(2), Settings: &history.Settings{ProviderSession: "sess-1"}})
 	mustAppend(t, s, id, MessagesEvent(id, "r2", 3))
 	evs, err := s.History(ctx(t), id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ops.Replay(evs)
+	r, err := history.Replay(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,15 +426,15 @@ func testReplayMatchesLoad(t *testing.T, s ops.Store) {
 // branch is read-only to its caller, but appending to its Messages never
 // reaches the store, and nothing the store does later (appends, a new
 // system message, a clear) changes a branch it returned earlier.
-func testStableBranches(t *testing.T, s ops.Store) {
+func testStableBranches(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	l, err := s.Load(ctx(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = append(l.Messages, ops.Message{ID: "x"})
-	l.Messages = append(l.Messages, ops.Message{ID: "y"})
+	_ = append(l.Messages, history.Message{ID: "x"})
+	l.Messages = append(l.Messages, history.Message{ID: "y"})
 	l2, err := s.Load(ctx(t), id)
 	if err != nil {
 		t.Fatal(err)
@@ -446,13 +446,13 @@ func testStableBranches(t *testing.T, s ops.Store) {
 	if _, err := s.Append(ctx(t), id, MessagesEvent(id, "r1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventUpdated, RequestID: "u1", Time: epoch, Settings: &ops.Settings{System: "be long"}}); err != nil {
+	if _, err := s.Append(ctx(t), id, history.Event{Type: history.EventUpdated, RequestID: "u1", Time: epoch, Settings: &history.Settings{System: "be long"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Append(ctx(t), id, MessagesEvent(id, "r2", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx(t), id, ops.Event{Type: ops.EventCleared, RequestID: "c1", Time: epoch}); err != nil {
+	if _, err := s.Append(ctx(t), id, history.Event{Type: history.EventCleared, RequestID: "c1", Time: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	if after := fmt.Sprintf("%+v", *l2); after != before {
@@ -467,17 +467,17 @@ func testStableBranches(t *testing.T, s ops.Store) {
 	}
 }
 
-func testDelete(t *testing.T, s ops.Store) {
+func testDelete(t *testing.T, s history.Store) {
 	id := branchID(t)
 	mustCreate(t, s, id)
 	mustAppend(t, s, id, MessagesEvent(id, "r1", 1))
 	if err := s.Delete(ctx(t), id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Load(ctx(t), id); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := s.Load(ctx(t), id); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Fatalf("Load after Delete: err = %v, want ErrBranchNotFound", err)
 	}
-	if _, err := s.History(ctx(t), id, 0, 0); !errors.Is(err, ops.ErrBranchNotFound) {
+	if _, err := s.History(ctx(t), id, 0, 0); !errors.Is(err, history.ErrBranchNotFound) {
 		t.Fatalf("History after Delete: err = %v, want ErrBranchNotFound", err)
 	}
 	b := mustCreate(t, s, id)
@@ -487,7 +487,7 @@ func testDelete(t *testing.T, s ops.Store) {
 }
 
 // commitSeq returns the sequence b remembers for request id, 0 if none.
-func commitSeq(b *ops.Branch, id string) uint64 {
+func commitSeq(b *history.Branch, id string) uint64 {
 	seq, _ := b.Commits.Seq(id)
 	return seq
 }

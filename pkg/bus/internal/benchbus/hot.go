@@ -18,7 +18,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // hotBranch is the branch of the hot-branch phase.
@@ -151,7 +151,7 @@ func (e *env) phaseHot(ctx context.Context) (*hotResult, error) {
 	}
 	res.commits = map[string]int{}
 	for _, ev := range evs {
-		if ev.Type == ops.EventMessages {
+		if ev.Type == history.EventMessages {
 			res.historyIDs = append(res.historyIDs, ev.RequestID)
 			res.commits[ev.RequestID]++
 		}

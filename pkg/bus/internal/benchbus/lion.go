@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // instruction is the data of every communicate the harness sends; the
@@ -69,12 +70,12 @@ func (e *env) createBranches(ctx context.Context, ids []string) error {
 }
 
 // history reads the whole history of branch through branch.history.
-func (e *env) history(ctx context.Context, branch string) ([]ops.Event, error) {
-	var out []ops.Event
+func (e *env) history(ctx context.Context, branch string) ([]history.Event, error) {
+	var out []history.Event
 	after := uint64(0)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
-		res, err := e.lionDo(rctx, "branch.history", branch, map[string]any{"after": after, "limit": ops.MaxHistoryPage})
+		res, err := e.lionDo(rctx, "branch.history", branch, map[string]any{"after": after, "limit": history.MaxHistoryPage})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("history of %s: %w", branch, err)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Name is the provider name of model references "anthropic:MODEL".
@@ -183,12 +184,12 @@ func (p *Provider) buildRequest(call ops.Call, stream bool) ([]byte, error) {
 	for i, m := range call.Messages.All() {
 		role := "user"
 		switch m.Role {
-		case ops.RoleSystem:
+		case history.RoleSystem:
 			if i == 0 {
 				body["system"] = m.Content
 				continue
 			}
-		case ops.RoleAssistant:
+		case history.RoleAssistant:
 			role = "assistant"
 		}
 		if n := len(msgs); n > 0 && msgs[n-1]["role"] == role {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/anthropic"
 )
 
@@ -71,11 +72,11 @@ func newMessagesAPI(t *testing.T, status int, whole string, events []string) *me
 }
 
 var call = ops.Call{
-	Model: ops.ModelRef{Provider: "anthropic", Model: "claude-x", Options: map[string]any{"temperature": 0.2}},
+	Model: history.ModelRef{Provider: "anthropic", Model: "claude-x", Options: map[string]any{"temperature": 0.2}},
 	Messages: ops.PromptOf([]ops.ChatMessage{
-		{Role: ops.RoleSystem, Content: "You are terse."},
-		{Role: ops.RoleUser, Content: "What is 2+2?"},
-		{Role: ops.RoleUser, Content: "Use the tool."},
+		{Role: history.RoleSystem, Content: "You are terse."},
+		{Role: history.RoleUser, Content: "What is 2+2?"},
+		{Role: history.RoleUser, Content: "Use the tool."},
 	}...),
 	Tools: []ops.ToolSpec{{Name: "add", Description: "Add two ints", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`)}},
 }

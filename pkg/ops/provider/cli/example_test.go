@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 )
 
@@ -20,12 +21,12 @@ func ExampleParseCommand() {
 		fmt.Println(err)
 		return
 	}
-	model := ops.ModelRef{Provider: cli.Name, Model: "claude"}
+	model := history.ModelRef{Provider: cli.Name, Model: "claude"}
 	fmt.Println(cmd.Name, cmd.Argv, p.IsCLI(model))
 	call := ops.Call{Model: model, Resume: "sess-1", Messages: ops.PromptOf([]ops.ChatMessage{
-		{Role: ops.RoleSystem, Content: "Be brief."},
-		{Role: ops.RoleUser, Content: "first task"},
-		{Role: ops.RoleUser, Content: "fix the test"},
+		{Role: history.RoleSystem, Content: "Be brief."},
+		{Role: history.RoleUser, Content: "first task"},
+		{Role: history.RoleUser, Content: "fix the test"},
 	}...)}
 	fmt.Printf("%q\n", append(cmd.Argv, cli.Args(call)...))
 	// Output:

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Name is the provider name: requests name a configured CLI "cli:NAME".
@@ -187,7 +188,7 @@ func (p *Provider) Names() []string {
 }
 
 // IsCLI reports whether model names a configured CLI.
-func (p *Provider) IsCLI(model ops.ModelRef) bool {
+func (p *Provider) IsCLI(model history.ModelRef) bool {
 	_, ok := p.cmds[model.Model]
 	return ok
 }
@@ -226,7 +227,7 @@ func (p *Provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion
 func Args(call ops.Call) []string {
 	var system string
 	msgs, first := call.Messages, 0
-	if msgs.Len() > 0 && msgs.At(0).Role == ops.RoleSystem {
+	if msgs.Len() > 0 && msgs.At(0).Role == history.RoleSystem {
 		system, first = msgs.At(0).Content, 1
 	}
 	var prompt string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 )
@@ -31,8 +32,8 @@ func setup(t *testing.T) (*cli.Provider, string) {
 
 func call(prompt, resume string) ops.Call {
 	return ops.Call{
-		Model:    ops.ModelRef{Provider: cli.Name, Model: "fake"},
-		Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleSystem, Content: "be brief"}, {Role: ops.RoleUser, Content: prompt}}...),
+		Model:    history.ModelRef{Provider: cli.Name, Model: "fake"},
+		Messages: ops.PromptOf([]ops.ChatMessage{{Role: history.RoleSystem, Content: "be brief"}, {Role: history.RoleUser, Content: prompt}}...),
 		Resume:   resume, Attempt: 1,
 	}
 }
@@ -221,13 +222,13 @@ func TestProvider_unknown_and_missing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *ops.ProviderError
-	if _, err := p.Stream(context.Background(), ops.Call{Model: ops.ModelRef{Provider: "cli", Model: "other"}}, nil); !errors.Is(err, cli.ErrUnknownCLI) {
+	if _, err := p.Stream(context.Background(), ops.Call{Model: history.ModelRef{Provider: "cli", Model: "other"}}, nil); !errors.Is(err, cli.ErrUnknownCLI) {
 		t.Errorf("unknown CLI: %v", err)
 	}
-	if _, err := p.Stream(context.Background(), ops.Call{Model: ops.ModelRef{Provider: "cli", Model: "gone"}}, nil); !errors.As(err, &pe) {
+	if _, err := p.Stream(context.Background(), ops.Call{Model: history.ModelRef{Provider: "cli", Model: "gone"}}, nil); !errors.As(err, &pe) {
 		t.Errorf("missing program: %v", err)
 	}
-	if p.IsCLI(ops.ModelRef{Provider: "cli", Model: "other"}) || !p.IsCLI(ops.ModelRef{Provider: "cli", Model: "gone"}) {
+	if p.IsCLI(history.ModelRef{Provider: "cli", Model: "other"}) || !p.IsCLI(history.ModelRef{Provider: "cli", Model: "gone"}) {
 		t.Error("IsCLI")
 	}
 }

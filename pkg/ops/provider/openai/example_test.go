@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 )
 
@@ -33,7 +34,7 @@ func Example() {
 		panic(err)
 	}
 
-	model, err := ops.ParseModelRef("openai:gpt-4.1-mini")
+	model, err := history.ParseModelRef("openai:gpt-4.1-mini")
 	if err != nil {
 		panic(err)
 	}
@@ -43,7 +44,7 @@ func Example() {
 	}
 	comp, err := p.Complete(context.Background(), ops.Call{
 		Model:    model,
-		Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleSystem, Content: "Be brief."}, {Role: ops.RoleUser, Content: "Say hello."}}...),
+		Messages: ops.PromptOf([]ops.ChatMessage{{Role: history.RoleSystem, Content: "Be brief."}, {Role: history.RoleUser, Content: "Say hello."}}...),
 	})
 	if err != nil {
 		panic(err)

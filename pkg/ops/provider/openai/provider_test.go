@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 )
 
@@ -172,22 +173,22 @@ func newProvider(t *testing.T, api *fakeAPI, cfg openai.Config) *openai.Provider
 }
 
 // call is a model call with a system message and two turns.
-func call(model ops.ModelRef) ops.Call {
+func call(model history.ModelRef) ops.Call {
 	return ops.Call{
 		Model: model,
 		Messages: ops.PromptOf([]ops.ChatMessage{
-			{Role: ops.RoleSystem, Content: "Be brief."},
-			{Role: ops.RoleUser, Content: "Instruction:\nhi"},
-			{Role: ops.RoleAssistant, Content: "Hi."},
-			{Role: ops.RoleUser, Content: "Instruction:\nhello"},
+			{Role: history.RoleSystem, Content: "Be brief."},
+			{Role: history.RoleUser, Content: "Instruction:\nhi"},
+			{Role: history.RoleAssistant, Content: "Hi."},
+			{Role: history.RoleUser, Content: "Instruction:\nhello"},
 		}...),
 		Instruction: "hello", BranchID: "b1", RequestID: "r1", Attempt: 1,
 	}
 }
 
-func modelRef(t *testing.T, ref string) ops.ModelRef {
+func modelRef(t *testing.T, ref string) history.ModelRef {
 	t.Helper()
-	var m ops.ModelRef
+	var m history.ModelRef
 	if err := json.Unmarshal([]byte(ref), &m); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Model options the provider reads itself; they are not sent.
@@ -140,7 +141,7 @@ func buildRequest(call ops.Call, stream bool) ([]byte, error) {
 	msgs := make([]message, call.Messages.Len())
 	for i, m := range call.Messages.All() {
 		switch m.Role {
-		case ops.RoleSystem, ops.RoleUser, ops.RoleAssistant:
+		case history.RoleSystem, history.RoleUser, history.RoleAssistant:
 			msgs[i] = message{Role: string(m.Role), Content: m.Content}
 		default:
 			return nil, fmt.Errorf("%w: message %d has role %q; Chat Completions takes system, user and assistant messages", ErrInvalidCall, i, m.Role)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 )
 
@@ -97,7 +98,7 @@ func TestProvider_Stream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleUser, Content: "hi"}}...)}
+			call := ops.Call{Model: history.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: ops.PromptOf([]ops.ChatMessage{{Role: history.RoleUser, Content: "hi"}}...)}
 			var chunks []ops.Chunk
 			streamed, err := p.Stream(context.Background(), call, func(c ops.Chunk) error {
 				chunks = append(chunks, c)
@@ -146,7 +147,7 @@ func TestProvider_Stream_failures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := ops.Call{Model: ops.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleUser, Content: "hi"}}...)}
+	call := ops.Call{Model: history.ModelRef{Provider: "openai", Model: "gpt-x"}, Messages: ops.PromptOf([]ops.ChatMessage{{Role: history.RoleUser, Content: "hi"}}...)}
 	n := 0
 	_, err = p.Stream(context.Background(), call, func(ops.Chunk) error { n++; return nil })
 	var pe *ops.ProviderError

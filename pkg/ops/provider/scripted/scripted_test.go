@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
-func model(t *testing.T, ref string) ops.ModelRef {
+func model(t *testing.T, ref string) history.ModelRef {
 	t.Helper()
-	var m ops.ModelRef
+	var m history.ModelRef
 	if err := json.Unmarshal([]byte(ref), &m); err != nil {
 		t.Fatal(err)
 	}

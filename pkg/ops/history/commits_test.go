@@ -1,4 +1,4 @@
-package ops_test
+package history_test
 
 import (
 	"encoding/json"
@@ -9,28 +9,28 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // appended returns c with n commits appended: ids prefix0, prefix1, ...
 // at sequences from+0, from+1, ...
-func appended(c ops.Commits, prefix string, n int, from uint64) ops.Commits {
+func appended(c history.Commits, prefix string, n int, from uint64) history.Commits {
 	for i := range n {
 		c = c.Append(fmt.Sprintf("%s%d", prefix, i), from+uint64(i))
 	}
 	return c
 }
 
-func commitList(c ops.Commits) []ops.Commit {
-	var list []ops.Commit
+func commitList(c history.Commits) []history.Commit {
+	var list []history.Commit
 	for id, seq := range c.All() {
-		list = append(list, ops.Commit{ID: id, Seq: seq})
+		list = append(list, history.Commit{ID: id, Seq: seq})
 	}
 	return list
 }
 
 func TestCommits_remember_exactly_the_last_MaxRememberedCommits(t *testing.T) {
-	const bound = ops.MaxRememberedCommits
+	const bound = history.MaxRememberedCommits
 	tests := []struct {
 		name string
 		n    int
@@ -47,7 +47,7 @@ func TestCommits_remember_exactly_the_last_MaxRememberedCommits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := appended(ops.Commits{}, "r", tt.n, 1)
+			c := appended(history.Commits{}, "r", tt.n, 1)
 			kept := min(tt.n, bound)
 			if c.Len() != kept || c.IsZero() != (kept == 0) {
 				t.Fatalf("Len = %d, IsZero = %t; want %d", c.Len(), c.IsZero(), kept)
@@ -68,7 +68,7 @@ func TestCommits_remember_exactly_the_last_MaxRememberedCommits(t *testing.T) {
 				t.Fatalf("All yields %d commits, want %d", len(list), kept)
 			}
 			for i, x := range list {
-				if want := (ops.Commit{ID: fmt.Sprintf("r%d", oldest+i), Seq: uint64(oldest + i + 1)}); x != want {
+				if want := (history.Commit{ID: fmt.Sprintf("r%d", oldest+i), Seq: uint64(oldest + i + 1)}); x != want {
 					t.Fatalf("All()[%d] = %v, want %v", i, x, want)
 				}
 			}
@@ -77,10 +77,10 @@ func TestCommits_remember_exactly_the_last_MaxRememberedCommits(t *testing.T) {
 }
 
 func TestCommits_lookups_across_block_boundaries(t *testing.T) {
-	const bound = ops.MaxRememberedCommits
+	const bound = history.MaxRememberedCommits
 	for _, n := range []int{63, 64, 65, 127, 128, 129, bound, bound + 1, bound + 63, bound + 64, bound + 65, 2*bound + 31} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			c := appended(ops.Commits{}, "r", n, 10)
+			c := appended(history.Commits{}, "r", n, 10)
 			for i := range n {
 				seq, ok := c.Seq(fmt.Sprintf("r%d", i))
 				if want := i >= n-bound; ok != want || (ok && seq != uint64(10+i)) {
@@ -97,7 +97,7 @@ func TestCommits_lookups_across_block_boundaries(t *testing.T) {
 }
 
 func TestCommits_Append_of_a_remembered_id_keeps_the_first(t *testing.T) {
-	const bound = ops.MaxRememberedCommits
+	const bound = history.MaxRememberedCommits
 	tests := []struct {
 		name    string
 		n       int    // commits r0.. appended first
@@ -113,7 +113,7 @@ func TestCommits_Append_of_a_remembered_id_keeps_the_first(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := appended(ops.Commits{}, "r", tt.n, 1)
+			c := appended(history.Commits{}, "r", tt.n, 1)
 			d := c.Append(tt.again, 1_000_000)
 			seq, ok := d.Seq(tt.again)
 			if !ok || seq != tt.wantSeq {
@@ -130,13 +130,13 @@ func TestCommits_Append_of_a_remembered_id_keeps_the_first(t *testing.T) {
 // value, appended to at once by different goroutines, each see their own
 // commits only, and the value they come from is unchanged.
 func TestCommits_values_share_nothing_they_can_see(t *testing.T) {
-	const bound = ops.MaxRememberedCommits
+	const bound = history.MaxRememberedCommits
 	for _, n := range []int{0, 1, 63, 64, 65, bound - 1, bound, bound + 30, bound + 64} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			base := appended(ops.Commits{}, "base", n, 1)
+			base := appended(history.Commits{}, "base", n, 1)
 			want := commitList(base)
 			const forks, each = 4, 150
-			got := make([]ops.Commits, forks)
+			got := make([]history.Commits, forks)
 			var wg sync.WaitGroup
 			for f := range forks {
 				wg.Go(func() {
@@ -170,33 +170,33 @@ func TestCommits_values_share_nothing_they_can_see(t *testing.T) {
 }
 
 func TestCommits_NewCommits_orders_by_sequence(t *testing.T) {
-	const bound = ops.MaxRememberedCommits
+	const bound = history.MaxRememberedCommits
 	tests := []struct {
 		name string
-		list []ops.Commit
-		want []ops.Commit
+		list []history.Commit
+		want []history.Commit
 	}{
 		{"empty", nil, nil},
-		{"in order", []ops.Commit{{"a", 1}, {"b", 2}}, []ops.Commit{{"a", 1}, {"b", 2}}},
-		{"out of order", []ops.Commit{{"b", 5}, {"c", 9}, {"a", 1}}, []ops.Commit{{"a", 1}, {"b", 5}, {"c", 9}}},
-		{"equal sequences by id", []ops.Commit{{"b", 5}, {"a", 5}}, []ops.Commit{{"a", 5}, {"b", 5}}},
-		{"a repeated id keeps the first", []ops.Commit{{"a", 7}, {"a", 3}, {"b", 4}}, []ops.Commit{{"a", 3}, {"b", 4}}},
+		{"in order", []history.Commit{{"a", 1}, {"b", 2}}, []history.Commit{{"a", 1}, {"b", 2}}},
+		{"out of order", []history.Commit{{"b", 5}, {"c", 9}, {"a", 1}}, []history.Commit{{"a", 1}, {"b", 5}, {"c", 9}}},
+		{"equal sequences by id", []history.Commit{{"b", 5}, {"a", 5}}, []history.Commit{{"a", 5}, {"b", 5}}},
+		{"a repeated id keeps the first", []history.Commit{{"a", 7}, {"a", 3}, {"b", 4}}, []history.Commit{{"a", 3}, {"b", 4}}},
 	}
-	var long, last []ops.Commit
+	var long, last []history.Commit
 	for i := range bound + 3 {
-		long = append(long, ops.Commit{ID: fmt.Sprintf("r%d", i), Seq: uint64(i + 1)})
+		long = append(long, history.Commit{ID: fmt.Sprintf("r%d", i), Seq: uint64(i + 1)})
 	}
 	last = slices.Clone(long[3:])
 	slices.Reverse(long)
 	tests = append(tests, struct {
 		name string
-		list []ops.Commit
-		want []ops.Commit
+		list []history.Commit
+		want []history.Commit
 	}{"beyond the bound keeps the newest", long, last})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := slices.Clone(tt.list)
-			c := ops.NewCommits(tt.list)
+			c := history.NewCommits(tt.list)
 			if got := commitList(c); !slices.Equal(got, tt.want) {
 				t.Errorf("%d commits %.200v, want %d: %.200v", len(got), got, len(tt.want), tt.want)
 			}
@@ -208,19 +208,19 @@ func TestCommits_NewCommits_orders_by_sequence(t *testing.T) {
 }
 
 func TestCommits_JSON_is_an_object_of_ids(t *testing.T) {
-	const bound = ops.MaxRememberedCommits
+	const bound = history.MaxRememberedCommits
 	tests := []struct {
 		name string
-		c    ops.Commits
+		c    history.Commits
 		want string // the "commits" member of the branch, "" if absent
 	}{
-		{"none", ops.Commits{}, ""},
-		{"two", ops.Commits{}.Append("r2", 7).Append("r1", 9), `{"r1":9,"r2":7}`},
-		{"beyond the bound", appended(ops.Commits{}, "r", bound+5, 1), ""},
+		{"none", history.Commits{}, ""},
+		{"two", history.Commits{}.Append("r2", 7).Append("r1", 9), `{"r1":9,"r2":7}`},
+		{"beyond the bound", appended(history.Commits{}, "r", bound+5, 1), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := json.Marshal(&ops.Branch{ID: "b", Commits: tt.c})
+			data, err := json.Marshal(&history.Branch{ID: "b", Commits: tt.c})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestCommits_JSON_is_an_object_of_ids(t *testing.T) {
 			if !maps.Equal(m, maps.Collect(tt.c.All())) {
 				t.Errorf("commits object %v, want %v", m, tt.c)
 			}
-			var back ops.Branch
+			var back history.Branch
 			if err := json.Unmarshal(data, &back); err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +256,7 @@ func TestCommits_JSON_is_an_object_of_ids(t *testing.T) {
 }
 
 func TestCommits_JSON_null_and_errors(t *testing.T) {
-	var c ops.Commits
+	var c history.Commits
 	if err := json.Unmarshal([]byte(`null`), &c); err != nil || !c.IsZero() {
 		t.Fatalf("null: %v, %v", err, c)
 	}
@@ -288,7 +288,7 @@ func (r *commitsModel) apply(id string, seq uint64) {
 	}
 	r.m[id] = seq
 	r.order = append(r.order, id)
-	for len(r.m) > ops.MaxRememberedCommits {
+	for len(r.m) > history.MaxRememberedCommits {
 		oldest, oldestSeq := "", uint64(0)
 		for id, s := range r.m {
 			if oldest == "" || s < oldestSeq || (s == oldestSeq && id < oldest) {
@@ -310,7 +310,7 @@ func FuzzCommits(f *testing.F) {
 	f.Add([]byte{0, 4, 1, 2})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		type state struct {
-			c   ops.Commits
+			c   history.Commits
 			ref *commitsModel
 		}
 		cur := state{ref: &commitsModel{m: map[string]uint64{}}}
@@ -353,9 +353,9 @@ func FuzzCommits(f *testing.F) {
 			}
 		}
 		for j, s := range append(aside, cur) {
-			var want []ops.Commit
+			var want []history.Commit
 			for _, id := range s.ref.order {
-				want = append(want, ops.Commit{ID: id, Seq: s.ref.m[id]})
+				want = append(want, history.Commit{ID: id, Seq: s.ref.m[id]})
 			}
 			if got := commitList(s.c); !slices.Equal(got, want) {
 				t.Fatalf("value %d: All yields %d commits, want %d in order", j, len(got), len(want))
@@ -372,8 +372,8 @@ func FuzzCommits(f *testing.F) {
 // BenchmarkCommits measures a value remembering as many commits as it
 // may: appending one (which forgets the oldest) and looking one up.
 func BenchmarkCommits(b *testing.B) {
-	full := appended(ops.Commits{}, "r", ops.MaxRememberedCommits, 1)
-	ids, known := make([]string, 4*ops.MaxRememberedCommits), make([]string, ops.MaxRememberedCommits)
+	full := appended(history.Commits{}, "r", history.MaxRememberedCommits, 1)
+	ids, known := make([]string, 4*history.MaxRememberedCommits), make([]string, history.MaxRememberedCommits)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("n%d", i)
 	}
@@ -382,7 +382,7 @@ func BenchmarkCommits(b *testing.B) {
 	}
 	b.Run("Append", func(b *testing.B) {
 		b.ReportAllocs()
-		c, seq := full, uint64(ops.MaxRememberedCommits)
+		c, seq := full, uint64(history.MaxRememberedCommits)
 		for i := 0; b.Loop(); i++ {
 			seq++
 			c = c.Append(ids[i%len(ids)], seq) // forgotten since it was last appended

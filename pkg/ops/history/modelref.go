@@ -1,4 +1,4 @@
-package ops
+package history
 
 import "github.com/lionbus/lionbus/pkg/wire"
 

@@ -1,8 +1,11 @@
-package ops
+package history
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // MaxRememberedCommits bounds Branch.Commits. When an EventMessages would
@@ -132,10 +135,10 @@ func (b *Branch) update(s Settings, ev Event) {
 		b.Settings.ProviderSession = s.ProviderSession
 	}
 	if len(s.Notes) > 0 {
-		b.Settings.Notes = copyMap(s.Notes)
+		b.Settings.Notes = jsonval.CopyMap(s.Notes)
 	}
 	if len(s.Metadata) > 0 {
-		b.Settings.Metadata = copyMap(s.Metadata)
+		b.Settings.Metadata = jsonval.CopyMap(s.Metadata)
 	}
 }
 
@@ -147,4 +150,12 @@ func systemOnly(msgs []Message) []Message {
 		}
 	}
 	return out
+}
+
+// eventScopedID returns the id of something a history event of branchID at
+// seq creates while it is folded (what names it within the event): a
+// UUID (version 5) derived from those, so that every fold of the same
+// history gives the same id.
+func eventScopedID(branchID string, seq uint64, what string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprintf("urn:lionbus:event:%s/%d/%s", branchID, seq, what))).String()
 }

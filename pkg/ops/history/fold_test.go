@@ -1,4 +1,4 @@
-package ops_test
+package history_test
 
 import (
 	"errors"
@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
-func withSeq(ev ops.Event, seq uint64) ops.Event {
+func withSeq(ev history.Event, seq uint64) history.Event {
 	ev.Seq = seq
 	return ev
 }
 
-func messageTexts(b *ops.Branch) []string {
+func messageTexts(b *history.Branch) []string {
 	var out []string
 	for _, m := range b.Messages {
 		for _, v := range m.Content {
@@ -31,7 +32,7 @@ func TestBranch_Apply(t *testing.T) {
 	created := opstest.CreatedEvent("b1", "c")
 	tests := []struct {
 		name       string
-		events     []ops.Event
+		events     []history.Event
 		wantErr    error
 		wantTexts  []string
 		wantSeq    uint64
@@ -40,29 +41,29 @@ func TestBranch_Apply(t *testing.T) {
 	}{
 		{
 			name:      "created only",
-			events:    []ops.Event{withSeq(created, 1)},
+			events:    []history.Event{withSeq(created, 1)},
 			wantTexts: []string{"be brief"}, wantSeq: 1,
 		},
 		{
 			name:      "messages append in order",
-			events:    []ops.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 4), withSeq(opstest.MessagesEvent("b1", "r2", 2), 9)},
+			events:    []history.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 4), withSeq(opstest.MessagesEvent("b1", "r2", 2), 9)},
 			wantTexts: []string{"be brief", "q r1", "a r1", "q r2", "a r2"}, wantSeq: 9, wantCalls: 2,
 			wantCommit: []string{"r1", "r2"},
 		},
 		{
 			name:      "duplicate request never doubles messages",
-			events:    []ops.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 2), withSeq(opstest.MessagesEvent("b1", "r1", 2), 3)},
+			events:    []history.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 2), withSeq(opstest.MessagesEvent("b1", "r1", 2), 3)},
 			wantTexts: []string{"be brief", "q r1", "a r1"}, wantSeq: 3, wantCalls: 1,
 			wantCommit: []string{"r1"},
 		},
 		{
 			name:      "cleared keeps the system message",
-			events:    []ops.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 2), {Seq: 3, Type: ops.EventCleared, RequestID: "x"}},
+			events:    []history.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 2), {Seq: 3, Type: history.EventCleared, RequestID: "x"}},
 			wantTexts: []string{"be brief"}, wantSeq: 3, wantCalls: 1, wantCommit: []string{"r1"},
 		},
 		{
 			name: "messages with clear",
-			events: []ops.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 2), func() ops.Event {
+			events: []history.Event{withSeq(created, 1), withSeq(opstest.MessagesEvent("b1", "r1", 1), 2), func() history.Event {
 				ev := withSeq(opstest.MessagesEvent("b1", "r2", 2), 3)
 				ev.Clear = true
 				return ev
@@ -71,33 +72,33 @@ func TestBranch_Apply(t *testing.T) {
 		},
 		{
 			name:      "updated replaces the system message",
-			events:    []ops.Event{withSeq(created, 1), {Seq: 2, Type: ops.EventUpdated, Settings: &ops.Settings{System: "be long"}}},
+			events:    []history.Event{withSeq(created, 1), {Seq: 2, Type: history.EventUpdated, Settings: &history.Settings{System: "be long"}}},
 			wantTexts: []string{"be long"}, wantSeq: 2,
 		},
 		{
 			name:    "sequence must increase",
-			events:  []ops.Event{withSeq(created, 5), withSeq(opstest.MessagesEvent("b1", "r1", 1), 5)},
-			wantErr: ops.ErrEventOrder,
+			events:  []history.Event{withSeq(created, 5), withSeq(opstest.MessagesEvent("b1", "r1", 1), 5)},
+			wantErr: history.ErrEventOrder,
 		},
 		{
 			name:    "zero sequence",
-			events:  []ops.Event{created},
-			wantErr: ops.ErrEventOrder,
+			events:  []history.Event{created},
+			wantErr: history.ErrEventOrder,
 		},
 		{
 			name:    "created twice",
-			events:  []ops.Event{withSeq(created, 1), withSeq(created, 2)},
-			wantErr: ops.ErrEventOrder,
+			events:  []history.Event{withSeq(created, 1), withSeq(created, 2)},
+			wantErr: history.ErrEventOrder,
 		},
 		{
 			name:    "messages before created",
-			events:  []ops.Event{withSeq(opstest.MessagesEvent("b1", "r1", 1), 1)},
-			wantErr: ops.ErrEventOrder,
+			events:  []history.Event{withSeq(opstest.MessagesEvent("b1", "r1", 1), 1)},
+			wantErr: history.ErrEventOrder,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := ops.Replay(tt.events)
+			b, err := history.Replay(tt.events)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -129,19 +130,19 @@ func TestBranch_Apply(t *testing.T) {
 }
 
 func TestBranch_Apply_commits_are_bounded(t *testing.T) {
-	b := &ops.Branch{}
+	b := &history.Branch{}
 	if err := b.Apply(withSeq(opstest.CreatedEvent("b1", "c"), 1)); err != nil {
 		t.Fatal(err)
 	}
-	n := ops.MaxRememberedCommits + 10
+	n := history.MaxRememberedCommits + 10
 	for i := 0; i < n; i++ {
 		ev := withSeq(opstest.MessagesEvent("b1", fmt.Sprintf("r%d", i), 1), uint64(i+2))
 		if err := b.Apply(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if b.Commits.Len() != ops.MaxRememberedCommits {
-		t.Fatalf("commits = %d, want %d", b.Commits.Len(), ops.MaxRememberedCommits)
+	if b.Commits.Len() != history.MaxRememberedCommits {
+		t.Fatalf("commits = %d, want %d", b.Commits.Len(), history.MaxRememberedCommits)
 	}
 	for i := 0; i < 10; i++ {
 		if _, ok := b.Commits.Seq(fmt.Sprintf("r%d", i)); ok {
@@ -155,7 +156,7 @@ func TestBranch_Apply_commits_are_bounded(t *testing.T) {
 
 func TestBranch_Apply_does_not_alias_the_event(t *testing.T) {
 	ev := withSeq(opstest.CreatedEvent("b1", "c"), 1)
-	b, err := ops.Replay([]ops.Event{ev})
+	b, err := history.Replay([]history.Event{ev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +169,11 @@ func TestBranch_Apply_does_not_alias_the_event(t *testing.T) {
 
 func TestMessageConstructors(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ins := ops.NewInstructionMessage(ops.InstructionSpec{
+	ins := history.NewInstructionMessage(history.InstructionSpec{
 		Instruction: "add", Guidance: "", Context: []any{"c1"},
 		ResponseFormat: map[string]any{"type": "object"},
 	}, now)
-	if ins.Kind != ops.KindInstruction || ins.Role != ops.RoleUser || ins.Sender != "user" {
+	if ins.Kind != history.KindInstruction || ins.Role != history.RoleUser || ins.Sender != "user" {
 		t.Fatalf("instruction = %+v", ins)
 	}
 	if _, ok := ins.Content["guidance"]; ok {
@@ -181,15 +182,15 @@ func TestMessageConstructors(t *testing.T) {
 	if ins.Content["instruction"] != "add" || ins.Content["response_format"] == nil || len(ins.Content["context"].([]any)) != 1 {
 		t.Fatalf("instruction content = %v", ins.Content)
 	}
-	req := ops.NewActionRequest("add", map[string]any{"a": 1}, now)
-	res := ops.NewActionResponse(&req, 3, "", now)
+	req := history.NewActionRequest("add", map[string]any{"a": 1}, now)
+	res := history.NewActionResponse(&req, 3, "", now)
 	if res.Content["action_request_id"] != req.ID || req.Content["action_response_id"] != res.ID {
 		t.Fatalf("action messages not linked: %v / %v", req.Content, res.Content)
 	}
-	if res.Content["function"] != "add" || res.Content["output"] != 3 || res.Role != ops.RoleAction {
+	if res.Content["function"] != "add" || res.Content["output"] != 3 || res.Role != history.RoleAction {
 		t.Fatalf("action response = %+v", res)
 	}
-	ar := ops.NewAssistantResponse("hi", map[string]any{"raw": true}, now)
+	ar := history.NewAssistantResponse("hi", map[string]any{"raw": true}, now)
 	if ar.Text() != "hi" || ar.Metadata["model_response"] == nil {
 		t.Fatalf("assistant response = %+v", ar)
 	}

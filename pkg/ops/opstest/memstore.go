@@ -1,9 +1,11 @@
-package ops
+package opstest
 
 import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // MemoryStore is an in-memory [Store]: the reference implementation of the
@@ -17,17 +19,17 @@ type MemoryStore struct {
 }
 
 type memBranch struct {
-	events []Event
+	events []history.Event
 	keys   map[commitKey]uint64
-	folded *Branch
+	folded *history.Branch
 }
 
 type commitKey struct {
 	requestID string
-	typ       EventType
+	typ       history.EventType
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ history.Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore() *MemoryStore {
@@ -35,7 +37,7 @@ func NewMemoryStore() *MemoryStore {
 }
 
 // Load returns a copy of the folded branch, or ErrBranchNotFound.
-func (s *MemoryStore) Load(ctx context.Context, branchID string) (*Branch, error) {
+func (s *MemoryStore) Load(ctx context.Context, branchID string) (*history.Branch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -43,25 +45,25 @@ func (s *MemoryStore) Load(ctx context.Context, branchID string) (*Branch, error
 	defer s.mu.Unlock()
 	mb, ok := s.branches[branchID]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+		return nil, fmt.Errorf("%w: %q", history.ErrBranchNotFound, branchID)
 	}
 	return mb.folded.Clone(), nil
 }
 
 // Create starts a branch with ev, or returns ErrBranchExists.
-func (s *MemoryStore) Create(ctx context.Context, branchID string, ev Event) (*Branch, error) {
+func (s *MemoryStore) Create(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if ev.Type != EventCreated {
-		return nil, fmt.Errorf("ops: Create needs a %s event, got %q", EventCreated, ev.Type)
+	if ev.Type != history.EventCreated {
+		return nil, fmt.Errorf("ops: Create needs a %s event, got %q", history.EventCreated, ev.Type)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.branches[branchID]; ok {
-		return nil, fmt.Errorf("%w: %q", ErrBranchExists, branchID)
+		return nil, fmt.Errorf("%w: %q", history.ErrBranchExists, branchID)
 	}
-	mb := &memBranch{keys: make(map[commitKey]uint64), folded: &Branch{}}
+	mb := &memBranch{keys: make(map[commitKey]uint64), folded: &history.Branch{}}
 	if err := s.appendLocked(mb, branchID, ev); err != nil {
 		return nil, err
 	}
@@ -70,22 +72,22 @@ func (s *MemoryStore) Create(ctx context.Context, branchID string, ev Event) (*B
 }
 
 // Append adds ev after the branch's last event. See [Store.Append].
-func (s *MemoryStore) Append(ctx context.Context, branchID string, ev Event) (*Branch, error) {
+func (s *MemoryStore) Append(ctx context.Context, branchID string, ev history.Event) (*history.Branch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if ev.Type == EventCreated {
-		return nil, fmt.Errorf("ops: Append cannot add a %s event; use Create", EventCreated)
+	if ev.Type == history.EventCreated {
+		return nil, fmt.Errorf("ops: Append cannot add a %s event; use Create", history.EventCreated)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mb, ok := s.branches[branchID]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+		return nil, fmt.Errorf("%w: %q", history.ErrBranchNotFound, branchID)
 	}
 	if ev.RequestID != "" {
 		if seq, dup := mb.keys[commitKey{ev.RequestID, ev.Type}]; dup {
-			return mb.folded.Clone(), fmt.Errorf("%w: request %q is event %d of branch %q", ErrAlreadyCommitted, ev.RequestID, seq, branchID)
+			return mb.folded.Clone(), fmt.Errorf("%w: request %q is event %d of branch %q", history.ErrAlreadyCommitted, ev.RequestID, seq, branchID)
 		}
 	}
 	if err := s.appendLocked(mb, branchID, ev); err != nil {
@@ -94,7 +96,7 @@ func (s *MemoryStore) Append(ctx context.Context, branchID string, ev Event) (*B
 	return mb.folded.Clone(), nil
 }
 
-func (s *MemoryStore) appendLocked(mb *memBranch, branchID string, ev Event) error {
+func (s *MemoryStore) appendLocked(mb *memBranch, branchID string, ev history.Event) error {
 	ev = ev.Clone()
 	ev.Seq = s.seq + 1
 	ev.BranchID = branchID
@@ -113,20 +115,20 @@ func (s *MemoryStore) appendLocked(mb *memBranch, branchID string, ev Event) err
 
 // History returns copies of the events with Seq > after, at most limit
 // (limit <= 0 or above MaxHistoryPage means MaxHistoryPage).
-func (s *MemoryStore) History(ctx context.Context, branchID string, after uint64, limit int) ([]Event, error) {
+func (s *MemoryStore) History(ctx context.Context, branchID string, after uint64, limit int) ([]history.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if limit <= 0 || limit > MaxHistoryPage {
-		limit = MaxHistoryPage
+	if limit <= 0 || limit > history.MaxHistoryPage {
+		limit = history.MaxHistoryPage
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mb, ok := s.branches[branchID]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+		return nil, fmt.Errorf("%w: %q", history.ErrBranchNotFound, branchID)
 	}
-	out := []Event{}
+	out := []history.Event{}
 	for _, ev := range mb.events {
 		if ev.Seq <= after {
 			continue
@@ -147,7 +149,7 @@ func (s *MemoryStore) Delete(ctx context.Context, branchID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.branches[branchID]; !ok {
-		return fmt.Errorf("%w: %q", ErrBranchNotFound, branchID)
+		return fmt.Errorf("%w: %q", history.ErrBranchNotFound, branchID)
 	}
 	delete(s.branches, branchID)
 	return nil

@@ -1,4 +1,4 @@
-package ops
+package history
 
 import (
 	"context"
@@ -47,7 +47,7 @@ type Event struct {
 	Messages []Message `json:"messages,omitempty" msgpack:"messages,omitempty"`
 	// Result is the operation's JSON result on EventMessages, so that a
 	// redelivered request can be answered without running it again.
-	// It holds either a [Result] or, for an operation that recorded its
+	// It holds either an ops.Result or, for an operation that recorded its
 	// exchange and then failed (a parse failure), {"error": {"code", "message"}}.
 	Result json.RawMessage `json:"result,omitempty" msgpack:"result,omitempty"`
 	// BranchID is the branch the event belongs to. [Branch.Apply] takes the

@@ -1,4 +1,6 @@
-package ops
+package history
+
+import "github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 
 // Clone returns a deep copy of b: nothing in the copy that may change
 // aliases b. (Commits, which never changes, is shared.)
@@ -42,14 +44,14 @@ func cloneSettings(s Settings) Settings {
 	if s.Tools != nil {
 		c.Tools = append([]string(nil), s.Tools...)
 	}
-	c.Notes = copyMap(s.Notes)
-	c.Metadata = copyMap(s.Metadata)
+	c.Notes = jsonval.CopyMap(s.Notes)
+	c.Metadata = jsonval.CopyMap(s.Metadata)
 	return c
 }
 
 func cloneModelRef(m ModelRef) ModelRef {
 	c := m
-	c.Options = copyMap(m.Options)
+	c.Options = jsonval.CopyMap(m.Options)
 	return c
 }
 
@@ -60,43 +62,8 @@ func cloneMessages(msgs []Message) []Message {
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = m
-		out[i].Content = copyMap(m.Content)
-		out[i].Metadata = copyMap(m.Metadata)
+		out[i].Content = jsonval.CopyMap(m.Content)
+		out[i].Metadata = jsonval.CopyMap(m.Metadata)
 	}
 	return out
-}
-
-// copyMap deep-copies a JSON-like map.
-func copyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return copyMap(t)
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = copyValue(x)
-		}
-		return out
-	case []map[string]any:
-		out := make([]map[string]any, len(t))
-		for i, x := range t {
-			out[i] = copyMap(x)
-		}
-		return out
-	case []string:
-		return append([]string(nil), t...)
-	default:
-		return v
-	}
 }

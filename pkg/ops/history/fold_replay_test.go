@@ -1,11 +1,11 @@
-package ops_test
+package history_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Folding the same events twice (a snapshot and a rebuild from history, or
@@ -13,16 +13,16 @@ import (
 // EventUpdated adds a system message that the branch did not have.
 func TestBranch_Apply_is_deterministic(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	events := []ops.Event{
-		{Type: ops.EventCreated, Seq: 1, BranchID: "d", RequestID: "c", Time: at, Settings: &ops.Settings{}},
-		{Type: ops.EventUpdated, Seq: 4, BranchID: "d", RequestID: "u", Time: at, Settings: &ops.Settings{System: "be brief"}},
+	events := []history.Event{
+		{Type: history.EventCreated, Seq: 1, BranchID: "d", RequestID: "c", Time: at, Settings: &history.Settings{}},
+		{Type: history.EventUpdated, Seq: 4, BranchID: "d", RequestID: "u", Time: at, Settings: &history.Settings{System: "be brief"}},
 	}
 	fold := func() string {
-		b, err := ops.Replay(events)
+		b, err := history.Replay(events)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(b.Messages) != 1 || b.Messages[0].Kind != ops.KindSystem {
+		if len(b.Messages) != 1 || b.Messages[0].Kind != history.KindSystem {
 			t.Fatalf("messages %+v, want one system message", b.Messages)
 		}
 		out, err := json.Marshal(b)

@@ -1,8 +1,10 @@
-package ops
+package history
 
 import (
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -59,7 +61,7 @@ type InstructionSpec struct {
 // NewSystemMessage returns a system message.
 func NewSystemMessage(text string, at time.Time) Message {
 	return Message{
-		ID: NewID(), Kind: KindSystem, Role: RoleSystem, CreatedAt: at,
+		ID: uuid.NewString(), Kind: KindSystem, Role: RoleSystem, CreatedAt: at,
 		Sender: string(RoleSystem), Recipient: string(RoleAssistant),
 		Content: map[string]any{KeySystemMessage: text},
 	}
@@ -71,13 +73,13 @@ func NewInstructionMessage(spec InstructionSpec, at time.Time) Message {
 	setNonEmpty(c, KeyInstruction, spec.Instruction)
 	setNonEmpty(c, KeyGuidance, spec.Guidance)
 	if len(spec.Context) > 0 {
-		c[KeyContext] = copyValue(append([]any(nil), spec.Context...))
+		c[KeyContext] = jsonval.Copy(append([]any(nil), spec.Context...))
 	}
 	if len(spec.ResponseFormat) > 0 {
-		c[KeyResponseFormat] = copyMap(spec.ResponseFormat)
+		c[KeyResponseFormat] = jsonval.CopyMap(spec.ResponseFormat)
 	}
 	if len(spec.ToolSchemas) > 0 {
-		c[KeyToolSchemas] = copyValue(append([]any(nil), spec.ToolSchemas...))
+		c[KeyToolSchemas] = jsonval.Copy(append([]any(nil), spec.ToolSchemas...))
 	}
 	if spec.PlainContent != "" {
 		c[KeyPlainContent] = spec.PlainContent
@@ -87,7 +89,7 @@ func NewInstructionMessage(spec InstructionSpec, at time.Time) Message {
 		sender = string(RoleUser)
 	}
 	return Message{
-		ID: NewID(), Kind: KindInstruction, Role: RoleUser, CreatedAt: at,
+		ID: uuid.NewString(), Kind: KindInstruction, Role: RoleUser, CreatedAt: at,
 		Sender: sender, Recipient: spec.Recipient, Content: c,
 	}
 }
@@ -96,7 +98,7 @@ func NewInstructionMessage(spec InstructionSpec, at time.Time) Message {
 // provider's raw response (if any) in metadata.model_response.
 func NewAssistantResponse(text string, raw any, at time.Time) Message {
 	m := Message{
-		ID: NewID(), Kind: KindAssistantResponse, Role: RoleAssistant, CreatedAt: at,
+		ID: uuid.NewString(), Kind: KindAssistantResponse, Role: RoleAssistant, CreatedAt: at,
 		Sender: string(RoleAssistant), Recipient: string(RoleUser),
 		Content: map[string]any{KeyAssistantResponse: text},
 	}
@@ -112,10 +114,10 @@ func NewActionRequest(function string, arguments map[string]any, at time.Time) M
 		arguments = map[string]any{}
 	}
 	return Message{
-		ID: NewID(), Kind: KindActionRequest, Role: RoleAction, CreatedAt: at,
+		ID: uuid.NewString(), Kind: KindActionRequest, Role: RoleAction, CreatedAt: at,
 		Sender: string(RoleAssistant),
 		Content: map[string]any{
-			KeyFunction: function, KeyArguments: copyMap(arguments), KeyActionResponseID: nil,
+			KeyFunction: function, KeyArguments: jsonval.CopyMap(arguments), KeyActionResponseID: nil,
 		},
 	}
 }
@@ -127,14 +129,14 @@ func NewActionRequest(function string, arguments map[string]any, at time.Time) M
 func NewActionResponse(req *Message, output any, errText string, at time.Time) Message {
 	c := map[string]any{
 		KeyFunction:        req.Content[KeyFunction],
-		KeyArguments:       copyValue(req.Content[KeyArguments]),
-		KeyOutput:          copyValue(output),
+		KeyArguments:       jsonval.Copy(req.Content[KeyArguments]),
+		KeyOutput:          jsonval.Copy(output),
 		KeyActionRequestID: req.ID,
 	}
 	if errText != "" {
 		c[KeyError] = errText
 	}
-	m := Message{ID: NewID(), Kind: KindActionResponse, Role: RoleAction, CreatedAt: at, Content: c}
+	m := Message{ID: uuid.NewString(), Kind: KindActionResponse, Role: RoleAction, CreatedAt: at, Content: c}
 	if req.Content == nil {
 		req.Content = map[string]any{}
 	}
@@ -143,23 +145,8 @@ func NewActionResponse(req *Message, output any, errText string, at time.Time) M
 }
 
 func setNonEmpty(c map[string]any, key string, v any) {
-	if isEmpty(v) {
+	if jsonval.IsEmpty(v) {
 		return
 	}
-	c[key] = copyValue(v)
-}
-
-// isEmpty reports nil, "", and empty lists and maps.
-func isEmpty(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case string:
-		return t == ""
-	case []any:
-		return len(t) == 0
-	case map[string]any:
-		return len(t) == 0
-	}
-	return false
+	c[key] = jsonval.Copy(v)
 }

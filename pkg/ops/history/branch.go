@@ -1,4 +1,4 @@
-package ops
+package history
 
 import (
 	"time"
@@ -60,7 +60,7 @@ type Branch struct {
 	// ModelCalls counts the model calls recorded on the branch: the sum of
 	// Event.ModelCalls over its history (a clone starts from its source's
 	// count). Clearing messages does not reset it. Deterministic providers
-	// (the scripted one) use it as their position; see [Call.Index].
+	// (the scripted one) use it as their position; see [github.com/lionbus/lionbus/pkg/ops.Call.Index].
 	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
 }
 

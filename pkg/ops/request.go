@@ -1,0 +1,36 @@
+package ops
+
+import (
+	"encoding/json"
+
+	"github.com/lionbus/lionbus/pkg/wire"
+)
+
+// Request is one decoded operation request, independent of how it arrived.
+type Request struct {
+	// ID is the request id (the CloudEvent id). It is the idempotency key.
+	ID string
+	// Verb is the operation: "communicate", "branch.create", "op.NAME", ...
+	Verb string
+	// BranchID names the branch for branch-scoped verbs.
+	BranchID string
+	// Data is the request's JSON data, already validated against its schema.
+	Data json.RawMessage
+	// TraceParent is the W3C traceparent to propagate, if any.
+	TraceParent string
+	// Attempt is the delivery attempt of the request, 1 for the first
+	// delivery (0 is read as 1). Only deterministic test providers look at
+	// it (a scripted temporary error fails the first N attempts).
+	Attempt int
+	// LastAttempt is set on the last delivery the transport will make:
+	// a temporary failure is then answered instead of retried. The
+	// lifecycle signals use it to emit exactly one terminal event per
+	// request (see Signal).
+	LastAttempt bool
+}
+
+// Usage counts the tokens a request used ([wire.Usage]).
+type Usage = wire.Usage
+
+// Result is the outcome of a successful request ([wire.Result]).
+type Result = wire.Result
