@@ -390,7 +390,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	if resume != "" {
 		// A resumed session holds what it recorded: the prompt carries
 		// only what came after it.
-		history = afterSession(history, resume)
+		past = afterSession(past, resume)
 	}
 	// A first attempt builds (and bounds) its prompt before it stores the
 	// instruction, so that a refused prompt records nothing; a redelivery
@@ -545,7 +545,7 @@ func (s *runState) markSession() {
 // provider session holds (marked by markSession): what a run resuming it
 // has to send. With no marked message, nothing of history is sent: the
 // session holds what its runs recorded before messages were marked.
-func afterSession(history []Message, session string) []Message {
+func afterSession(history []wire.Message, session string) []wire.Message {
 	for i := len(history) - 1; i >= 0; i-- {
 		if id, _ := history[i].Metadata[MetaSessionID].(string); id == session {
 			return history[i+1:]

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/lionbus/lionbus/pkg/wire"
 	"slices"
 	"testing"
 )
@@ -9,14 +10,14 @@ import (
 // after the last one a run with that session recorded.
 func TestAfterSession(t *testing.T) {
 	t.Parallel()
-	msg := func(id, session string) Message {
-		m := Message{ID: id}
+	msg := func(id, session string) wire.Message {
+		m := wire.Message{ID: id}
 		if session != "" {
 			m.Metadata = map[string]any{MetaSessionID: session}
 		}
 		return m
 	}
-	history := []Message{msg("i1", ""), msg("r1", "S1"), msg("a1", "S1"), msg("c1", ""), msg("r2", "S2"), msg("c2", "")}
+	history := []wire.Message{msg("i1", ""), msg("r1", "S1"), msg("a1", "S1"), msg("c1", ""), msg("r2", "S2"), msg("c2", "")}
 	tests := []struct {
 		session string
 		want    []string
@@ -39,7 +40,7 @@ func TestAfterSession(t *testing.T) {
 // markSession records the session on every message of the run.
 func TestRunState_markSession(t *testing.T) {
 	t.Parallel()
-	s := &runState{msgs: []Message{{ID: "a"}, {ID: "b", Metadata: map[string]any{"tool_id": "t1"}}}, session: "S1"}
+	s := &runState{msgs: []wire.Message{{ID: "a"}, {ID: "b", Metadata: map[string]any{"tool_id": "t1"}}}, session: "S1"}
 	s.markSession()
 	for _, m := range s.msgs {
 		if m.Metadata[MetaSessionID] != "S1" {

@@ -14,9 +14,11 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest/modelapi"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // The words of a prompt that steer the scripted model.
@@ -102,7 +104,11 @@ func (ab *agentBus) run(t *testing.T, instruction string) ([]ops.Chunk, *client.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var got []ops.Chunk
-	_, reply, err := ab.Client.Run(ctx, "b1", map[string]any{"instruction": instruction}, func(c ops.Chunk) error {
+	id, err := ab.Client.Submit(ctx, "run", "b1", wire.RunRequest{Turn: wire.Turn{Prompt: wire.Prompt{Instruction: instruction}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := ab.Client.Follow(ctx, id, 0, func(c ops.Chunk) error {
 		got = append(got, c)
 		return nil
 	})
@@ -112,9 +118,9 @@ func (ab *agentBus) run(t *testing.T, instruction string) ([]ops.Chunk, *client.
 	return got, reply
 }
 
-func (ab *agentBus) messages(t *testing.T) []ops.Message {
+func (ab *agentBus) messages(t *testing.T) []history.Message {
 	t.Helper()
-	var b ops.Branch
+	var b history.Branch
 	bustest.MustResult(t, ab.Do(t, "branch.get", "b1", nil), &b)
 	return b.Messages
 }
@@ -182,13 +188,13 @@ func checkToolRun(t *testing.T, ab *agentBus, got []ops.Chunk, reply *client.Rep
 	if rv.Text == nil || !strings.Contains(*rv.Text, "The command printed "+toolOutput) || rv.SessionID == "" {
 		t.Fatalf("value %+v", rv)
 	}
-	var req, resp *ops.Message
+	var req, resp *history.Message
 	ms := ab.messages(t)
 	for i := range ms {
 		switch ms[i].Kind {
-		case ops.KindActionRequest:
+		case history.KindActionRequest:
 			req = &ms[i]
-		case ops.KindActionResponse:
+		case history.KindActionResponse:
 			resp = &ms[i]
 		}
 	}
@@ -261,9 +267,9 @@ func checkOperate(t *testing.T, ab *agentBus, want toolWant) {
 	var ids []any
 	for _, m := range ab.messages(t) {
 		switch m.Kind {
-		case ops.KindActionRequest:
+		case history.KindActionRequest:
 			ids = append(ids, m.Metadata["tool_id"])
-		case ops.KindActionResponse:
+		case history.KindActionResponse:
 			if !strings.Contains(fmt.Sprint(m.Content), toolOutput) {
 				t.Errorf("recorded action response %+v", m.Content)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // Format is the output format of a CLI, and the arguments it takes: what
@@ -89,7 +90,7 @@ func ArgsFor(f Format, call ops.Call) []string {
 // builds them (a prompt starting with a dash gets a leading space).
 func promptOf(call ops.Call) (system, prompt string) {
 	msgs, first := call.Messages, 0
-	if msgs.Len() > 0 && msgs.At(0).Role == ops.RoleSystem {
+	if msgs.Len() > 0 && msgs.At(0).Role == history.RoleSystem {
 		system, first = msgs.At(0).Content, 1
 	}
 	if call.Resume != "" {

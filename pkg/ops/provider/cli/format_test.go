@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 )
 
@@ -37,7 +38,7 @@ func TestDetectFormat(t *testing.T) {
 // session to resume.
 func TestArgsFor(t *testing.T) {
 	t.Parallel()
-	msgs := ops.PromptOf([]ops.ChatMessage{{Role: ops.RoleSystem, Content: "be brief"}, {Role: ops.RoleUser, Content: "-fix it"}}...)
+	msgs := ops.PromptOf([]ops.ChatMessage{{Role: history.RoleSystem, Content: "be brief"}, {Role: history.RoleUser, Content: "-fix it"}}...)
 	fresh := ops.Call{Messages: msgs}
 	resumed := ops.Call{Messages: msgs, Resume: "S1"}
 	tests := []struct {
