@@ -67,23 +67,6 @@ type agentBus struct {
 	mark string // KEY=VALUE in the environment of every process of the CLI
 }
 
-// claudeCommand is the Claude Code command of the tests: the tools it
-// may use allowed by name (as root it refuses
-// --dangerously-skip-permissions), partial messages on, its home and
-// working directory temporary, its model API the loopback server.
-func claudeCommand(t *testing.T, api *modelapi.Server, mark string) cli.Command {
-	home := t.TempDir()
-	return cli.Command{
-		Name: "agent",
-		Argv: []string{clitest.AgentCLI(t, "claude"), "--allowedTools", "Bash", "--include-partial-messages", "--model", "claude-sonnet-4-5"},
-		Dir:  t.TempDir(),
-		Env: []string{
-			"HOME=" + home, "ANTHROPIC_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=lionbus-test-key",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", mark,
-		},
-	}
-}
-
 func newAgentBus(t *testing.T, command func(*testing.T, *modelapi.Server, string) cli.Command, newAPI func(testing.TB, modelapi.Script) *modelapi.Server) *agentBus {
 	t.Helper()
 	ab := &agentBus{Bus: bustest.New(t, provision.Config{}), mark: fmt.Sprintf("LIONBUS_TEST_MARK=%s-%d", t.Name(), time.Now().UnixNano())}
