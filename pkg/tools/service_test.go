@@ -372,6 +372,11 @@ func TestInvoker_deadline_is_the_earliest_bound(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The invoker has its own connection: the server must know of the
+	// subscription before the first invocation.
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	inv, err := tools.NewInvoker(b.conn(t), tools.InvokerConfig{Timeout: time.Minute, Timeouts: map[string]time.Duration{"probe": 30 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
