@@ -390,3 +390,37 @@ func TestInvoker_deadline_is_the_earliest_bound(t *testing.T) {
 		})
 	}
 }
+
+// Without a Compiler (ServiceConfig.Compile nil) a service links no schema
+// compiler: it still refuses a parameters schema of the wrong shape, and
+// hands the arguments object to the handler unchecked, the handler being
+// the one to check them.
+func TestService_without_a_compiler_checks_shape_only(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ok := func(context.Context, map[string]any) (any, error) { return "ok", nil }
+	for _, params := range []string{`{"type":"string"}`, `[1]`, `{"type":`} {
+		_, err := tools.Serve(bustest.Ctx(t), b.conn(t), tools.ServiceConfig{Name: "s", Version: "1.0.0",
+			Tools: []tools.Tool{{Name: "a", Handler: ok, Parameters: json.RawMessage(params)}}})
+		if !errors.Is(err, tools.ErrInvalidConfig) {
+			t.Errorf("parameters %s: Serve = %v, want ErrInvalidConfig", params, err)
+		}
+	}
+	var got atomic.Value
+	echo := echoTool("a")
+	echo.Handler = func(_ context.Context, args map[string]any) (any, error) {
+		got.Store(args)
+		return "ran", nil
+	}
+	b.serve(t, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echo}})
+	out, err := b.invoker(t, nil).Invoke(bustest.Ctx(t), call("echo", map[string]any{"text": 3}, "unchecked/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Error != nil || out.Output != "ran" {
+		t.Fatalf("outcome %+v, want the handler's output", out)
+	}
+	if args, _ := got.Load().(map[string]any); args["text"] != float64(3) {
+		t.Fatalf("the handler got %v", got.Load())
+	}
+}
