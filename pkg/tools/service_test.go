@@ -424,3 +424,38 @@ func TestService_without_a_compiler_checks_shape_only(t *testing.T) {
 		t.Fatalf("the handler got %v", got.Load())
 	}
 }
+
+// A registry opened WithRegistryCompiler skips an entry whose parameters
+// do not compile (as the worker's does); one opened without a compiler
+// checks the entries' shape only and keeps it.
+func TestRegistry_compiler_skips_entries_that_do_not_compile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := bustest.Ctx(t)
+	good := `{"name":"good","parameters":{"type":"object"},"subject":"lion.tool.good"}`
+	bad := `{"name":"bad","parameters":{"type":"object","properties":{"a":{"type":"numbr"}}},"subject":"lion.tool.bad"}`
+	plain := b.registry(t) // creates the bucket
+	kv, err := b.js.KeyValue(ctx, "lion_tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, v := range map[string]string{"good": good, "bad": bad} {
+		if _, err := kv.Put(ctx, key, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compiled, err := tools.OpenRegistry(ctx, b.js, "", nil, tools.WithRegistryCompiler(toolschema.Compile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = compiled.Close() }()
+	if _, err := compiled.Lookup(ctx, "good"); err != nil {
+		t.Errorf("compiled registry: good: %v", err)
+	}
+	if e, err := compiled.Lookup(ctx, "bad"); err == nil {
+		t.Errorf("compiled registry kept the entry %+v whose parameters do not compile", e)
+	}
+	if _, err := plain.Lookup(ctx, "bad"); err != nil {
+		t.Errorf("registry without a compiler: bad: %v, want it kept (shape only)", err)
+	}
+}
