@@ -21,6 +21,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // tenantPasswords are the variables tenants.conf reads, set to a test
@@ -337,7 +338,7 @@ func TestTenants_permissions(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		svc, err := tools.Serve(ctx, toolNC.nc, tools.ServiceConfig{
-			Name: "weather", Version: "1.0.0", Prefix: "acme",
+			Compile: toolschema.Compile, Name: "weather", Version: "1.0.0", Prefix: "acme",
 			Tools: []tools.Tool{{Name: "weather", Description: "the weather", Handler: func(context.Context, map[string]any) (any, error) {
 				return map[string]any{"sky": "clear"}, nil
 			}}},
@@ -375,7 +376,7 @@ func TestTenants_permissions(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if svc, err := tools.Serve(ctx, p.nc, tools.ServiceConfig{
-			Name: "weather", Version: "1.0.0", Prefix: "acme", ResultWindow: -1,
+			Compile: toolschema.Compile, Name: "weather", Version: "1.0.0", Prefix: "acme", ResultWindow: -1,
 			Tools: []tools.Tool{{Name: "forecast", Handler: func(context.Context, map[string]any) (any, error) { return nil, nil }}},
 		}); err == nil {
 			_ = svc.Stop(context.Background())

@@ -68,6 +68,10 @@ func (e *ValidationError) Error() string {
 // Unwrap returns the validator's report.
 func (e *ValidationError) Unwrap() error { return e.Err }
 
+// Where returns the JSON pointer of the offending value and what is wrong
+// with it (what a protocol.Codec quotes in its invalid_data answer).
+func (e *ValidationError) Where() (pointer, reason string) { return e.Pointer, e.Reason }
+
 // Is reports whether target is ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
@@ -198,6 +202,17 @@ func pointer(tokens []string) string {
 	}
 	return sb.String()
 }
+
+// Validator is the embedded schemas as a protocol.Validator: what a worker
+// gives its codec to check the data of the requests it decodes. The zero
+// value is ready to use.
+type Validator struct{}
+
+// Has calls [Has].
+func (Validator) Has(eventType string) bool { return Has(eventType) }
+
+// Validate calls [Validate].
+func (Validator) Validate(eventType string, data []byte) error { return Validate(eventType, data) }
 
 // Has reports whether eventType has a schema (see Validate for named
 // operations). It is false when the embedded schemas do not compile.

@@ -32,6 +32,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // Control subjects of the harness (core NATS request/reply, JSON).
@@ -178,7 +179,7 @@ func (h *harness) goTool(prefix, service, name string, params json.RawMessage, d
 	nc, _ := bustest.Connect(h.t, h.b.Srv)
 	var runs atomic.Int64
 	svc, err := tools.Serve(bustest.Ctx(h.t), nc, tools.ServiceConfig{
-		Name: service, Version: "1.0.0", Prefix: prefix, Heartbeat: 200 * time.Millisecond,
+		Compile: toolschema.Compile, Name: service, Version: "1.0.0", Prefix: prefix, Heartbeat: 200 * time.Millisecond,
 		Tools: []tools.Tool{{
 			Name: name, Description: "A tool served by Go and TypeScript replicas.", Parameters: params,
 			Handler: func(ctx context.Context, args map[string]any) (any, error) {

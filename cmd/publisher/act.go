@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // actCommand is "publisher act": tool calls on a branch (verb act).
@@ -86,7 +86,7 @@ func actionRequests(had any, requests string, calls []string) ([]any, error) {
 // renderActions prints act's responses, one line each: the call, then its
 // output or its error.
 func renderActions(w io.Writer, raw json.RawMessage) bool {
-	var responses []ops.ActionResponse
+	var responses []wire.ActionResponse
 	if err := json.Unmarshal(raw, &responses); err != nil {
 		return false
 	}

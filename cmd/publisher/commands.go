@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // maxDataBytes bounds what --data, --response-format and friends read from
@@ -23,6 +24,27 @@ type request struct {
 	verb   string
 	branch string
 	data   map[string]any
+}
+
+// set writes v, the request type of the verb (package wire) filled from
+// the flags, into the request's data: the fields the flags gave (the
+// others are left out of v's JSON) replace what --data holds, and the
+// keys of --data that v does not set stay.
+func (r *request) set(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	for k, x := range m {
+		r.data[k] = x
+	}
+	return nil
 }
 
 // command is one publisher command: its flags, and how it turns them and
@@ -56,18 +78,15 @@ var commands = []command{
 					*id = req.branch
 				}
 				req.branch = ""
-				setString(req.data, "branch_id", *id)
-				setString(req.data, "system", *system)
-				if err := setModel(req.data, "chat_model", *chat); err != nil {
+				d := wire.BranchCreateRequest{BranchID: *id, System: *system, Tools: tools}
+				var err error
+				if d.ChatModel, err = modelFlag("chat-model", *chat); err != nil {
 					return err
 				}
-				if err := setModel(req.data, "parse_model", *parse); err != nil {
+				if d.ParseModel, err = modelFlag("parse-model", *parse); err != nil {
 					return err
 				}
-				if len(tools) > 0 {
-					req.data["tools"] = []string(tools)
-				}
-				return nil
+				return req.set(d)
 			}
 		},
 	},
@@ -85,13 +104,7 @@ var commands = []command{
 				if *after < 0 || *limit < 0 {
 					return errors.New("--after and --limit must not be negative")
 				}
-				if *after > 0 {
-					req.data["after"] = *after
-				}
-				if *limit > 0 {
-					req.data["limit"] = *limit
-				}
-				return nil
+				return req.set(wire.BranchHistoryRequest{After: uint64(*after), Limit: *limit})
 			}
 		},
 	},
@@ -104,8 +117,7 @@ var commands = []command{
 					return err
 				}
 				req.verb = "branch.clone"
-				setString(req.data, "branch_id", *id)
-				return nil
+				return req.set(wire.BranchCloneRequest{BranchID: *id})
 			}
 		},
 	},
@@ -122,14 +134,13 @@ var commands = []command{
 					return err
 				}
 				req.verb = "communicate"
-				if err := ex.apply(req.data); err != nil {
+				var d wire.CommunicateRequest
+				if err := ex.apply(&d.ChatRequest); err != nil {
 					return err
 				}
-				if *skip {
-					req.data["skip_validation"] = true
-				}
-				if *clear {
-					req.data["clear_messages"] = true
+				d.SkipValidation, d.ClearMessages = *skip, *clear
+				if err := req.set(d); err != nil {
+					return err
 				}
 				if _, ok := req.data["instruction"]; !ok {
 					if _, ok := req.data["plain_content"]; !ok {
@@ -209,6 +220,26 @@ func setString(data map[string]any, key, v string) {
 	if v != "" {
 		data[key] = v
 	}
+}
+
+// modelFlag reads the model reference flag --name: a JSON object when it
+// starts with "{", else the string form "provider:model"; nil when v is "".
+func modelFlag(name, v string) (*wire.ModelRef, error) {
+	if v == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		var m wire.ModelRef
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			return nil, fmt.Errorf("--%s: not a JSON object naming a provider: %w", name, err)
+		}
+		return &m, nil
+	}
+	if p, m, ok := strings.Cut(v, ":"); !ok || p == "" || m == "" {
+		return nil, fmt.Errorf("--%s %q: want provider:model (e.g. scripted:echo) or a JSON object", name, v)
+	}
+	m, err := wire.ParseModelRef(v)
+	return &m, err
 }
 
 // setModel sets a model reference flag: a JSON object when it starts with
@@ -335,22 +366,30 @@ func defineExchangeFlags(fs *flag.FlagSet, parseHelp string) exchangeFlags {
 	}
 }
 
-// apply writes the exchange flags that were given into data.
-func (f exchangeFlags) apply(data map[string]any) error {
-	setString(data, "instruction", *f.instruction)
-	setString(data, "guidance", *f.guidance)
+// apply writes the exchange flags that were given into d.
+func (f exchangeFlags) apply(d *wire.ChatRequest) error {
+	if *f.instruction != "" {
+		d.Instruction = *f.instruction
+	}
+	if *f.guidance != "" {
+		d.Guidance = *f.guidance
+	}
 	if *f.context != "" {
-		data["context"] = jsonOrText(*f.context)
+		d.Context = jsonOrText(*f.context)
 	}
 	if *f.format != "" {
 		v, err := readJSONArg("--response-format", *f.format)
 		if err != nil {
 			return err
 		}
-		data["response_format"] = v
+		if d.ResponseFormat, err = json.Marshal(v); err != nil {
+			return err
+		}
 	}
-	if err := setModel(data, "chat_model", *f.chat); err != nil {
+	var err error
+	if d.ChatModel, err = modelFlag("chat-model", *f.chat); err != nil {
 		return err
 	}
-	return setModel(data, "parse_model", *f.parse)
+	d.ParseModel, err = modelFlag("parse-model", *f.parse)
+	return err
 }

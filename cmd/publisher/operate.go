@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"flag"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // operateCommand is "publisher operate": the operate verb, one instruction
@@ -30,32 +32,36 @@ func operateCommand() command {
 					return err
 				}
 				req.verb = "operate"
-				if err := ex.apply(req.data); err != nil {
+				var d wire.OperateRequest
+				if err := ex.apply(&d.ChatRequest); err != nil {
 					return err
 				}
-				for key, on := range map[string]bool{
-					"reason": *reason, "actions": *actions, "skip_validation": *skip, "clear_messages": *clear,
-				} {
-					if on {
-						req.data[key] = true
-					}
+				if *reason {
+					d.Reason = reason
 				}
+				if *actions {
+					d.Actions = actions
+				}
+				d.SkipValidation, d.ClearMessages = *skip, *clear
 				if *noInvoke {
-					req.data["invoke_actions"] = false
+					invoke := false
+					d.InvokeActions = &invoke
 				}
-				if len(tools) > 0 {
-					req.data["tools"] = []string(tools)
+				d.Tools = tools
+				if *strategy != "" {
+					d.ActionStrategy = strategy
 				}
-				setString(req.data, "action_strategy", *strategy)
-				setString(req.data, "handle_validation", *handle)
-				setString(req.data, "middle", *middle)
+				d.HandleValidation, d.Middle = *handle, *middle
 				fs.Visit(func(f *flag.Flag) {
 					if f.Name == "round-budget" {
 						// Checked by the worker (0 too), before any
 						// model call.
-						req.data["round_budget"] = *budget
+						d.RoundBudget = budget
 					}
 				})
+				if err := req.set(d); err != nil {
+					return err
+				}
 				_, hasInstruction := req.data["instruction"]
 				_, hasInstruct := req.data["instruct"]
 				_, hasPlain := req.data["plain_content"]

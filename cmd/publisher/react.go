@@ -10,7 +10,7 @@ import (
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // interpretCommand is "publisher interpret": the interpret verb, a raw
@@ -78,7 +78,13 @@ func reactCommand() command {
 					return err
 				}
 				req.verb = "react"
-				if err := ex.apply(req.data); err != nil {
+				// The exchange flags are react's fields too (it has no
+				// plain content, which they never set).
+				var ask wire.ChatRequest
+				if err := ex.apply(&ask); err != nil {
+					return err
+				}
+				if err := req.set(ask); err != nil {
 					return err
 				}
 				for key, v := range map[string]string{"analysis_model": *analysis, "interpret_model": *imodel} {
@@ -148,8 +154,8 @@ func renderAnalyses(w io.Writer, analyses []json.RawMessage) {
 func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request, opts []client.SubmitOption, stdout, stderr io.Writer) int {
 	var rounds int
 	asJSON := &chunkPrinter{w: stdout, json: true}
-	onChunk := func(c ops.Chunk) error {
-		if c.Kind != ops.ChunkRound {
+	onChunk := func(c wire.Chunk) error {
+		if c.Kind != wire.ChunkRound {
 			return nil
 		}
 		if o.JSON {
@@ -167,7 +173,7 @@ func sendRounds(ctx context.Context, cl *client.Client, o *options, req *request
 		return exitNoAnswer
 	}
 	// The rounds are printed already: only the answer is left.
-	return printAnswer(o, reply, stdout, stderr, func(res *ops.Result) {
+	return printAnswer(o, reply, stdout, stderr, func(res *wire.Result) {
 		fmt.Fprintln(stdout, valueText(res.Value))
 	})
 }

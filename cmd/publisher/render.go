@@ -8,8 +8,7 @@ import (
 
 	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // lineWidth bounds one rendered message line.
@@ -26,19 +25,19 @@ func verbOf(typ string) string {
 // history page shows its events, act its responses, react its analysis
 // rounds (when it has them) before its answer, other results their value:
 // a string as its text, anything else as indented JSON.
-func renderResult(w io.Writer, verb string, res *ops.Result) {
+func renderResult(w io.Writer, verb string, res *wire.Result) {
 	switch verb {
 	case "branch.create", "branch.get", "branch.clone", "branch.clear":
-		var b history.Branch
+		var b wire.Branch
 		if err := json.Unmarshal(res.Value, &b); err == nil && b.ID != "" {
 			renderBranch(w, &b)
 			return
 		}
 	case "branch.history":
 		var page struct {
-			Events []history.Event `json:"events"`
-			Next   uint64          `json:"next"`
-			More   bool            `json:"more"`
+			Events []wire.Event `json:"events"`
+			Next   uint64       `json:"next"`
+			More   bool         `json:"more"`
 		}
 		if err := json.Unmarshal(res.Value, &page); err == nil {
 			renderHistory(w, page.Events, page.Next, page.More)
@@ -57,7 +56,7 @@ func renderResult(w io.Writer, verb string, res *ops.Result) {
 	fmt.Fprintln(w, valueText(res.Value))
 }
 
-func renderBranch(w io.Writer, b *history.Branch) {
+func renderBranch(w io.Writer, b *wire.Branch) {
 	fmt.Fprintf(w, "branch %s  (%d messages, history seq %d)\n", b.ID, len(b.Messages), b.Seq)
 	if b.Settings.ChatModel != nil {
 		fmt.Fprintf(w, "  chat model:  %s\n", modelText(b.Settings.ChatModel))
@@ -73,7 +72,7 @@ func renderBranch(w io.Writer, b *history.Branch) {
 	}
 }
 
-func renderHistory(w io.Writer, events []history.Event, next uint64, more bool) {
+func renderHistory(w io.Writer, events []wire.Event, next uint64, more bool) {
 	for _, ev := range events {
 		fmt.Fprintf(w, "#%-4d %s  %s\n", ev.Seq, ev.Time.Format("2006-01-02 15:04:05"), ev.Type)
 		for _, m := range ev.Messages {
@@ -87,7 +86,7 @@ func renderHistory(w io.Writer, events []history.Event, next uint64, more bool) 
 
 // modelText renders a model reference: "provider:model", or its JSON
 // object form when it has options.
-func modelText(m *history.ModelRef) string {
+func modelText(m *wire.ModelRef) string {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return m.String()
@@ -105,4 +104,4 @@ func valueText(raw json.RawMessage) string { return render.IndentedValue(raw) }
 
 // messageText is the one-line gist of a recorded message, at most
 // lineWidth runes.
-func messageText(m history.Message) string { return render.Clip(render.MessageText(m), lineWidth) }
+func messageText(m wire.Message) string { return render.Clip(render.MessageText(m), lineWidth) }

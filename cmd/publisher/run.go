@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // runCommand is "publisher run": the run verb, a CLI model's streamed
@@ -39,18 +39,21 @@ func runCommand() command {
 					*instruction = args[0]
 				}
 				req.verb = "run"
-				setString(req.data, "instruction", *instruction)
-				if err := setModel(req.data, "chat_model", *chat); err != nil {
+				var d wire.RunRequest
+				if *instruction != "" {
+					d.Instruction = *instruction
+				}
+				var err error
+				if d.ChatModel, err = modelFlag("chat-model", *chat); err != nil {
 					return err
 				}
-				if *persist || *persistDir != "" {
-					req.data["stream_persist"] = true
-				}
+				d.StreamPersist = *persist || *persistDir != ""
 				if *persistDir != "" {
-					req.data["stream_persist_dir"] = *persistDir
+					d.StreamPersistDir = persistDir
 				}
-				if *clear {
-					req.data["clear_messages"] = true
+				d.ClearMessages = *clear
+				if err := req.set(d); err != nil {
+					return err
 				}
 				if _, ok := req.data["instruction"]; !ok {
 					if _, ok := req.data["plain_content"]; !ok {
@@ -118,7 +121,7 @@ func sendRun(ctx context.Context, cl *client.Client, o *options, req *request, o
 	if res == nil {
 		return code
 	}
-	var rv ops.RunValue
+	var rv wire.RunValue
 	if json.Unmarshal(res.Value, &rv) == nil {
 		note := fmt.Sprintf("run %s: %d chunks", id, rv.Chunks)
 		if rv.SessionID != "" {
@@ -145,7 +148,7 @@ type chunkPrinter struct {
 	midLine bool
 }
 
-func (p *chunkPrinter) print(c ops.Chunk) error {
+func (p *chunkPrinter) print(c wire.Chunk) error {
 	p.seq = c.Seq
 	if p.json {
 		b, err := json.Marshal(c)
@@ -156,13 +159,13 @@ func (p *chunkPrinter) print(c ops.Chunk) error {
 		return err
 	}
 	switch c.Kind {
-	case ops.ChunkText:
+	case wire.ChunkText:
 		fmt.Fprint(p.w, c.Content)
 		p.midLine = !strings.HasSuffix(c.Content, "\n")
-	case ops.ChunkToolUse:
+	case wire.ChunkToolUse:
 		args, _ := json.Marshal(c.ToolInput)
-		p.line(fmt.Sprintf("[tool %s %s]", c.ToolName, ops.Truncate(string(args), 100)))
-	case ops.ChunkToolResult:
+		p.line(fmt.Sprintf("[tool %s %s]", c.ToolName, wire.Truncate(string(args), 100)))
+	case wire.ChunkToolResult:
 		out, ok := c.ToolOutput.(string)
 		if !ok {
 			b, _ := json.Marshal(c.ToolOutput)
@@ -172,10 +175,10 @@ func (p *chunkPrinter) print(c ops.Chunk) error {
 		if c.IsError {
 			status = "error"
 		}
-		p.line(fmt.Sprintf("[%s %s]", status, ops.Truncate(strings.Join(strings.Fields(out), " "), 100)))
-	case ops.ChunkError:
+		p.line(fmt.Sprintf("[%s %s]", status, wire.Truncate(strings.Join(strings.Fields(out), " "), 100)))
+	case wire.ChunkError:
 		if c.Content != "" {
-			p.line("[error " + ops.Truncate(c.Content, 200) + "]")
+			p.line("[error " + wire.Truncate(c.Content, 200) + "]")
 		}
 	}
 	return nil

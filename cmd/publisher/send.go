@@ -12,7 +12,7 @@ import (
 	"github.com/lionbus/lionbus/cmd/internal/render"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // send connects, submits req and, unless --no-wait, waits for the answer
@@ -155,7 +155,7 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*client.Client,
 // printReply prints an answer and returns the exit code: exitFailed for an
 // error event.
 func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
-	return printAnswer(o, reply, stdout, stderr, func(res *ops.Result) {
+	return printAnswer(o, reply, stdout, stderr, func(res *wire.Result) {
 		renderResult(stdout, verbOf(reply.Type), res)
 	})
 }
@@ -163,7 +163,7 @@ func printReply(o *options, reply *client.Reply, stdout, stderr io.Writer) int {
 // printAnswer prints an answer's head (see answerHead) and, without
 // --json, its result with show; it returns the exit code: exitFailed for
 // an error event or a result that cannot be decoded.
-func printAnswer(o *options, reply *client.Reply, stdout, stderr io.Writer, show func(*ops.Result)) int {
+func printAnswer(o *options, reply *client.Reply, stdout, stderr io.Writer, show func(*wire.Result)) int {
 	if !answerHead(o, reply, stdout, stderr) {
 		return exitFailed
 	}
@@ -199,7 +199,7 @@ func answerHead(o *options, reply *client.Reply, stdout, stderr io.Writer) bool 
 
 // answerResult decodes the result of an answer answerHead accepted; when it
 // cannot, it says so and returns exitFailed.
-func answerResult(reply *client.Reply, stderr io.Writer) (*ops.Result, int) {
+func answerResult(reply *client.Reply, stderr io.Writer) (*wire.Result, int) {
 	res, err := reply.Result()
 	if err != nil {
 		fmt.Fprintf(stderr, "publisher: %v\n", err)

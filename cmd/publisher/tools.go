@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // toolsLong describes the tools commands in their help.
@@ -105,10 +105,10 @@ func runTools(ctx context.Context, o *options, sub, callArgs, key string, positi
 		key = "publisher-" + uuid.NewString()
 	}
 	t0 := time.Now()
-	out, err := inv.Invoke(ctx, ops.ToolInvocation{Function: positional[0], Arguments: arguments, IdempotencyKey: key, RequestID: key})
+	out, err := inv.Invoke(ctx, wire.ToolInvocation{Function: positional[0], Arguments: arguments, IdempotencyKey: key, RequestID: key})
 	if err != nil {
 		fmt.Fprintf(stderr, "publisher: tools call %s: %v\n", positional[0], err)
-		if errors.Is(err, ops.ErrNoTool) {
+		if errors.Is(err, wire.ErrNoTool) {
 			return exitFailed
 		}
 		return exitNoAnswer
@@ -141,7 +141,7 @@ func printToolList(o *options, entries []tools.Entry, stdout io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tSUBJECT\tDESCRIPTION")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Version, e.Subject, ops.Truncate(strings.ReplaceAll(e.Description, "\n", " "), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Version, e.Subject, wire.Truncate(strings.ReplaceAll(e.Description, "\n", " "), 60))
 	}
 	_ = tw.Flush()
 	return exitOK

@@ -8,12 +8,13 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 func TestPublisher_tools(t *testing.T) {
 	srv := bustest.NewServer(t)
 	nc, _ := bustest.Connect(t, srv)
-	svc, err := tools.Serve(bustest.Ctx(t), nc, tools.ServiceConfig{Name: "math", Version: "2.0.0", Tools: []tools.Tool{{
+	svc, err := tools.Serve(bustest.Ctx(t), nc, tools.ServiceConfig{Compile: toolschema.Compile, Name: "math", Version: "2.0.0", Tools: []tools.Tool{{
 		Name: "add", Description: "Adds x and y.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}},"required":["x","y"]}`),
 		Handler: func(_ context.Context, a map[string]any) (any, error) {

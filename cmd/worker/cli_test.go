@@ -93,7 +93,7 @@ func TestRun_serves_cli_models(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text strings.Builder
-	_, reply, err := cl.Run(ctx, "b1", map[string]any{"instruction": "list the files", "stream_persist": true}, func(c ops.Chunk) error {
+	_, reply, err := cl.Stream(ctx, "run", "b1", map[string]any{"instruction": "list the files", "stream_persist": true}, func(c ops.Chunk) error {
 		if c.Kind == ops.ChunkText {
 			text.WriteString(c.Content)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/schemas"
 )
 
 // TestRestart_burst: a burst of requests over 20 branches, served by three
@@ -89,7 +90,7 @@ func restartBurst(t *testing.T, nodes []*bustest.ServerProcess, extraArgs []stri
 	// Every answer on the wire, by request id.
 	var mu sync.Mutex
 	wire := map[string][]string{}
-	codec, err := protocol.NewCodec(protocol.CodecConfig{})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestRestart_each_resource_deleted_under_a_running_worker(t *testing.T) {
 				}
 			}
 			var chunks int
-			if _, reply, err := cl.Run(bustest.Ctx(t), branch, map[string]any{"instruction": "run", "chat_model": "cli:fake",
+			if _, reply, err := cl.Stream(bustest.Ctx(t), "run", branch, map[string]any{"instruction": "run", "chat_model": "cli:fake",
 				"stream_persist": true}, func(ops.Chunk) error { chunks++; return nil }); err != nil || reply.Err() != nil || chunks == 0 {
 				t.Fatalf("run after the deletion: %v %v, %d chunks", err, reply, chunks)
 			}

@@ -96,3 +96,59 @@ func TestDeps_ops_is_transport_free(t *testing.T) {
 		}
 	}
 }
+
+// TestDeps_sdks_link_no_engine: a tool service (pkg/tools) and a Go client
+// (pkg/bus/client), and the protocol both use, link neither the engine
+// (pkg/ops), nor LNDL (pkg/lndl), nor a JSON Schema compiler (the
+// compiled schemas of package schemas, or the compiler itself): they speak
+// the protocol through pkg/wire. A tool service opts into the compiler
+// with pkg/tools/toolschema. The publisher, a client, links no engine
+// either. pkg/wire itself imports the standard library only.
+func TestDeps_sdks_link_no_engine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	const mod = "github.com/lionbus/lionbus/"
+	engine := []string{mod + "pkg/ops", mod + "pkg/lndl", mod + "schemas", "github.com/santhosh-tekuri/jsonschema"}
+	tests := []struct {
+		pkg       string
+		forbidden []string
+		required  []string
+	}{
+		{pkg: mod + "pkg/tools", forbidden: engine, required: []string{mod + "pkg/wire"}},
+		{pkg: mod + "pkg/bus/client", forbidden: engine, required: []string{mod + "pkg/wire"}},
+		{pkg: mod + "pkg/bus/protocol", forbidden: engine, required: []string{mod + "pkg/wire"}},
+		{pkg: mod + "cmd/publisher", forbidden: []string{mod + "pkg/ops"}, required: []string{mod + "pkg/wire"}},
+		{pkg: mod + "pkg/wire", forbidden: []string{"github.com/", "golang.org/"}},
+		{pkg: mod + "pkg/tools/toolschema", forbidden: []string{mod + "pkg/ops", mod + "pkg/lndl"}, required: []string{"github.com/santhosh-tekuri/jsonschema/v6"}},
+	}
+	for _, tt := range tests {
+		out, err := exec.Command(goBin, "list", "-deps", tt.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tt.pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed only %d packages: %q", tt.pkg, len(deps), deps)
+		}
+		for _, d := range deps {
+			if d == tt.pkg {
+				continue
+			}
+			for _, f := range tt.forbidden {
+				if strings.HasPrefix(d, f) {
+					t.Errorf("%s depends on %s", tt.pkg, d)
+				}
+			}
+		}
+		for _, r := range tt.required {
+			if !slices.Contains(deps, r) {
+				t.Errorf("%s does not depend on %s", tt.pkg, r)
+			}
+		}
+	}
+}

@@ -51,7 +51,7 @@ func TestDrift_served_verbs_have_request_and_result_schemas(t *testing.T) {
 	}
 	// The codec accepts a request of every served verb, and of no other
 	// verb without a schema.
-	codec, err := protocol.NewCodec(protocol.CodecConfig{})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatal(err)
 	}

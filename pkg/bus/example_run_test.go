@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // echoCLI stands in for a coding-agent CLI: it streams a session id, the
@@ -39,7 +39,8 @@ func (echoCLI) Stream(_ context.Context, call ops.Call, emit func(ops.Chunk) err
 
 // Example_run serves a CLI model (a stand-in registered as the provider
 // "cli"; cmd/worker registers the real one with --cli NAME=COMMAND) and
-// follows a run with client.Run: every chunk, in order, then the answer.
+// follows a run with Client.Run: every chunk, in order, then the typed
+// result.
 func Example_run() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -67,7 +68,9 @@ func Example_run() {
 		return
 	}
 
-	_, reply, err := cl.Run(ctx, "agent", map[string]any{"instruction": "hello"}, func(c ops.Chunk) error {
+	req := wire.RunRequest{}
+	req.Instruction = "hello"
+	res, err := cl.Run(ctx, "agent", req, func(c wire.Chunk) error {
 		fmt.Printf("chunk %d: %s %q\n", c.Seq, c.Kind, c.Content)
 		return nil
 	})
@@ -75,13 +78,7 @@ func Example_run() {
 		fmt.Println(err)
 		return
 	}
-	res, err := reply.Result()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	var v ops.RunValue
-	_ = json.Unmarshal(res.Value, &v)
+	v := res.Value
 	fmt.Printf("text %q, session %s, %d chunks\n", *v.Text, v.SessionID, v.Chunks)
 	// Output:
 	// chunk 1: system ""

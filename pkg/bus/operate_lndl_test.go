@@ -20,6 +20,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 	"github.com/rs/zerolog"
 )
 
@@ -56,7 +57,7 @@ func lndlToolService(t *testing.T, b *bustest.Bus) (ops.Invoker, *toolService) {
 		return json.RawMessage(`{"type":"object","properties":` + props + `}`)
 	}
 	ctx := bustest.Ctx(t)
-	served, err := tools.Serve(ctx, b.NC, tools.ServiceConfig{Name: "lndl-tools", Version: "1.0.0", Tools: []tools.Tool{
+	served, err := tools.Serve(ctx, b.NC, tools.ServiceConfig{Compile: toolschema.Compile, Name: "lndl-tools", Version: "1.0.0", Tools: []tools.Tool{
 		{Name: "add", Description: "Adds x and y.", Parameters: obj(`{"x":{"type":"number"},"y":{"type":"number"}}`),
 			Handler: count("add", func(a map[string]any) any {
 				x, _ := a["x"].(float64)

@@ -71,7 +71,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 }
 
 // BenchmarkRun_chunk_latency measures the time from a chunk leaving the
-// provider to a client following the run (client.Run: an ordered consumer
+// provider to a client following the run (client.Stream: an ordered consumer
 // on the chunk stream), through the embedded server: p50 and p99 over
 // every chunk of b.N runs of 100 chunks, one every millisecond.
 func BenchmarkRun_chunk_latency(b *testing.B) {
@@ -84,7 +84,7 @@ func BenchmarkRun_chunk_latency(b *testing.B) {
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_, reply, err := bus.Client.Run(ctx, "bench", map[string]any{"instruction": fmt.Sprint("go ", i), "clear_messages": true}, func(c ops.Chunk) error {
+		_, reply, err := bus.Client.Stream(ctx, "run", "bench", map[string]any{"instruction": fmt.Sprint("go ", i), "clear_messages": true}, func(c ops.Chunk) error {
 			if d, ok := latencyOf(c); ok {
 				lat = append(lat, d)
 			}

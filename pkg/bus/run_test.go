@@ -124,7 +124,7 @@ func TestRun_bus_chunks_then_answer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []ops.Chunk
-	id, reply, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
+	id, reply, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "list the files"}, func(c ops.Chunk) error {
 		got = append(got, c)
 		return nil
 	})
@@ -204,13 +204,13 @@ func TestRun_bus_resume(t *testing.T) {
 	t.Parallel()
 	rb := newRunBus(t, nil)
 	none := func(ops.Chunk) error { return nil }
-	_, r1, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "first"}, none)
+	_, r1, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "first"}, none)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rv ops.RunValue
 	bustest.MustResult(t, r1, &rv)
-	if _, r2, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "second"}, none); err != nil {
+	if _, r2, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "second"}, none); err != nil {
 		t.Fatal(err)
 	} else {
 		bustest.MustResult(t, r2, nil)
@@ -295,7 +295,7 @@ func TestRun_bus_errors(t *testing.T) {
 			t.Parallel()
 			rb := newRunBus(t, nil)
 			var got []ops.Chunk
-			id, reply, err := rb.Client.Run(bustest.Ctx(t), "b1", tt.data, func(c ops.Chunk) error {
+			id, reply, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", tt.data, func(c ops.Chunk) error {
 				got = append(got, c)
 				return nil
 			})
@@ -418,7 +418,7 @@ func TestRun_bus_stream_persist(t *testing.T) {
 	t.Run("clean run", func(t *testing.T) {
 		t.Parallel()
 		rb := newRunBus(t, nil)
-		id, reply, err := rb.Client.Run(bustest.Ctx(t), "b1", map[string]any{"instruction": "go", "stream_persist": true}, func(ops.Chunk) error { return nil })
+		id, reply, err := rb.Client.Stream(bustest.Ctx(t), "run", "b1", map[string]any{"instruction": "go", "stream_persist": true}, func(ops.Chunk) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

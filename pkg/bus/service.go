@@ -25,6 +25,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/schemas"
 )
 
 // Defaults of [Config].
@@ -345,7 +346,11 @@ func (s *Service) build(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: s.res.Config.Prefix, MaxPayload: s.res.Config.MaxPayload})
+	// A broken embedded schema stops the start, before any request.
+	if err := schemas.Compile(); err != nil {
+		return err
+	}
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: s.res.Config.Prefix, MaxPayload: s.res.Config.MaxPayload, Validator: schemas.Validator{}})
 	if err != nil {
 		return err
 	}

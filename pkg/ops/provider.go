@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Provider calls a model. Implementations live in the provider
@@ -71,16 +72,8 @@ type Call struct {
 }
 
 // ToolSpec describes a function tool offered to a model natively (see
-// [Call.Tools]).
-type ToolSpec struct {
-	// Name is the tool's name, as the model calls it.
-	Name string `json:"name"`
-	// Description says what the tool does; empty for none.
-	Description string `json:"description,omitempty"`
-	// Parameters is the JSON Schema of the tool's arguments object; nil
-	// for a tool that takes none.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-}
+// [Call.Tools]; [wire.ToolSpec]).
+type ToolSpec = wire.ToolSpec
 
 // ToolCall is a tool call a model asked for natively.
 type ToolCall struct {

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Bounds of a schema a request brings (response_format, the schemas
@@ -22,11 +24,11 @@ const (
 	// MaxSchemaBytes bounds the size of a response_format schema.
 	MaxSchemaBytes = 256 << 10
 	// MaxSchemaDepth bounds the nesting of objects and arrays in a
-	// schema's JSON.
-	MaxSchemaDepth = 64
-	// MaxSchemaNodes bounds the JSON values (objects, arrays, strings,
-	// numbers, ...) in a schema.
-	MaxSchemaNodes = 20000
+	// schema's JSON ([wire.MaxSchemaDepth]).
+	MaxSchemaDepth = wire.MaxSchemaDepth
+	// MaxSchemaNodes bounds the JSON values in a schema
+	// ([wire.MaxSchemaNodes]).
+	MaxSchemaNodes = wire.MaxSchemaNodes
 	// schemaCacheSize is how many compiled response schemas an engine
 	// process keeps, by content.
 	schemaCacheSize = 256
@@ -34,7 +36,7 @@ const (
 
 // ErrSchemaTooComplex is returned (wrapped) for a schema deeper than
 // MaxSchemaDepth or with more than MaxSchemaNodes values.
-var ErrSchemaTooComplex = errors.New("schema too complex")
+var ErrSchemaTooComplex = wire.ErrSchemaTooComplex
 
 // CheckSchemaShape checks that doc, a decoded JSON value, nests at most
 // MaxSchemaDepth objects and arrays deep and holds at most MaxSchemaNodes
@@ -74,39 +76,7 @@ func checkRawDepth(raw []byte) error {
 	return nil
 }
 
-func checkShape(doc any) error {
-	type item struct {
-		v     any
-		depth int
-	}
-	stack := []item{{doc, 0}}
-	nodes := 0
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		nodes++
-		if nodes > MaxSchemaNodes {
-			return fmt.Errorf("%w: more than %d values", ErrSchemaTooComplex, MaxSchemaNodes)
-		}
-		switch v := it.v.(type) {
-		case map[string]any:
-			if it.depth >= MaxSchemaDepth {
-				return fmt.Errorf("%w: nested deeper than %d", ErrSchemaTooComplex, MaxSchemaDepth)
-			}
-			for _, c := range v {
-				stack = append(stack, item{c, it.depth + 1})
-			}
-		case []any:
-			if it.depth >= MaxSchemaDepth {
-				return fmt.Errorf("%w: nested deeper than %d", ErrSchemaTooComplex, MaxSchemaDepth)
-			}
-			for _, c := range v {
-				stack = append(stack, item{c, it.depth + 1})
-			}
-		}
-	}
-	return nil
-}
+func checkShape(doc any) error { return wire.CheckSchemaShape(doc) }
 
 // errNoRemoteRefs refuses every $ref that is not inside the schema itself.
 var errNoRemoteRefs = errors.New("only references inside the schema are allowed")

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -30,11 +29,11 @@ const ToolErrorFailed = wire.ToolErrorFailed
 type ToolOutcome = wire.ToolOutcome
 
 // ErrNoTool means the invoker knows no tool of the invocation's name.
-var ErrNoTool = errors.New("ops: no such tool")
+var ErrNoTool = wire.ErrNoTool
 
 // ErrNoService means the tool is known but no service answered its
 // invocation (no replica is running).
-var ErrNoService = errors.New("ops: no service answers the tool")
+var ErrNoService = wire.ErrNoService
 
 // ToolDescriber is an optional interface of an [Invoker]: it describes
 // tools by name (description and parameters schema) so that operate offers
@@ -65,14 +64,9 @@ func (f InvokerFunc) Invoke(ctx context.Context, call ToolInvocation) (ToolOutco
 	return f(ctx, call)
 }
 
-// Decision is an [Authorizer]'s answer about one tool call.
-type Decision struct {
-	// Allow is true when the call may run.
-	Allow bool
-	// Reason says why a call is denied; act records it in the denial's
-	// error value.
-	Reason string
-}
+// Decision is an [Authorizer]'s answer about one tool call
+// ([wire.Decision]).
+type Decision = wire.Decision
 
 // Authorizer decides whether a tool call may run (the governance gate of
 // ADR-0022 D4), before any hook fires or the invoker is called. A denial is

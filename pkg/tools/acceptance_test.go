@@ -28,6 +28,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -209,7 +210,7 @@ func TestAcceptance_operate_calls_registry_tools_over_NATS(t *testing.T) {
 	b := bustest.New(t, provision.Config{})
 	raw := startRawTool(t, b, "raw_upper")
 	g := newGate()
-	serveOn(t, b, tools.ServiceConfig{Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
 	gone, _ := json.Marshal(tools.Entry{Name: "gone", Parameters: json.RawMessage(`{"type":"object"}`), Subject: "lion.tool.gone"})
 	if _, err := b.Res.Tools.Put(bustest.Ctx(t), "gone", gone); err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestAcceptance_operate_calls_registry_tools_over_NATS(t *testing.T) {
 func TestAcceptance_operate_offers_registry_schemas(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
-	serveOn(t, b, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
 	startWorker(t, b, tools.InvokerConfig{}, nil)
 	createBranch(t, b, "offer", []string{"echo"}, `{"answer": "ok"}`)
 	format := map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}
@@ -282,7 +283,7 @@ func TestAcceptance_denials_never_reach_the_tool(t *testing.T) {
 	b := bustest.New(t, provision.Config{})
 	var runs atomic.Int64
 	count := func(context.Context, map[string]any) (any, error) { runs.Add(1); return "ran", nil }
-	serveOn(t, b, tools.ServiceConfig{Name: "money", Tools: []tools.Tool{
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "money", Tools: []tools.Tool{
 		{Name: "refund", Handler: count}, {Name: "wire", Handler: count}, {Name: "slow_check", Handler: count}, {Name: "lookup", Handler: count},
 	}})
 	// The approver: allows lookup, denies wire, never answers slow_check.
@@ -412,7 +413,7 @@ func TestAcceptance_cancelled_request_cancels_the_handler(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
 	g := newGate()
-	serveOn(t, b, tools.ServiceConfig{Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang, Timeout: time.Minute}}})
 	startWorker(t, b, tools.InvokerConfig{Timeout: time.Minute}, nil)
 	createBranch(t, b, "cancel", []string{"hang"})
 	id, err := b.Client.Submit(bustest.Ctx(t), "act", "cancel", map[string]any{"action_requests": []map[string]any{{"function": "hang"}}})
@@ -450,7 +451,7 @@ func TestAcceptance_redelivery_does_not_run_the_tool_again(t *testing.T) {
 	t.Parallel()
 	b := bustest.New(t, provision.Config{})
 	var runs atomic.Int64
-	billing := serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
+	billing := serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "billing", Tools: []tools.Tool{{Name: "refund",
 		Handler: func(context.Context, map[string]any) (any, error) {
 			return map[string]any{"refund_id": "rf-" + time.Now().Format(time.RFC3339Nano), "run": runs.Add(1)}, nil
 		}}}})
@@ -523,7 +524,7 @@ func TestAcceptance_killed_worker_redelivery_does_not_run_the_tool_again(t *test
 	var once sync.Once
 	actx, kill := context.WithCancel(context.Background())
 	defer kill()
-	billing := serveOn(t, b, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{{Name: "refund",
+	billing := serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "billing", Tools: []tools.Tool{{Name: "refund",
 		Handler: func(context.Context, map[string]any) (any, error) {
 			n := runs.Add(1)
 			once.Do(func() { close(killA) })

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Event types of the approval protocol.
@@ -64,15 +64,15 @@ type Policy struct {
 }
 
 // Authorize decides about call: denied tools first, then the approver.
-func (p *Policy) Authorize(ctx context.Context, call ops.ToolInvocation) (ops.Decision, error) {
+func (p *Policy) Authorize(ctx context.Context, call wire.ToolInvocation) (wire.Decision, error) {
 	if slices.Contains(p.Denied, call.Function) {
-		return ops.Decision{Reason: fmt.Sprintf("tool %q is denied by the worker's policy", call.Function)}, nil
+		return wire.Decision{Reason: fmt.Sprintf("tool %q is denied by the worker's policy", call.Function)}, nil
 	}
 	if !p.Approve {
-		return ops.Decision{Allow: true}, nil
+		return wire.Decision{Allow: true}, nil
 	}
 	if p.Conn == nil {
-		return ops.Decision{Reason: "no connection to ask the approver on"}, nil
+		return wire.Decision{Reason: "no connection to ask the approver on"}, nil
 	}
 	prefix := p.Prefix
 	if prefix == "" {
@@ -88,29 +88,29 @@ func (p *Policy) Authorize(ctx context.Context, call ops.ToolInvocation) (ops.De
 	subject := ApprovalSubject(prefix, call.Function)
 	msg, err := encodeMsg(subject, "/lionbus/worker", ApprovalRequestType, trace, call)
 	if err != nil {
-		return ops.Decision{}, err
+		return wire.Decision{}, err
 	}
 	reply, err := p.Conn.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return ops.Decision{Reason: "no approver answers " + subject}, nil
+		return wire.Decision{Reason: "no approver answers " + subject}, nil
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		return ops.Decision{Reason: fmt.Sprintf("the approver did not answer within %s", wait)}, nil
+		return wire.Decision{Reason: fmt.Sprintf("the approver did not answer within %s", wait)}, nil
 	case err != nil:
-		return ops.Decision{Reason: "asking the approver failed: " + err.Error()}, nil
+		return wire.Decision{Reason: "asking the approver failed: " + err.Error()}, nil
 	}
 	a, err := readApproval(reply)
 	if err != nil {
-		return ops.Decision{Reason: "the approver's answer is unreadable: " + err.Error()}, nil
+		return wire.Decision{Reason: "the approver's answer is unreadable: " + err.Error()}, nil
 	}
 	if !a.Allow {
 		reason := "denied by the approver"
 		if a.Reason != "" {
-			reason += ": " + ops.Truncate(a.Reason, 1024)
+			reason += ": " + wire.Truncate(a.Reason, 1024)
 		}
-		return ops.Decision{Reason: reason}, nil
+		return wire.Decision{Reason: reason}, nil
 	}
-	return ops.Decision{Allow: true}, nil
+	return wire.Decision{Allow: true}, nil
 }
 
 // readApproval reads an approval result event, or a plain JSON Approval.
@@ -123,7 +123,7 @@ func readApproval(m *nats.Msg) (Approval, error) {
 	body := m.Data
 	if _, ce := probe["specversion"]; ce {
 		if t := string(probe["type"]); t != `"`+ApprovalResultType+`"` {
-			return a, fmt.Errorf("type is %s, want %s", ops.Truncate(t, 80), ApprovalResultType)
+			return a, fmt.Errorf("type is %s, want %s", wire.Truncate(t, 80), ApprovalResultType)
 		}
 		body = probe["data"]
 	}

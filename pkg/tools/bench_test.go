@@ -11,6 +11,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // BenchmarkInvoke measures one invocation through the NATS invoker and an
@@ -34,7 +35,7 @@ func BenchmarkInvoke(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer nc.Close()
-			svc, err := tools.Serve(context.Background(), nc, tools.ServiceConfig{Name: "bench", Version: "1.0.0",
+			svc, err := tools.Serve(context.Background(), nc, tools.ServiceConfig{Compile: toolschema.Compile, Name: "bench", Version: "1.0.0",
 				ResultWindow: bc.window, Tools: []tools.Tool{echoTool("a")}})
 			if err != nil {
 				b.Fatal(err)

@@ -16,7 +16,10 @@
 // endpoint per [Tool] on "<prefix>.tool.<name>", in a queue group named
 // after the tool, so that replicas share the load. Before a handler runs,
 // the invocation's arguments are checked against the tool's JSON Schema
-// (code invalid_arguments otherwise). The handler's context ends at the
+// (code invalid_arguments otherwise) when the service has a [Compiler]
+// ([ServiceConfig].Compile: toolschema.Compile, from the package
+// pkg/tools/toolschema). The package itself links no schema compiler, and
+// neither the engine: it speaks the protocol through pkg/wire. The handler's context ends at the
 // invocation's deadline, when the caller cancels it (a lionbus.tool.cancel
 // event on "<subject>.cancel"), or on a hard stop. Errors are structured
 // results: a handler returns [Errorf] for a code of its own.
@@ -44,7 +47,7 @@
 //
 // # Invoking and governance
 //
-// [Invoker] implements ops.Invoker: a request/reply on the tool's subject
+// [Invoker] implements ops.Invoker (its types are pkg/wire's): a request/reply on the tool's subject
 // bounded by the earliest of the tool's timeout ([InvokerConfig].Timeouts or
 // Timeout, or [WithCallTimeout]) and the request's deadline, carrying the
 // request's traceparent. [Policy] implements ops.Authorizer: tools denied to

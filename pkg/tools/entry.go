@@ -8,8 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Bounds on a registry entry. They keep one entry well under the default
@@ -25,6 +24,19 @@ const (
 
 // ErrInvalidEntry is matched (errors.Is) by every error of [Entry.Validate]
 // and [DecodeEntry].
+
+// Compiler compiles a tool's parameters schema into a check of a call's
+// arguments: the check returns nil when the arguments match, else why
+// not. The schema it gets is a JSON object of type "object" within the
+// shape bounds (wire.CheckSchemaShape); Compiler refuses one it cannot
+// compile, and must not load anything from outside the schema.
+//
+// pkg/tools links no JSON Schema compiler itself, so that a tool service
+// stays small: package toolschema provides one ([toolschema.Compile],
+// JSON Schema 2020-12), which a service opts into with
+// [ServiceConfig].Compile.
+type Compiler func(parameters json.RawMessage) (func(args map[string]any) error, error)
+
 var ErrInvalidEntry = errors.New("tools: invalid registry entry")
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -47,8 +59,8 @@ type Entry struct {
 	Version string `json:"version,omitempty"`
 }
 
-// DecodeEntry decodes and validates a registry value stored under key.
-// The key must equal the entry's name.
+// DecodeEntry decodes and validates (Validate(nil)) a registry value stored
+// under key. The key must equal the entry's name.
 func DecodeEntry(key string, value []byte) (*Entry, error) {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.DisallowUnknownFields()
@@ -59,23 +71,27 @@ func DecodeEntry(key string, value []byte) (*Entry, error) {
 	if e.Name != key {
 		return nil, fmt.Errorf("%w: key %q holds the entry of %q", ErrInvalidEntry, key, e.Name)
 	}
-	if err := e.Validate(); err != nil {
+	// The registry holds no compiler: an entry is checked for its shape;
+	// the service that wrote it compiled its parameters (an SDK service
+	// with ServiceConfig.Compile, or a service of another language).
+	if err := e.Validate(nil); err != nil {
 		return nil, err
 	}
 	return &e, nil
 }
 
 // Validate checks the entry: a valid name, a bounded description, a subject
-// with no wildcards, and parameters that are a compilable JSON Schema of an
-// object.
-func (e *Entry) Validate() error {
-	_, err := e.compile()
+// with no wildcards, and parameters that are a JSON Schema of an object
+// within the shape bounds; with compile non-nil, also that compile
+// accepts the parameters.
+func (e *Entry) Validate(compile Compiler) error {
+	_, err := e.check(compile)
 	return err
 }
 
-// compile checks the entry as Validate does and returns its parameters
-// compiled.
-func (e *Entry) compile() (*jsonschema.Schema, error) {
+// check checks the entry as Validate does and returns its parameters
+// compiled (nil when compile is nil).
+func (e *Entry) check(compile Compiler) (func(map[string]any) error, error) {
 	if len(e.Name) == 0 || len(e.Name) > MaxNameLength || !nameRE.MatchString(e.Name) {
 		return nil, fmt.Errorf("%w: name %q must be 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, e.Name, MaxNameLength)
 	}
@@ -91,46 +107,39 @@ func (e *Entry) compile() (*jsonschema.Schema, error) {
 	if len(e.Parameters) > MaxParametersSize {
 		return nil, fmt.Errorf("%w: %s: parameters are %d bytes, over the %d byte limit", ErrInvalidEntry, e.Name, len(e.Parameters), MaxParametersSize)
 	}
-	sch, err := compileParameters(e.Parameters)
+	if err := checkParameters(e.Parameters); err != nil {
+		return nil, fmt.Errorf("%w: %s: parameters: %v", ErrInvalidEntry, e.Name, err)
+	}
+	if compile == nil {
+		return nil, nil
+	}
+	check, err := compile(e.Parameters)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: parameters: %v", ErrInvalidEntry, e.Name, err)
 	}
-	return sch, nil
+	return check, nil
 }
 
-// compileParameters compiles a parameters schema (no external references),
-// which must describe an object.
-func compileParameters(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
+// checkParameters checks that a parameters schema is JSON describing an
+// object, within the shape bounds.
+func checkParameters(raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	if dec.More() {
+		return errors.New("not JSON: more than one value")
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil, errors.New("must be a JSON Schema object")
+		return errors.New("must be a JSON Schema object")
 	}
 	if t, ok := obj["type"]; !ok || t != "object" {
-		return nil, errors.New(`must have "type": "object" (the arguments are an object)`)
+		return errors.New(`must have "type": "object" (the arguments are an object)`)
 	}
-	if err := ops.CheckSchemaShape(doc); err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	const url = "lionbus:tool-parameters.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
-// noLoader refuses every external reference: a registry entry must be
-// self-contained.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external reference %q is not allowed", url)
+	return wire.CheckSchemaShape(doc)
 }
 
 func validSubject(s string) bool {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 const addParams = `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`
@@ -58,15 +59,15 @@ func TestEntry_Validate(t *testing.T) {
 			t.Parallel()
 			e := validEntry()
 			tt.change(&e)
-			err := e.Validate()
+			err := e.Validate(toolschema.Compile)
 			if tt.wantErr == "" {
 				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
+					t.Fatalf("Validate(toolschema.Compile) = %v, want nil", err)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("Validate() = nil, want an error mentioning %q", tt.wantErr)
+				t.Fatalf("Validate(toolschema.Compile) = nil, want an error mentioning %q", tt.wantErr)
 			}
 			if !errors.Is(err, tools.ErrInvalidEntry) {
 				t.Errorf("error %v does not match ErrInvalidEntry", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // startExampleServer starts an embedded server with JetStream on a free
@@ -45,7 +46,7 @@ func ExampleServe() {
 	defer nc.Close()
 
 	svc, err := tools.Serve(ctx, nc, tools.ServiceConfig{
-		Name: "greeter", Version: "1.0.0",
+		Compile: toolschema.Compile, Name: "greeter", Version: "1.0.0",
 		Tools: []tools.Tool{{
 			Name:        "greet",
 			Description: "Greets someone by name.",

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // DefaultResultWindow is how long the SDK remembers the result of an
@@ -39,7 +39,7 @@ type record struct {
 	Running bool      `json:"running,omitempty"`
 	Until   time.Time `json:"until,omitzero"`
 	// Outcome is the first result, once there is one.
-	Outcome *ops.ToolOutcome `json:"outcome,omitempty"`
+	Outcome *wire.ToolOutcome `json:"outcome,omitempty"`
 }
 
 // resultStore remembers outcomes by tool and idempotency key in a KV
@@ -81,7 +81,7 @@ type claim struct {
 // for it until until. When another replica holds the claim, it waits for
 // that replica's outcome, taking the claim over if it lapses first. It
 // returns ctx's error when ctx ends while waiting.
-func (s *resultStore) begin(ctx context.Context, k string, until time.Time) (*ops.ToolOutcome, *claim, error) {
+func (s *resultStore) begin(ctx context.Context, k string, until time.Time) (*wire.ToolOutcome, *claim, error) {
 	running, err := json.Marshal(record{Running: true, Until: until.UTC()})
 	if err != nil {
 		return nil, nil, err
@@ -112,7 +112,7 @@ func (s *resultStore) begin(ctx context.Context, k string, until time.Time) (*op
 // await watches k, held by another replica, until it has an outcome (which
 // it returns), its claim lapses (it takes the claim over), or it is
 // deleted (retry: the holder gave up; try to create it again).
-func (s *resultStore) await(ctx context.Context, k string, running []byte) (out *ops.ToolOutcome, c *claim, retry bool, err error) {
+func (s *resultStore) await(ctx context.Context, k string, running []byte) (out *wire.ToolOutcome, c *claim, retry bool, err error) {
 	w, err := s.kv.Watch(ctx, k)
 	if err != nil {
 		return nil, nil, false, err
@@ -158,7 +158,7 @@ func (s *resultStore) await(ctx context.Context, k string, running []byte) (out 
 }
 
 // finish stores the outcome under c's key, if c still holds it.
-func (s *resultStore) finish(ctx context.Context, c *claim, out ops.ToolOutcome) error {
+func (s *resultStore) finish(ctx context.Context, c *claim, out wire.ToolOutcome) error {
 	v, err := json.Marshal(record{Outcome: &out})
 	if err != nil {
 		return err

@@ -10,13 +10,13 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // ErrNoService is matched (errors.Is) by the error of an invocation that no
 // service answered: the tool is registered but no replica listens on its
-// subject. It also matches ops.ErrNoService.
-var ErrNoService = ops.ErrNoService
+// subject. It also matches wire.ErrNoService.
+var ErrNoService = wire.ErrNoService
 
 // ErrBadEntry is matched (errors.Is) by the error of an invocation whose
 // registry entry names a subject the invoker refuses: a system subject or
@@ -94,13 +94,13 @@ func WithCallTimeout(ctx context.Context, d time.Duration) context.Context {
 
 // DescribeTools describes the named tools from the registry (see
 // [Registry.DescribeTools]); without a registry, by name alone.
-func (i *Invoker) DescribeTools(ctx context.Context, names []string) []ops.ToolSpec {
+func (i *Invoker) DescribeTools(ctx context.Context, names []string) []wire.ToolSpec {
 	if i.cfg.Registry != nil {
 		return i.cfg.Registry.DescribeTools(ctx, names)
 	}
-	out := make([]ops.ToolSpec, len(names))
+	out := make([]wire.ToolSpec, len(names))
 	for k, n := range names {
-		out[k] = ops.ToolSpec{Name: n}
+		out[k] = wire.ToolSpec{Name: n}
 	}
 	return out
 }
@@ -108,7 +108,7 @@ func (i *Invoker) DescribeTools(ctx context.Context, names []string) []ops.ToolS
 // deadline is the invocation's bound: now plus the call's timeout (the
 // ctx override, else the tool's, else the default), never past
 // call.Deadline or ctx's deadline.
-func (i *Invoker) deadline(ctx context.Context, call ops.ToolInvocation) time.Time {
+func (i *Invoker) deadline(ctx context.Context, call wire.ToolInvocation) time.Time {
 	d := i.cfg.Timeout
 	if td, ok := i.cfg.Timeouts[call.Function]; ok && td > 0 {
 		d = td
@@ -129,27 +129,27 @@ func (i *Invoker) deadline(ctx context.Context, call ops.ToolInvocation) time.Ti
 // Invoke sends call to its tool and waits for the answer until the
 // invocation's deadline (see [WithCallTimeout]). It returns the tool's
 // outcome, including an error the tool reported. Its error wraps
-// ops.ErrNoTool when the registry has no such tool, ErrBadEntry when its
+// wire.ErrNoTool when the registry has no such tool, ErrBadEntry when its
 // entry names a subject the invoker refuses, ErrNoService when no service
 // answers the tool's subject, context.DeadlineExceeded when the
 // deadline passes first and context.Canceled when ctx is cancelled; in
 // the last two cases the tool is sent a lionbus.tool.cancel event on
 // CancelSubject of its subject, so that its handler stops. The invoke
 // event carries ctx's traceparent (protocol.ContextWithTraceParent).
-func (i *Invoker) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.ToolOutcome, error) {
+func (i *Invoker) Invoke(ctx context.Context, call wire.ToolInvocation) (wire.ToolOutcome, error) {
 	subject := i.subj.Tool(call.Function)
 	if i.cfg.Registry != nil {
 		e, err := i.cfg.Registry.Lookup(ctx, call.Function)
 		if err != nil {
-			return ops.ToolOutcome{}, err
+			return wire.ToolOutcome{}, err
 		}
 		subject = e.Subject
 		if !i.allowedSubject(subject) {
-			return ops.ToolOutcome{}, fmt.Errorf("%w: tool %q: its registry entry names subject %q, which is lionbus's own or a system subject; a tool answers under %s.tool. or outside the prefix",
-				ErrBadEntry, call.Function, ops.Truncate(subject, 80), i.cfg.Prefix)
+			return wire.ToolOutcome{}, fmt.Errorf("%w: tool %q: its registry entry names subject %q, which is lionbus's own or a system subject; a tool answers under %s.tool. or outside the prefix",
+				ErrBadEntry, call.Function, wire.Truncate(subject, 80), i.cfg.Prefix)
 		}
-	} else if !ops.ValidID(call.Function) {
-		return ops.ToolOutcome{}, fmt.Errorf("%w %q", ops.ErrNoTool, ops.Truncate(call.Function, ops.MaxIDLength))
+	} else if !wire.ValidID(call.Function) {
+		return wire.ToolOutcome{}, fmt.Errorf("%w %q", wire.ErrNoTool, wire.Truncate(call.Function, wire.MaxIDLength))
 	}
 	dl := i.deadline(ctx, call)
 	call.Deadline = dl.UTC()
@@ -158,24 +158,24 @@ func (i *Invoker) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.Tool
 	trace, _ := protocol.TraceParentFromContext(ctx)
 	msg, err := encodeMsg(subject, i.cfg.Source, InvokeType, trace, call)
 	if err != nil {
-		return ops.ToolOutcome{}, err
+		return wire.ToolOutcome{}, err
 	}
 	reply, err := i.nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return ops.ToolOutcome{}, fmt.Errorf("%w: tool %q on %s", ErrNoService, call.Function, subject)
+		return wire.ToolOutcome{}, fmt.Errorf("%w: tool %q on %s", ErrNoService, call.Function, subject)
 	case ctx.Err() != nil:
 		i.sendCancel(subject, trace, call)
-		return ops.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, ctx.Err())
+		return wire.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, ctx.Err())
 	case err != nil:
-		return ops.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, err)
+		return wire.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, err)
 	}
 	out, err := decodeOutcome(i.codec, reply.Header, reply.Data)
 	if err == nil && out.Error != nil && out.Error.Code == CodeTimeout && time.Until(dl) < deadlineSlack {
 		// The service stopped the handler at this call's deadline and said
 		// so just before the wait here ended: the same timeout, whichever
 		// side noticed it first.
-		return ops.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, context.DeadlineExceeded)
+		return wire.ToolOutcome{}, fmt.Errorf("tools: tool %q: %w", call.Function, context.DeadlineExceeded)
 	}
 	return out, err
 }
@@ -198,7 +198,7 @@ func (i *Invoker) allowedSubject(subject string) bool {
 
 // sendCancel tells the tool's service to stop the invocation; a failure
 // to send is ignored (the tool's own deadline stops it anyway).
-func (i *Invoker) sendCancel(subject, trace string, call ops.ToolInvocation) {
+func (i *Invoker) sendCancel(subject, trace string, call wire.ToolInvocation) {
 	msg, err := encodeMsg(CancelSubject(subject), i.cfg.Source, CancelType, trace,
 		cancelData{IdempotencyKey: call.IdempotencyKey, RequestID: call.RequestID})
 	if err == nil {

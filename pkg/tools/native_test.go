@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // operate offers a branch's registry tools to an OpenAI-compatible model
@@ -38,7 +39,7 @@ func TestAcceptance_operate_offers_registry_tools_natively(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := bustest.New(t, provision.Config{})
-	serveOn(t, b, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
+	serveOn(t, b, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
 	startWorkerWith(t, b, tools.InvokerConfig{}, nil, ops.NewProviders(map[string]ops.Provider{openai.Name: prov}))
 	bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{"branch_id": "native", "tools": []string{"echo"}, "chat_model": "openai:m"}), nil)
 	format := map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}

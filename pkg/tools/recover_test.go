@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // A tool service gets back what it owns when it is lost: its registry
@@ -52,7 +53,7 @@ func TestService_recreates_what_it_owns(t *testing.T) {
 			}
 			zl := bustest.Logger(t)
 			svc, err := tools.Serve(bustest.Ctx(t), b.conn(t), tools.ServiceConfig{
-				Name: "svc", Version: "1.0.0", Heartbeat: 100 * time.Millisecond, Tools: []tools.Tool{counted}, Logger: zl,
+				Compile: toolschema.Compile, Name: "svc", Version: "1.0.0", Heartbeat: 100 * time.Millisecond, Tools: []tools.Tool{counted}, Logger: zl,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // openBucket opens the KV bucket cfg.Bucket, creating it with cfg when it
@@ -126,7 +126,7 @@ func (r *Registry) Close() error {
 
 // Lookup returns the entry of the named tool. A name the cache does not
 // hold is read from the bucket, so a tool registered a moment ago is
-// found. It returns an error wrapping ops.ErrNoTool when there is none.
+// found. It returns an error wrapping wire.ErrNoTool when there is none.
 func (r *Registry) Lookup(ctx context.Context, name string) (*Entry, error) {
 	r.mu.RLock()
 	e, ok := r.entries[name]
@@ -134,19 +134,19 @@ func (r *Registry) Lookup(ctx context.Context, name string) (*Entry, error) {
 	if ok {
 		return e, nil
 	}
-	if !ops.ValidID(name) {
-		return nil, fmt.Errorf("%w %q", ops.ErrNoTool, ops.Truncate(name, ops.MaxIDLength))
+	if !wire.ValidID(name) {
+		return nil, fmt.Errorf("%w %q", wire.ErrNoTool, wire.Truncate(name, wire.MaxIDLength))
 	}
 	kve, err := r.kv.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w %q (not in the registry)", ops.ErrNoTool, name)
+		return nil, fmt.Errorf("%w %q (not in the registry)", wire.ErrNoTool, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tools: registry lookup %s: %w", name, err)
 	}
 	e, err = DecodeEntry(name, kve.Value())
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ops.ErrNoTool, name, err)
+		return nil, fmt.Errorf("%w %q: %w", wire.ErrNoTool, name, err)
 	}
 	return e, nil
 }
@@ -166,10 +166,10 @@ func (r *Registry) List() []Entry {
 // model: name, description and parameters schema. A tool that is not
 // registered is described by its name alone. It implements
 // ops.ToolDescriber.
-func (r *Registry) DescribeTools(ctx context.Context, names []string) []ops.ToolSpec {
-	out := make([]ops.ToolSpec, 0, len(names))
+func (r *Registry) DescribeTools(ctx context.Context, names []string) []wire.ToolSpec {
+	out := make([]wire.ToolSpec, 0, len(names))
 	for _, n := range names {
-		spec := ops.ToolSpec{Name: n}
+		spec := wire.ToolSpec{Name: n}
 		if e, err := r.Lookup(ctx, n); err == nil {
 			spec.Description, spec.Parameters = e.Description, e.Parameters
 		}

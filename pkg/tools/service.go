@@ -13,10 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Defaults of a [ServiceConfig].
@@ -38,16 +37,16 @@ var ErrInvalidConfig = errors.New("tools: invalid service config")
 
 // Handler runs one invocation of a tool: args are the invocation's
 // arguments, already checked against the tool's schema. Its output must be
-// JSON-encodable. A returned *ops.ToolError (see [Errorf]) is answered with
-// its code; any other error with code ops.ToolErrorFailed. ctx ends when the
+// JSON-encodable. A returned *wire.ToolError (see [Errorf]) is answered with
+// its code; any other error with code wire.ToolErrorFailed. ctx ends when the
 // invocation's deadline passes, the caller cancels it, or the service is
 // stopped hard.
 type Handler func(ctx context.Context, args map[string]any) (any, error)
 
 // Errorf returns a tool error with a code of the tool's own, for a
 // [Handler] to return.
-func Errorf(code, format string, args ...any) *ops.ToolError {
-	return &ops.ToolError{Code: code, Message: fmt.Sprintf(format, args...)}
+func Errorf(code, format string, args ...any) *wire.ToolError {
+	return &wire.ToolError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // Tool declares one tool of a service.
@@ -104,6 +103,14 @@ type ServiceConfig struct {
 	StartupTimeout time.Duration
 	// Tools are the tools the service serves. At least one.
 	Tools []Tool
+	// Compile compiles each tool's parameters schema at Serve, which
+	// refuses a schema it cannot compile; every invocation's arguments
+	// are then checked against it before the handler runs (code
+	// invalid_arguments otherwise). Set it to toolschema.Compile (package
+	// pkg/tools/toolschema, JSON Schema 2020-12). nil: the schemas are
+	// checked for their shape only and handlers get the arguments object
+	// unchecked, so that a service links no schema compiler.
+	Compile Compiler
 	// Version is the service's semantic version, e.g. "1.0.0". Required.
 	Version string
 }
@@ -112,7 +119,7 @@ type ServiceConfig struct {
 type tool struct {
 	Tool
 	entry   Entry
-	schema  *jsonschema.Schema
+	check   func(args map[string]any) error // nil: no schema check
 	subject string
 }
 
@@ -240,7 +247,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	for _, t := range s.tools {
 		err := svc.AddEndpoint(t.Name, micro.HandlerFunc(func(r micro.Request) { s.receive(t, r) }),
 			micro.WithEndpointSubject(t.subject), micro.WithEndpointQueueGroup(t.Name),
-			micro.WithEndpointMetadata(map[string]string{"description": ops.Truncate(t.Description, 256)}))
+			micro.WithEndpointMetadata(map[string]string{"description": wire.Truncate(t.Description, 256)}))
 		if err == nil {
 			var sub *nats.Subscription
 			sub, err = nc.Subscribe(CancelSubject(t.subject), s.receiveCancel)
@@ -264,7 +271,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 // told to stop an invocation: "<subject>.cancel".
 func CancelSubject(subject string) string { return subject + ".cancel" }
 
-// prepareTool checks t and compiles its schema.
+// prepareTool checks t and compiles its schema with cfg.Compile.
 func prepareTool(t Tool, cfg ServiceConfig, subj protocol.Subjects) (*tool, error) {
 	if t.Handler == nil {
 		return nil, fmt.Errorf("%w: tool %q has no handler", ErrInvalidConfig, t.Name)
@@ -283,11 +290,11 @@ func prepareTool(t Tool, cfg ServiceConfig, subj protocol.Subjects) (*tool, erro
 		version = cfg.Version
 	}
 	e := Entry{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Subject: subj.Tool(t.Name), Version: version}
-	sch, err := e.compile()
+	check, err := e.check(cfg.Compile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &tool{Tool: t, entry: e, schema: sch, subject: e.Subject}, nil
+	return &tool{Tool: t, entry: e, check: check, subject: e.Subject}, nil
 }
 
 // register writes every tool's registry entry that is missing or differs.
@@ -426,7 +433,7 @@ func (s *Service) receive(t *tool, r micro.Request) {
 	s.gate.Lock()
 	if s.stopped.Load() {
 		s.gate.Unlock()
-		s.respond(r, "", ops.ToolOutcome{Error: Errorf(CodeBusy, "tool service %s is stopping", s.cfg.Name)})
+		s.respond(r, "", wire.ToolOutcome{Error: Errorf(CodeBusy, "tool service %s is stopping", s.cfg.Name)})
 		return
 	}
 	s.running.Add(1)
@@ -441,21 +448,21 @@ func (s *Service) receive(t *tool, r micro.Request) {
 func (s *Service) serve(t *tool, r micro.Request) {
 	ev, err := s.codec.DecodeEvent(nats.Header(r.Headers()), r.Data())
 	if err != nil {
-		s.respond(r, "", ops.ToolOutcome{Error: Errorf(CodeBadInvocation, "not a CloudEvent: %v", err)})
+		s.respond(r, "", wire.ToolOutcome{Error: Errorf(CodeBadInvocation, "not a CloudEvent: %v", err)})
 		return
 	}
 	trace := traceOf(ev)
 	var inv Invocation
 	switch {
 	case ev.Type() != InvokeType:
-		err = fmt.Errorf("type is %q, want %s", ops.Truncate(ev.Type(), 80), InvokeType)
+		err = fmt.Errorf("type is %q, want %s", wire.Truncate(ev.Type(), 80), InvokeType)
 	default:
 		if err = decodeData(ev, &inv); err == nil && inv.Function != t.Name {
-			err = fmt.Errorf("function is %q, this is tool %s", ops.Truncate(inv.Function, 80), t.Name)
+			err = fmt.Errorf("function is %q, this is tool %s", wire.Truncate(inv.Function, 80), t.Name)
 		}
 	}
 	if err != nil {
-		s.respond(r, trace, ops.ToolOutcome{Error: Errorf(CodeBadInvocation, "%v", err)})
+		s.respond(r, trace, wire.ToolOutcome{Error: Errorf(CodeBadInvocation, "%v", err)})
 		return
 	}
 	if inv.Arguments == nil {
@@ -471,13 +478,15 @@ func (s *Service) serve(t *tool, r micro.Request) {
 
 	// Arguments are checked before anything else happens (no claim, no
 	// handler): a repeated invalid call gets the same answer anyway.
-	if err := t.schema.Validate(inv.Arguments); err != nil {
-		s.respond(r, trace, ops.ToolOutcome{Error: Errorf(CodeInvalidArguments, "arguments do not match the schema of %s: %v", t.Name, err)})
+	if t.check == nil {
+		// No compiler: the arguments are an object, nothing more is known.
+	} else if err := t.check(inv.Arguments); err != nil {
+		s.respond(r, trace, wire.ToolOutcome{Error: Errorf(CodeInvalidArguments, "arguments do not match the schema of %s: %v", t.Name, err)})
 		return
 	}
 	var cl *claim
 	if s.results != nil && inv.IdempotencyKey != "" {
-		var first *ops.ToolOutcome
+		var first *wire.ToolOutcome
 		first, cl, err = s.results.begin(ctx, resultKey(t.Name, inv.IdempotencyKey), deadline.Add(claimGrace))
 		if err != nil && bucketGone(err) && s.reopenResults(ctx) == nil {
 			// Deleted, or lost with the server's store: created again.
@@ -511,7 +520,7 @@ func (s *Service) serve(t *tool, r micro.Request) {
 
 // run runs t's handler once a slot is free. ran is false when the handler
 // was not run or ctx ended before it returned: nothing is remembered then.
-func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out ops.ToolOutcome, ran bool) {
+func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out wire.ToolOutcome, ran bool) {
 	select {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()
@@ -529,15 +538,15 @@ func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out ops.Too
 		return ctxOutcome(hctx, err), false
 	}
 	if err != nil {
-		var te *ops.ToolError
+		var te *wire.ToolError
 		if errors.As(err, &te) {
 			code := te.Code
 			if code == "" {
-				code = ops.ToolErrorFailed
+				code = wire.ToolErrorFailed
 			}
-			return ops.ToolOutcome{Error: &ops.ToolError{Code: code, Message: te.Message}}, true
+			return wire.ToolOutcome{Error: &wire.ToolError{Code: code, Message: te.Message}}, true
 		}
-		return ops.ToolOutcome{Error: Errorf(ops.ToolErrorFailed, "%v", err)}, true
+		return wire.ToolOutcome{Error: Errorf(wire.ToolErrorFailed, "%v", err)}, true
 	}
 	var v any
 	b, err := json.Marshal(res)
@@ -545,9 +554,9 @@ func (s *Service) run(ctx context.Context, t *tool, inv Invocation) (out ops.Too
 		err = json.Unmarshal(b, &v)
 	}
 	if err != nil {
-		return ops.ToolOutcome{Error: Errorf(ops.ToolErrorFailed, "output is not JSON-encodable: %v", err)}, true
+		return wire.ToolOutcome{Error: Errorf(wire.ToolErrorFailed, "output is not JSON-encodable: %v", err)}, true
 	}
-	return ops.ToolOutcome{Output: v}, true
+	return wire.ToolOutcome{Output: v}, true
 }
 
 // safeCall runs h, turning a panic into an error.
@@ -562,14 +571,14 @@ func safeCall(ctx context.Context, h Handler, args map[string]any) (out any, err
 
 // ctxOutcome is the error result of an invocation whose context ended
 // (timeout or canceled), else of cause.
-func ctxOutcome(ctx context.Context, cause error) ops.ToolOutcome {
+func ctxOutcome(ctx context.Context, cause error) wire.ToolOutcome {
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
-		return ops.ToolOutcome{Error: Errorf(CodeCanceled, "the invocation was cancelled")}
+		return wire.ToolOutcome{Error: Errorf(CodeCanceled, "the invocation was cancelled")}
 	case ctx.Err() != nil:
-		return ops.ToolOutcome{Error: Errorf(CodeTimeout, "the invocation's deadline passed")}
+		return wire.ToolOutcome{Error: Errorf(CodeTimeout, "the invocation's deadline passed")}
 	}
-	return ops.ToolOutcome{Error: Errorf(ops.ToolErrorFailed, "%v", cause)}
+	return wire.ToolOutcome{Error: Errorf(wire.ToolErrorFailed, "%v", cause)}
 }
 
 // track registers the cancel of a running handler under its key.
@@ -621,7 +630,7 @@ func (s *Service) receiveCancel(msg *nats.Msg) {
 }
 
 // respond answers r with a lionbus.tool.result event.
-func (s *Service) respond(r micro.Request, trace string, out ops.ToolOutcome) {
+func (s *Service) respond(r micro.Request, trace string, out wire.ToolOutcome) {
 	ev, err := newEvent(s.source, ResultType, trace, out)
 	if err == nil {
 		var msg *nats.Msg

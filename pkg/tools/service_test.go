@@ -18,6 +18,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // Two replicas of a service share 100 concurrent invocations, and every
@@ -25,8 +26,8 @@ import (
 func TestService_replicas_share_the_load(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.serve(t, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
-	b.serve(t, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echoTool("c")}})
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Tools: []tools.Tool{echoTool("a")}})
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Tools: []tools.Tool{echoTool("c")}})
 	inv := b.invoker(t, b.registry(t))
 
 	const n = 100
@@ -78,7 +79,7 @@ func TestService_rejects_invalid_arguments_before_the_handler(t *testing.T) {
 		ran.Add(1)
 		return inner(ctx, args)
 	}
-	b.serve(t, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echo}})
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Tools: []tools.Tool{echo}})
 	inv := b.invoker(t, nil)
 	tests := []struct {
 		name string
@@ -111,7 +112,7 @@ func TestService_rejects_invalid_arguments_before_the_handler(t *testing.T) {
 func TestService_handler_errors_are_error_results(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.serve(t, tools.ServiceConfig{Name: "failing", Tools: []tools.Tool{
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "failing", Tools: []tools.Tool{
 		{Name: "coded", Handler: func(context.Context, map[string]any) (any, error) {
 			return nil, tools.Errorf("not_found", "no order %d", 7)
 		}},
@@ -146,7 +147,7 @@ func TestInvoker_failures_are_errors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	g := newGate()
-	b.serve(t, tools.ServiceConfig{Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang}}})
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: g.hang}}})
 	reg := b.registry(t)
 	// A registry entry whose service is gone.
 	entry, _ := json.Marshal(tools.Entry{Name: "gone", Parameters: json.RawMessage(`{"type":"object"}`), Subject: "lion.tool.gone"})
@@ -208,8 +209,8 @@ func TestService_same_key_runs_the_handler_once(t *testing.T) {
 		}
 		return map[string]any{"refund_id": fmt.Sprintf("r-%d", n)}, nil
 	}}
-	r1 := b.serve(t, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{refund}})
-	r2 := b.serve(t, tools.ServiceConfig{Name: "billing", Tools: []tools.Tool{refund}})
+	r1 := b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "billing", Tools: []tools.Tool{refund}})
+	r2 := b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "billing", Tools: []tools.Tool{refund}})
 	inv := b.invoker(t, nil)
 	received := func() int { return r1.Stats().Endpoints[0].NumRequests + r2.Stats().Endpoints[0].NumRequests }
 
@@ -256,7 +257,7 @@ func TestService_cancel_reaches_the_handler(t *testing.T) {
 		runs.Add(1)
 		return g.hang(ctx, args)
 	}
-	b.serve(t, tools.ServiceConfig{Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: hang, Timeout: time.Minute}}})
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "slow", Tools: []tools.Tool{{Name: "hang", Handler: hang, Timeout: time.Minute}}})
 	inv := b.invoker(t, nil)
 	ctx, cancel := context.WithCancel(bustest.Ctx(t))
 	done := make(chan error, 1)
@@ -283,7 +284,7 @@ func TestService_cancel_reaches_the_handler(t *testing.T) {
 func TestService_registry_entry_lives_while_serving(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	svc := b.serve(t, tools.ServiceConfig{Name: "echo-svc", Description: "echoes", Heartbeat: 50 * time.Millisecond,
+	svc := b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "echo-svc", Description: "echoes", Heartbeat: 50 * time.Millisecond,
 		Tools: []tools.Tool{echoTool("a")}})
 	kv, err := b.js.KeyValue(bustest.Ctx(t), "lion_tools")
 	if err != nil {
@@ -339,12 +340,12 @@ func TestServe_rejects_bad_configs(t *testing.T) {
 		cfg  tools.ServiceConfig
 	}{
 		{"no name", tools.ServiceConfig{Version: "1.0.0", Tools: []tools.Tool{{Name: "a", Handler: ok}}}},
-		{"no tools", tools.ServiceConfig{Name: "s", Version: "1.0.0"}},
-		{"no handler", tools.ServiceConfig{Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a"}}}},
-		{"bad tool name", tools.ServiceConfig{Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a.b", Handler: ok}}}},
-		{"bad schema", tools.ServiceConfig{Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a", Handler: ok, Parameters: json.RawMessage(`{"type":"string"}`)}}}},
-		{"duplicate tool", tools.ServiceConfig{Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a", Handler: ok}, {Name: "a", Handler: ok}}}},
-		{"no version", tools.ServiceConfig{Name: "s", Tools: []tools.Tool{{Name: "a", Handler: ok}}}},
+		{"no tools", tools.ServiceConfig{Compile: toolschema.Compile, Name: "s", Version: "1.0.0"}},
+		{"no handler", tools.ServiceConfig{Compile: toolschema.Compile, Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a"}}}},
+		{"bad tool name", tools.ServiceConfig{Compile: toolschema.Compile, Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a.b", Handler: ok}}}},
+		{"bad schema", tools.ServiceConfig{Compile: toolschema.Compile, Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a", Handler: ok, Parameters: json.RawMessage(`{"type":"string"}`)}}}},
+		{"duplicate tool", tools.ServiceConfig{Compile: toolschema.Compile, Name: "s", Version: "1.0.0", Tools: []tools.Tool{{Name: "a", Handler: ok}, {Name: "a", Handler: ok}}}},
+		{"no version", tools.ServiceConfig{Compile: toolschema.Compile, Name: "s", Tools: []tools.Tool{{Name: "a", Handler: ok}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,6 +370,11 @@ func TestInvoker_deadline_is_the_earliest_bound(t *testing.T) {
 		got <- ev.Data.Deadline
 		_ = m.Respond([]byte(`{"specversion":"1.0","id":"1","source":"/t","type":"lionbus.tool.result","data":{"output":1}}`))
 	}); err != nil {
+		t.Fatal(err)
+	}
+	// The invoker has its own connection: the server must know of the
+	// subscription before the first invocation.
+	if err := b.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := tools.NewInvoker(b.conn(t), tools.InvokerConfig{Timeout: time.Minute, Timeouts: map[string]time.Duration{"probe": 30 * time.Second}})

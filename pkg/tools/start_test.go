@@ -15,6 +15,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 func connectTo(t *testing.T, url string) *nats.Conn {
@@ -67,7 +68,7 @@ func TestServe_retries_opening_buckets_until_JetStream_answers(t *testing.T) {
 			nc := connectTo(t, ns.ClientURL())
 			go func() {
 				svc, err := tools.Serve(context.Background(), nc, tools.ServiceConfig{
-					Name: "late", Version: "1.0.0", Logger: log, StartupTimeout: time.Minute,
+					Compile: toolschema.Compile, Name: "late", Version: "1.0.0", Logger: log, StartupTimeout: time.Minute,
 					Tools: []tools.Tool{{Name: "echo", Handler: func(_ context.Context, args map[string]any) (any, error) { return args, nil }}},
 				})
 				done <- served{svc, err}
@@ -122,7 +123,7 @@ func TestServe_gives_up_after_its_startup_timeout(t *testing.T) {
 	t.Parallel()
 	ns := bustest.NewCoreServer(t)
 	cfg := tools.ServiceConfig{
-		Name: "never", Version: "1.0.0", StartupTimeout: 700 * time.Millisecond,
+		Compile: toolschema.Compile, Name: "never", Version: "1.0.0", StartupTimeout: 700 * time.Millisecond,
 		Tools: []tools.Tool{{Name: "echo", Handler: func(context.Context, map[string]any) (any, error) { return nil, nil }}},
 	}
 	_, err := tools.Serve(context.Background(), connectTo(t, ns.ClientURL()), cfg)

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Event types of the tool protocol (docs/tools.md).
@@ -47,7 +47,7 @@ const (
 
 // Invocation is the data of a lionbus.tool.invoke event: what a tool
 // service receives.
-type Invocation = ops.ToolInvocation
+type Invocation = wire.ToolInvocation
 
 // cancelData is the data of a lionbus.tool.cancel event.
 type cancelData struct {
@@ -114,27 +114,27 @@ func decodeData(ev *event.Event, dst any) error {
 // decodeOutcome reads a lionbus.tool.result from a reply's headers and
 // body. A reply that is not such an event is an error (the caller turns it
 // into an invoker failure).
-func decodeOutcome(codec *protocol.Codec, h nats.Header, body []byte) (ops.ToolOutcome, error) {
-	var out ops.ToolOutcome
+func decodeOutcome(codec *protocol.Codec, h nats.Header, body []byte) (wire.ToolOutcome, error) {
+	var out wire.ToolOutcome
 	ev, err := codec.DecodeEvent(h, body)
 	if err != nil {
 		return out, fmt.Errorf("tools: reply is not a CloudEvent: %w", err)
 	}
 	if ev.Type() != ResultType {
-		return out, fmt.Errorf("tools: reply has type %q, want %s", ops.Truncate(ev.Type(), 80), ResultType)
+		return out, fmt.Errorf("tools: reply has type %q, want %s", wire.Truncate(ev.Type(), 80), ResultType)
 	}
 	var data struct {
-		Output any            `json:"output"`
-		Error  *ops.ToolError `json:"error"`
+		Output any             `json:"output"`
+		Error  *wire.ToolError `json:"error"`
 	}
 	if err := json.Unmarshal(ev.Data(), &data); err != nil {
 		return out, fmt.Errorf("tools: reply data: %w", err)
 	}
 	if data.Error != nil {
 		if data.Error.Code == "" {
-			data.Error.Code = ops.ToolErrorFailed
+			data.Error.Code = wire.ToolErrorFailed
 		}
-		return ops.ToolOutcome{Error: data.Error}, nil
+		return wire.ToolOutcome{Error: data.Error}, nil
 	}
-	return ops.ToolOutcome{Output: data.Output}, nil
+	return wire.ToolOutcome{Output: data.Output}, nil
 }

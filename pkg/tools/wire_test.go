@@ -17,6 +17,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // wireSchemas compiles the tool protocol's schemas (schemas/tools), by
@@ -64,7 +65,7 @@ func TestWire_events_match_the_documented_schemas(t *testing.T) {
 	b := setup(t)
 	sch := wireSchemas(t)
 	g := newGate()
-	b.serve(t, tools.ServiceConfig{Name: "wire", Tools: []tools.Tool{echoTool("a"), {Name: "hang", Handler: g.hang}}})
+	b.serve(t, tools.ServiceConfig{Compile: toolschema.Compile, Name: "wire", Tools: []tools.Tool{echoTool("a"), {Name: "hang", Handler: g.hang}}})
 
 	var mu sync.Mutex
 	var seen []*nats.Msg

@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Code is a stable, machine-readable error code. Codes appear on the wire in
 // lionbus.error events; clients match on them, so they never change meaning.
@@ -62,3 +65,13 @@ func (e *Error) Unwrap() error { return e.Err }
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
+
+// Sentinel errors of the branch codes: a store and the engine return them,
+// and a client's remote error of CodeBranchNotFound or CodeBranchExists
+// matches them (errors.Is).
+var (
+	// ErrBranchNotFound means the branch has no history.
+	ErrBranchNotFound = errors.New("ops: branch not found")
+	// ErrBranchExists means a branch with that id already has history.
+	ErrBranchExists = errors.New("ops: branch already exists")
+)

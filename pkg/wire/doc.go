@@ -15,7 +15,7 @@
 // tools links neither the engine nor a JSON Schema compiler.
 //
 // The instruction fields that several verbs share are declared once and
-// embedded: [Instruction] (what every instruction verb takes), [Turn]
+// embedded: [Prompt] (what every instruction verb takes), [Turn]
 // (plus plain content and clear_messages), [ChatRequest] (plus the parse
 // model and response format). Optional fields that have a default are
 // pointers, so that an absent field and a zero value stay apart.

@@ -2,10 +2,11 @@ package wire
 
 import "encoding/json"
 
-// Instruction is what every instruction verb (communicate, chat,
+// Prompt is what every instruction verb (communicate, chat,
 // chat_and_record, operate, react, run) takes: the task, how to go about
-// it, extra material, who sends it to whom, and the chat model.
-type Instruction struct {
+// it, extra material, who sends it to whom, and the chat model. Its fields
+// are promoted: req.Instruction, req.ChatModel.
+type Prompt struct {
 	// Instruction is the task: a string, or a JSON object rendered as JSON.
 	Instruction any `json:"instruction,omitempty"`
 	// Guidance is how to go about the task: a string or any JSON value.
@@ -20,11 +21,11 @@ type Instruction struct {
 	Recipient string `json:"recipient,omitempty"`
 }
 
-// Turn is an [Instruction] that makes one exchange with the branch's
+// Turn is a [Prompt] that makes one exchange with the branch's
 // history: it may replace the rendered instruction by plain content, and
 // leave the history out (clearing it, for the verbs that record).
 type Turn struct {
-	Instruction
+	Prompt
 	// PlainContent is sent verbatim instead of the rendered instruction.
 	PlainContent string `json:"plain_content,omitempty"`
 	// ClearMessages leaves the branch history out of the prompt (and, for
@@ -134,7 +135,7 @@ type OperateRequest struct {
 // ReactRequest is the data of a react request: analysis rounds with
 // actions, then a final answer.
 type ReactRequest struct {
-	Instruction
+	Prompt
 	// Instruct is the instruction as one object.
 	Instruct *Instruct `json:"instruct,omitempty"`
 	// AnalysisModel makes the analysis rounds instead of ChatModel.

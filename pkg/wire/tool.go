@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -114,4 +115,32 @@ type ActionResponse struct {
 	// the tool's own failure, or the invoker's (the other ActionError*
 	// codes).
 	Error *ToolError `json:"error,omitempty"`
+}
+
+// ErrNoTool means the invoker knows no tool of the invocation's name.
+var ErrNoTool = errors.New("ops: no such tool")
+
+// ErrNoService means the tool is known but no service answered its
+// invocation (no replica is running).
+var ErrNoService = errors.New("ops: no service answers the tool")
+
+// Decision is an authorizer's answer about one tool call.
+type Decision struct {
+	// Allow is true when the call may run.
+	Allow bool
+	// Reason says why a call is denied; act records it in the denial's
+	// error value.
+	Reason string
+}
+
+// ToolSpec describes a function tool offered to a model: its name,
+// description and parameters schema, as the tool registry holds them.
+type ToolSpec struct {
+	// Name is the tool's name, as the model calls it.
+	Name string `json:"name"`
+	// Description says what the tool does; empty for none.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the tool's arguments object; nil
+	// for a tool that takes none.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // StringValue returns the text of a result value that is a JSON string,
@@ -52,23 +52,23 @@ func IndentJSON(raw json.RawMessage) string {
 
 // messageKeys are the content keys whose value is the gist of a message,
 // in order of preference.
-var messageKeys = []string{history.KeyInstruction, history.KeyAssistantResponse, history.KeySystemMessage, history.KeyPlainContent, history.KeyFunction}
+var messageKeys = []string{wire.KeyInstruction, wire.KeyAssistantResponse, wire.KeySystemMessage, wire.KeyPlainContent, wire.KeyFunction}
 
 // MessageText is the gist of a recorded message: its instruction, reply,
 // system text, plain content or function, else its whole content as JSON.
 // An action request is its function and arguments, an action response its
 // function and output (or error).
-func MessageText(m history.Message) string {
-	fn, _ := m.Content[history.KeyFunction].(string)
+func MessageText(m wire.Message) string {
+	fn, _ := m.Content[wire.KeyFunction].(string)
 	switch m.Kind {
-	case history.KindActionRequest:
-		args, _ := json.Marshal(m.Content[history.KeyArguments])
+	case wire.KindActionRequest:
+		args, _ := json.Marshal(m.Content[wire.KeyArguments])
 		return fn + " " + string(args)
-	case history.KindActionResponse:
-		if e, ok := m.Content[history.KeyError]; ok && e != nil && e != "" {
+	case wire.KindActionResponse:
+		if e, ok := m.Content[wire.KeyError]; ok && e != nil && e != "" {
 			return fmt.Sprintf("%s → error: %v", fn, e)
 		}
-		out, _ := json.Marshal(m.Content[history.KeyOutput])
+		out, _ := json.Marshal(m.Content[wire.KeyOutput])
 		return fn + " → " + string(out)
 	}
 	for _, k := range messageKeys {

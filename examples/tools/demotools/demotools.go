@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // Version is the version of both example services.
@@ -26,7 +27,7 @@ const Version = "1.0.0"
 // of replicas may run.
 func Calculator(prefix string) tools.ServiceConfig {
 	return tools.ServiceConfig{
-		Name: "calculator", Version: Version, Prefix: prefix,
+		Compile: toolschema.Compile, Name: "calculator", Version: Version, Prefix: prefix,
 		Description: "Arithmetic and unit conversion for lionbus branches.",
 		Tools: []tools.Tool{
 			{
@@ -91,7 +92,7 @@ func Notes(ctx context.Context, js jetstream.JetStream, prefix string) (tools.Se
 	}
 	key := `"key":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"}`
 	return tools.ServiceConfig{
-		Name: "notes", Version: Version, Prefix: prefix,
+		Compile: toolschema.Compile, Name: "notes", Version: Version, Prefix: prefix,
 		Description: "A shared key/value notebook for lionbus branches.",
 		Tools: []tools.Tool{
 			{

@@ -45,7 +45,7 @@ func New(t testing.TB, cfg provision.Config) *Bus {
 	srv := NewServer(t)
 	nc, js := Connect(t, srv)
 	res := Provision(t, js, cfg)
-	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: res.Config.Prefix, MaxPayload: res.Config.MaxPayload})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{Prefix: res.Config.Prefix, MaxPayload: res.Config.MaxPayload, Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatalf("bustest: codec: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // ErrStopFollowing may be returned by a [Client.Follow] callback to stop
@@ -23,7 +23,7 @@ var ErrStopFollowing = errors.New("client: stop following")
 // before answering). An error from fn stops following and is returned
 // (ErrStopFollowing as a nil error with a nil reply). When ctx has no
 // deadline, AwaitTimeout applies.
-func (c *Client) Follow(ctx context.Context, id string, from uint64, fn func(ops.Chunk) error) (*Reply, error) {
+func (c *Client) Follow(ctx context.Context, id string, from uint64, fn func(wire.Chunk) error) (*Reply, error) {
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
 	w, err := c.watch(id)
@@ -34,15 +34,9 @@ func (c *Client) Follow(ctx context.Context, id string, from uint64, fn func(ops
 	return c.follow(ctx, w, from, fn, true)
 }
 
-// Run submits a run request (verb "run") on branchID and follows its
-// chunks (see [Client.Follow]); it returns the request id with the answer.
-func (c *Client) Run(ctx context.Context, branchID string, data any, fn func(ops.Chunk) error, opts ...SubmitOption) (string, *Reply, error) {
-	return c.Stream(ctx, "run", branchID, data, fn, opts...)
-}
-
 // Stream submits a request for verb and follows its chunks (see
 // [Client.Follow]): run, or communicate and operate with "stream": true.
-func (c *Client) Stream(ctx context.Context, verb, branchID string, data any, fn func(ops.Chunk) error, opts ...SubmitOption) (string, *Reply, error) {
+func (c *Client) Stream(ctx context.Context, verb, branchID string, data any, fn func(wire.Chunk) error, opts ...SubmitOption) (string, *Reply, error) {
 	ctx, cancel := c.withTimeout(ctx, c.cfg.AwaitTimeout)
 	defer cancel()
 	id, w, given, err := c.submitWatched(ctx, verb, branchID, data, opts)
@@ -55,14 +49,14 @@ func (c *Client) Stream(ctx context.Context, verb, branchID string, data any, fn
 }
 
 type chunkMsg struct {
-	c   ops.Chunk
+	c   wire.Chunk
 	err error
 }
 
 // follow delivers the chunks of w's request from seq from to fn and
 // returns its answer (see Follow). early says the answer may be out
 // already (see wait).
-func (c *Client) follow(ctx context.Context, w *answerWatch, from uint64, fn func(ops.Chunk) error, early bool) (*Reply, error) {
+func (c *Client) follow(ctx context.Context, w *answerWatch, from uint64, fn func(wire.Chunk) error, early bool) (*Reply, error) {
 	// The readers below end with this call.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -175,7 +169,7 @@ func (c *Client) lastChunk(ctx context.Context, id string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("client: last chunk of %s: %w", id, err)
 	}
-	var ch ops.Chunk
+	var ch wire.Chunk
 	if err := json.Unmarshal(ev.Data(), &ch); err != nil {
 		return 0, fmt.Errorf("client: last chunk of %s: %w", id, err)
 	}

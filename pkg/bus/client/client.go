@@ -28,8 +28,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Defaults of [Config].
@@ -542,7 +541,7 @@ type Reply struct {
 	Event event.Event
 	// Type is the event type.
 	Type string
-	// Data is the event data: an ops.Result as JSON for a result, an
+	// Data is the event data: a wire.Result as JSON for a result, an
 	// ErrorData for an error.
 	Data json.RawMessage
 }
@@ -554,18 +553,18 @@ func (r *Reply) Err() error {
 	}
 	var d protocol.ErrorData
 	if err := json.Unmarshal(r.Data, &d); err != nil {
-		return &RemoteError{Code: ops.CodeInternal, Message: "undecodable error event: " + err.Error()}
+		return &RemoteError{Code: wire.CodeInternal, Message: "undecodable error event: " + err.Error()}
 	}
 	return &RemoteError{Code: d.Code, Message: d.Message, RequestID: d.RequestID}
 }
 
-// Result decodes the answer as an ops.Result; for an error answer it
+// Result decodes the answer as a wire.Result; for an error answer it
 // returns the *RemoteError.
-func (r *Reply) Result() (*ops.Result, error) {
+func (r *Reply) Result() (*wire.Result, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	var res ops.Result
+	var res wire.Result
 	if err := json.Unmarshal(r.Data, &res); err != nil {
 		return nil, fmt.Errorf("client: decode %s data: %w", r.Type, err)
 	}
@@ -575,7 +574,7 @@ func (r *Reply) Result() (*ops.Result, error) {
 // RemoteError is a lionbus.error answer.
 type RemoteError struct {
 	// Code is the stable error code, one of [protocol.Codes].
-	Code ops.Code
+	Code wire.Code
 	// Message explains the failure.
 	Message string
 	// RequestID is the id of the failed request.
@@ -586,14 +585,14 @@ type RemoteError struct {
 func (e *RemoteError) Error() string { return fmt.Sprintf("lionbus: %s: %s", e.Code, e.Message) }
 
 // Is matches the ops sentinels of the codes that have one
-// (ops.ErrBranchNotFound, ops.ErrBranchExists) and ErrBadEvent for the
+// (wire.ErrBranchNotFound, wire.ErrBranchExists) and ErrBadEvent for the
 // codes of rejected input.
 func (e *RemoteError) Is(target error) bool {
 	switch target {
-	case history.ErrBranchNotFound:
-		return e.Code == ops.CodeBranchNotFound
-	case history.ErrBranchExists:
-		return e.Code == ops.CodeBranchExists
+	case wire.ErrBranchNotFound:
+		return e.Code == wire.CodeBranchNotFound
+	case wire.ErrBranchExists:
+		return e.Code == wire.CodeBranchExists
 	case protocol.ErrBadEvent:
 		return protocol.IsRejectionCode(e.Code)
 	}

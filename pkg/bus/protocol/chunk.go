@@ -6,7 +6,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // EventTypeChunk is the type of a streamed chunk event.
@@ -28,7 +28,7 @@ func ChunkID(requestID string, seq uint64) string {
 // Chunk builds the lionbus.run.chunk event of chunk c of request
 // requestID (on branchID): data is c as JSON, with its seq; the seq is also
 // the "seq" extension.
-func (b EventBuilder) Chunk(requestID, branchID, traceParent string, c ops.Chunk) (*event.Event, error) {
+func (b EventBuilder) Chunk(requestID, branchID, traceParent string, c wire.Chunk) (*event.Event, error) {
 	return b.newEvent(ChunkID(requestID, c.Seq), EventTypeChunk, c, map[string]string{
 		ExtRequestID:   requestID,
 		ExtBranchID:    branchID,

@@ -14,8 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/schemas"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Mode is a CloudEvents content mode on NATS.
@@ -129,17 +128,6 @@ type Request struct {
 // ID returns the request id (the event id).
 func (r *Request) ID() string { return r.Event.ID() }
 
-// Op returns the transport-free form of the request, for ops.Engine.
-func (r *Request) Op() ops.Request {
-	return ops.Request{
-		ID:          r.Event.ID(),
-		Verb:        r.Verb,
-		BranchID:    r.BranchID,
-		Data:        r.Data,
-		TraceParent: r.TraceParent,
-	}
-}
-
 // BranchScoped reports whether verb acts on an existing branch and so needs
 // the branchid attribute: every verb except branch.create (which may name
 // the new branch in its data) and named operations op.NAME (for which the
@@ -153,7 +141,27 @@ func BranchScoped(verb string) bool {
 type Codec struct {
 	maxPayload int
 	subjects   Subjects
+	validator  Validator
 }
+
+// Validator checks the data of a request against the JSON Schema of its
+// event type. [Codec.DecodeRequest] needs one; nothing else of the codec
+// does, so that programs that only build and read events (clients, tool
+// services) link no schema compiler. Package schemas provides the one a
+// worker uses (schemas.Validator).
+type Validator interface {
+	// Has reports whether eventType has a schema.
+	Has(eventType string) bool
+	// Validate returns nil when data (JSON) matches the schema of
+	// eventType, else an error. An error with a method
+	// Where() (pointer, reason string) is answered as "data at <pointer>:
+	// <reason>", any other as "data: <error>".
+	Validate(eventType string, data []byte) error
+}
+
+// ErrNoValidator is the message of the internal *EventError DecodeRequest
+// returns when its codec has no Validator.
+var ErrNoValidator = errors.New("protocol: the codec has no Validator: it cannot decode requests")
 
 // DefaultMaxPayload is the default size limit of a request, in bytes,
 // headers and body counted: 1 MiB.
@@ -167,6 +175,9 @@ type CodecConfig struct {
 	// body counted; larger ones are rejected with payload_too_large.
 	// Default DefaultMaxPayload.
 	MaxPayload int
+	// Validator checks the data of decoded requests; nil means a codec that
+	// does not decode requests (DecodeRequest refuses every one).
+	Validator Validator
 }
 
 // ErrInvalidConfig is returned (wrapped) by NewCodec for an unusable
@@ -174,8 +185,7 @@ type CodecConfig struct {
 var ErrInvalidConfig = errors.New("protocol: invalid config")
 
 // NewCodec returns a codec enforcing cfg.MaxPayload and reading request
-// subjects under cfg.Prefix. It compiles the embedded schemas (once per
-// process) and returns their error if one is broken, or ErrInvalidConfig.
+// subjects under cfg.Prefix, or ErrInvalidConfig.
 func NewCodec(cfg CodecConfig) (*Codec, error) {
 	if cfg.MaxPayload == 0 {
 		cfg.MaxPayload = DefaultMaxPayload
@@ -187,10 +197,7 @@ func NewCodec(cfg CodecConfig) (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	if err := schemas.Compile(); err != nil {
-		return nil, err
-	}
-	return &Codec{maxPayload: cfg.MaxPayload, subjects: subj}, nil
+	return &Codec{maxPayload: cfg.MaxPayload, subjects: subj, validator: cfg.Validator}, nil
 }
 
 // MaxPayload returns the size limit in bytes (headers and body).
@@ -307,7 +314,10 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 		return nil, eventErrorf(CodeUnknownType,
 			"type %q: operation name %q must be 1 to %d characters of [A-Za-z0-9_-]", clip(typ), clip(name), MaxTokenLength)
 	}
-	if !schemas.Has(typ) {
+	if c.validator == nil {
+		return nil, &EventError{Code: wire.CodeInternal, Message: ErrNoValidator.Error()}
+	}
+	if !c.validator.Has(typ) {
 		return nil, eventErrorf(CodeUnknownType, "type %q: unknown verb %q", clip(typ), clip(verb))
 	}
 	opsPrefix := c.subjects.Op("")
@@ -367,14 +377,14 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
-	if err := schemas.Validate(typ, data); err != nil {
-		var ve *schemas.ValidationError
+	if err := c.validator.Validate(typ, data); err != nil {
+		var ve interface{ Where() (string, string) }
 		if errors.As(err, &ve) {
-			ptr := ve.Pointer
+			ptr, reason := ve.Where()
 			if ptr == "" {
 				ptr = "/"
 			}
-			return nil, eventErrorf(CodeInvalidData, "data at %s: %s", ptr, ve.Reason)
+			return nil, eventErrorf(CodeInvalidData, "data at %s: %s", ptr, reason)
 		}
 		return nil, eventErrorf(CodeInvalidData, "data: %v", err)
 	}
@@ -964,7 +974,7 @@ func formatExt(v any) (string, error) {
 }
 
 // clip shortens s for an error message.
-func clip(s string) string { return ops.Truncate(s, 80) }
+func clip(s string) string { return wire.Truncate(s, 80) }
 
 // jsonErr describes a JSON decoding error briefly.
 func jsonErr(err error) string {

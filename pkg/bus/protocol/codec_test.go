@@ -22,7 +22,7 @@ const testTrace = "00-0af7651916cd43dd8448eb211c80319c-b9c7c989f97918e1-01"
 
 func newCodec(t testing.TB, cfg provision.Config) *protocol.Codec {
 	t.Helper()
-	c, err := protocol.NewCodec(protocol.CodecConfig{Prefix: cfg.Prefix, MaxPayload: cfg.MaxPayload})
+	c, err := protocol.NewCodec(protocol.CodecConfig{Prefix: cfg.Prefix, MaxPayload: cfg.MaxPayload, Validator: schemas.Validator{}})
 	if err != nil {
 		t.Fatalf("NewCodec: %v", err)
 	}
@@ -113,9 +113,8 @@ func TestCodec_round_trip_through_NATS(t *testing.T) {
 			if string(req.Data) != string(data) {
 				t.Errorf("data = %s, want %s", req.Data, data)
 			}
-			op := req.Op()
-			if op.ID != ev.ID() || op.Verb != "op.echo" || op.BranchID != "br_1" || string(op.Data) != string(data) {
-				t.Errorf("Op() = %+v", op)
+			if req.ID() != ev.ID() || req.Verb != "op.echo" || req.BranchID != "br_1" {
+				t.Errorf("request = id %q verb %q branch %q", req.ID(), req.Verb, req.BranchID)
 			}
 		})
 	}
@@ -518,5 +517,29 @@ func TestHeaderValue_percent_encoding(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("DecodeHeaderValue(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestCodec_without_validator_decodes_events_not_requests: a codec made
+// without a Validator (a client's, a tool service's) decodes events, and
+// refuses every request with an internal error naming the missing
+// validator, instead of passing unchecked data on.
+func TestCodec_without_validator_decodes_events_not_requests(t *testing.T) {
+	t.Parallel()
+	codec, err := protocol.NewCodec(protocol.CodecConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := structured(t, nil)
+	if _, err := codec.DecodeEvent(nil, body); err != nil {
+		t.Fatalf("DecodeEvent: %v", err)
+	}
+	_, err = codec.DecodeRequest(&nats.Msg{Subject: "lion.ops.op.echo", Data: body})
+	var ee *protocol.EventError
+	if !errors.As(err, &ee) || ee.Code != ops.CodeInternal || !strings.Contains(ee.Message, "no Validator") {
+		t.Fatalf("DecodeRequest = %v, want an internal EventError about the missing Validator", err)
+	}
+	if ee.ID != "req-1" {
+		t.Errorf("the refusal is not answerable: ID %q", ee.ID)
 	}
 }

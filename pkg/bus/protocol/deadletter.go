@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Headers of a dead letter, the copy of a request kept in the dead-letter
@@ -50,7 +50,7 @@ type DeadLetter struct {
 	// RequestID is the request id, empty when it could not be read.
 	RequestID string
 	// Reason is the error code the request ended with.
-	Reason ops.Code
+	Reason wire.Code
 	// Error is the error message.
 	Error string
 	// Subject is the subject the request was published to.
@@ -162,7 +162,7 @@ func DecodeDeadLetter(subj Subjects, subject string, seq uint64, h nats.Header, 
 	d := &DeadLetter{
 		Key:       key,
 		RequestID: h.Get(HeaderDeadRequest),
-		Reason:    ops.Code(h.Get(HeaderDeadReason)),
+		Reason:    wire.Code(h.Get(HeaderDeadReason)),
 		Error:     h.Get(HeaderDeadError),
 		Subject:   h.Get(HeaderDeadSubject),
 		Answered:  h.Get(HeaderDeadAnswered) == "true",

@@ -38,7 +38,7 @@
 // goes; default lion.reply.<id>), traceparent and tracestate (W3C trace
 // context, propagated to everything the request causes; a request without
 // one gets a new one), and, on answers, requestid (the id of the request
-// answered). The answer is lionbus.V.result (data: the ops.Result) or
+// answered). The answer is lionbus.V.result (data: the wire.Result) or
 // lionbus.error (data: [ErrorData]); see [EventBuilder]. A replyto inside
 // lion.> is refused (invalid_attribute) unless it is the request's own
 // lion.reply.<id>: the results stream keeps one answer per subject, so

@@ -8,7 +8,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // EventTypeError is the type of the event that answers a failed request.
@@ -29,7 +29,7 @@ func ResultType(verb string) string { return EventTypePrefix + verb + ".result" 
 // ErrorData is the data of a lionbus.error event.
 type ErrorData struct {
 	// Code is a stable machine-readable code: one of [Codes].
-	Code ops.Code `json:"code"`
+	Code wire.Code `json:"code"`
 	// Message explains the failure for a human.
 	Message string `json:"message"`
 	// RequestID is the id of the failed request ("" if it could not be read).
@@ -122,7 +122,7 @@ func (b EventBuilder) Request(verb, branchID, replyTo, traceParent string, data 
 
 // Result builds the lionbus.<verb>.result event answering req; its data is
 // res as JSON. The branchid is res.BranchID, else req.BranchID.
-func (b EventBuilder) Result(req *Request, res *ops.Result) (*event.Event, error) {
+func (b EventBuilder) Result(req *Request, res *wire.Result) (*event.Event, error) {
 	branch := res.BranchID
 	if branch == "" {
 		branch = req.BranchID
@@ -136,7 +136,7 @@ func (b EventBuilder) Result(req *Request, res *ops.Result) (*event.Event, error
 }
 
 // Error builds the lionbus.error event answering req.
-func (b EventBuilder) Error(req *Request, code ops.Code, message string) (*event.Event, error) {
+func (b EventBuilder) Error(req *Request, code wire.Code, message string) (*event.Event, error) {
 	return b.newEvent(AnswerID(req.ID()), EventTypeError, ErrorData{Code: code, Message: message, RequestID: req.ID()}, map[string]string{
 		ExtRequestID:   req.ID(),
 		ExtBranchID:    req.BranchID,

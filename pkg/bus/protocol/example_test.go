@@ -9,6 +9,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -48,7 +49,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	codec, _ := protocol.NewCodec(protocol.CodecConfig{Prefix: res.Config.Prefix, MaxPayload: res.Config.MaxPayload})
+	codec, _ := protocol.NewCodec(protocol.CodecConfig{Prefix: res.Config.Prefix, MaxPayload: res.Config.MaxPayload, Validator: schemas.Validator{}})
 	for msg := range batch.Messages() {
 		req, err := codec.DecodeRequestJS(msg)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/schemas"
 	"github.com/nats-io/nats.go"
 )
 
@@ -45,7 +46,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("CE-SPECVERSION: 1.0\nce-note: Euro%20%E2%82%AC%20%F0%9F%98%80\nce-bad: %C0%A0", []byte(`{}`))
 	f.Add("Content-Type: application/json", []byte("\x00\xff garbage"))
 
-	codec, err := protocol.NewCodec(protocol.CodecConfig{MaxPayload: 64 << 10})
+	codec, err := protocol.NewCodec(protocol.CodecConfig{MaxPayload: 64 << 10, Validator: schemas.Validator{}})
 	if err != nil {
 		f.Fatal(err)
 	}

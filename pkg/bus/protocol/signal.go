@@ -9,21 +9,20 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
 
-	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Event types of the signals an [EventSink] publishes: lionbus.<signal
 // type>.
 const (
-	EventTypeRunStart     = EventTypePrefix + string(ops.SignalRunStart)     // lionbus.run.start
-	EventTypeRunEnd       = EventTypePrefix + string(ops.SignalRunEnd)       // lionbus.run.end
-	EventTypeRunFailed    = EventTypePrefix + string(ops.SignalRunFailed)    // lionbus.run.failed
-	EventTypeMessageAdded = EventTypePrefix + string(ops.SignalMessageAdded) // lionbus.message.added
-	EventTypeToolPre      = EventTypePrefix + string(ops.SignalToolPre)      // lionbus.tool.pre
-	EventTypeToolPost     = EventTypePrefix + string(ops.SignalToolPost)     // lionbus.tool.post
-	EventTypeToolError    = EventTypePrefix + string(ops.SignalToolError)    // lionbus.tool.error
-	EventTypeLNDLRound    = EventTypePrefix + string(ops.SignalLNDLRound)    // lionbus.lndl.round
+	EventTypeRunStart     = EventTypePrefix + string(wire.SignalRunStart)     // lionbus.run.start
+	EventTypeRunEnd       = EventTypePrefix + string(wire.SignalRunEnd)       // lionbus.run.end
+	EventTypeRunFailed    = EventTypePrefix + string(wire.SignalRunFailed)    // lionbus.run.failed
+	EventTypeMessageAdded = EventTypePrefix + string(wire.SignalMessageAdded) // lionbus.message.added
+	EventTypeToolPre      = EventTypePrefix + string(wire.SignalToolPre)      // lionbus.tool.pre
+	EventTypeToolPost     = EventTypePrefix + string(wire.SignalToolPost)     // lionbus.tool.post
+	EventTypeToolError    = EventTypePrefix + string(wire.SignalToolError)    // lionbus.tool.error
+	EventTypeLNDLRound    = EventTypePrefix + string(wire.SignalLNDLRound)    // lionbus.lndl.round
 )
 
 // ErrInvalidSignal is returned (wrapped) by [EventBuilder.Signal] for a signal
@@ -46,23 +45,23 @@ type SignalData struct {
 	// Time is when the signal was emitted.
 	Time time.Time `json:"time"`
 	// Message is the message as it was recorded (message.added).
-	Message *history.Message `json:"message,omitempty"`
+	Message *wire.Message `json:"message,omitempty"`
 	// Result is the request's result (run.end).
-	Result *ops.Result `json:"result,omitempty"`
+	Result *wire.Result `json:"result,omitempty"`
 	// Error is why the request failed (run.failed), or why the tool call
 	// failed (tool.error).
 	Error *SignalError `json:"error,omitempty"`
 	// Tool is the tool call of a tool hook (tool.pre, tool.post,
 	// tool.error).
-	Tool *ops.ToolSignal `json:"tool,omitempty"`
+	Tool *wire.ToolSignal `json:"tool,omitempty"`
 	// Round is what a round of the LNDL middle did (lndl.round).
-	Round *ops.LNDLRound `json:"round,omitempty"`
+	Round *wire.LNDLRound `json:"round,omitempty"`
 }
 
 // SignalError is the error of a run.failed or tool.error event.
 type SignalError struct {
 	// Code is the stable error code, as in a lionbus.error answer.
-	Code ops.Code `json:"code"`
+	Code wire.Code `json:"code"`
 	// Message explains the failure for a human.
 	Message string `json:"message"`
 	// Temporary is true when the request will be retried: another
@@ -72,7 +71,7 @@ type SignalError struct {
 
 // EventToken returns the subject token of a signal type: its dots replaced
 // by underscores ("run.start" -> "run_start").
-func EventToken(t ops.SignalType) string {
+func EventToken(t wire.SignalType) string {
 	return strings.ReplaceAll(string(t), ".", "_")
 }
 
@@ -97,7 +96,7 @@ func validSignalToken(tok string) bool {
 // committed operation) has the same id, so the events stream stores it once
 // within its duplicate window and an observer recognises it after. A
 // signal without a request id gets a random id ("").
-func SignalID(s ops.Signal) string {
+func SignalID(s wire.Signal) string {
 	if s.RequestID == "" {
 		return ""
 	}
@@ -121,13 +120,13 @@ var signalNamespace = uuid.MustParse("9d3e7a41-5c2b-5f08-8e4d-6c696f6e7369")
 // Subjects.Events(s.BranchID, token). A signal without a valid branch id or
 // with a type that is not a dotted lower-case name is refused with
 // ErrInvalidSignal.
-func (b EventBuilder) Signal(s ops.Signal, traceParent, traceState string) (ev *event.Event, token string, err error) {
+func (b EventBuilder) Signal(s wire.Signal, traceParent, traceState string) (ev *event.Event, token string, err error) {
 	if !ValidToken(s.BranchID) {
-		return nil, "", fmt.Errorf("%w: %s signal of request %q: branch id %q is not a valid subject token", ErrInvalidSignal, s.Type, s.RequestID, ops.Truncate(s.BranchID, MaxTokenLength+8))
+		return nil, "", fmt.Errorf("%w: %s signal of request %q: branch id %q is not a valid subject token", ErrInvalidSignal, s.Type, s.RequestID, wire.Truncate(s.BranchID, MaxTokenLength+8))
 	}
 	token = EventToken(s.Type)
 	if !validSignalToken(token) {
-		return nil, "", fmt.Errorf("%w: signal type %q is not a dotted lower-case name", ErrInvalidSignal, ops.Truncate(string(s.Type), MaxTokenLength+8))
+		return nil, "", fmt.Errorf("%w: signal type %q is not a dotted lower-case name", ErrInvalidSignal, wire.Truncate(string(s.Type), MaxTokenLength+8))
 	}
 	data := SignalData{
 		Verb:      s.Verb,

@@ -3,7 +3,7 @@ package protocol
 import (
 	"fmt"
 
-	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // DefaultPrefix is the subject prefix used when none is configured.
@@ -11,12 +11,12 @@ const DefaultPrefix = "lion"
 
 // MaxTokenLength bounds a branch id, request id, tool name or any other
 // name that becomes a subject token. The rule is ops' id rule
-// ([ops.MaxIDLength], [ops.IDPattern]).
-const MaxTokenLength = ops.MaxIDLength
+// ([wire.MaxIDLength], [wire.IDPattern]).
+const MaxTokenLength = wire.MaxIDLength
 
 // ValidToken reports whether s may be used as a single subject token:
-// 1 to MaxTokenLength characters of [A-Za-z0-9_-] (it is [ops.ValidID]).
-func ValidToken(s string) bool { return ops.ValidID(s) }
+// 1 to MaxTokenLength characters of [A-Za-z0-9_-] (it is [wire.ValidID]).
+func ValidToken(s string) bool { return wire.ValidID(s) }
 
 // Subjects derives every subject, stream, consumer and bucket name from one
 // prefix. The zero value is not usable; use [NewSubjects].

@@ -66,7 +66,7 @@ type commitTable struct{ history.Commits }
 
 // maxCommitTable bounds the count a commit table may declare, so that a
 // corrupt snapshot cannot make the decoder allocate a huge list. It is far
-// above ops.MaxRememberedCommits.
+// above history.MaxRememberedCommits.
 const maxCommitTable = 1 << 16
 
 // EncodeMsgpack writes the table.

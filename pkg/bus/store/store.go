@@ -17,7 +17,7 @@
 // grows with the branch. A load that misses the cache reads the snapshot,
 // its segments and the events after it; a missing, corrupt or stale
 // snapshot is rebuilt from history. History pages are bounded by
-// ops.MaxHistoryPage.
+// history.MaxHistoryPage.
 package store
 
 import (
@@ -511,7 +511,7 @@ func (s *Store) publish(ctx context.Context, branchID string, ev history.Event, 
 }
 
 // History returns the events of the branch with Seq > after, in order, at
-// most limit (<= 0 or above ops.MaxHistoryPage: ops.MaxHistoryPage).
+// most limit (<= 0 or above history.MaxHistoryPage: history.MaxHistoryPage).
 func (s *Store) History(ctx context.Context, branchID string, after uint64, limit int) ([]history.Event, error) {
 	if err := checkBranchID(branchID); err != nil {
 		return nil, err

@@ -236,9 +236,11 @@ func (w *Worker) execute(d *delivery) (settled bool) {
 		d.err = context.DeadlineExceeded
 		return false
 	}
-	op := d.req.Op()
-	op.Attempt = d.attempt
-	op.LastAttempt = w.lastDelivery(d.attempt)
+	req := d.req
+	op := ops.Request{
+		ID: req.ID(), Verb: req.Verb, BranchID: req.BranchID, Data: req.Data, TraceParent: req.TraceParent,
+		Attempt: d.attempt, LastAttempt: w.lastDelivery(d.attempt),
+	}
 	if w.cfg.Events != nil {
 		d.events = w.cfg.Events.Open(d.req.ID())
 		d.later(func() {
