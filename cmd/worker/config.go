@@ -66,7 +66,7 @@ type config struct {
 	// consumer and buckets when nothing else made it.
 	HealthInterval time.Duration
 	// RunLogDir is the run log directory of runs with stream_persist that
-	// name none (0021-D5-06).
+	// name none.
 	RunLogDir string
 
 	// MetricsAddr is where /metrics, /healthz and /readyz are served; ""

@@ -56,7 +56,7 @@ func (s Subjects) Chunk(id string) string { return s.Prefix + ".chunk." + id }
 func (s Subjects) ChunksWildcard() string { return s.Prefix + ".chunk.>" }
 
 // RunLog is the subject of the live chunk log of run request id
-// (stream_persist) in the run log directory dir (0021-D5-06):
+// (stream_persist) in the run log directory dir:
 // "lion.runlog.<dir>.<id>.chunks"; RunSnapshot that of its branch
 // snapshots.
 func (s Subjects) RunLog(dir, id string) string {
