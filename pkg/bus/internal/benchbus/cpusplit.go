@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/pprof"
 	"strings"
 )
@@ -31,15 +32,21 @@ const (
 )
 
 // startShares starts a CPU profile in memory; stop ends it and returns the
-// shares of its samples. It fails when a profile is already running (the
+// shares of its samples, after writing the profile to the file save when
+// save is not empty. It fails when a profile is already running (the
 // -cpuprofile flag).
-func startShares() (stop func() (cpuShares, error), err error) {
+func startShares(save string) (stop func() (cpuShares, error), err error) {
 	var buf bytes.Buffer
 	if err := pprof.StartCPUProfile(&buf); err != nil {
 		return nil, err
 	}
 	return func() (cpuShares, error) {
 		pprof.StopCPUProfile()
+		if save != "" {
+			if err := os.WriteFile(save, buf.Bytes(), 0o644); err != nil {
+				return cpuShares{}, err
+			}
+		}
 		return profileShares(&buf)
 	}, nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -108,7 +110,11 @@ func (e *env) measureSide(ctx context.Context, side string, clients int, do func
 		copy(perClient, w.perClient)
 	}
 	calls, redelivered := e.calls.total.Load(), e.runs.redelivered.Load()
-	stopShares, sharesErr := startShares()
+	save := ""
+	if e.cfg.SideProfiles != "" {
+		save = filepath.Join(e.cfg.SideProfiles, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(side, " ", "-"), clients))
+	}
+	stopShares, sharesErr := startShares(save)
 	before := e.read()
 	l := closedLoop(ctx, clients, e.cfg.Duration, e.cfg.RequestTimeout, do)
 	use := e.read().since(before)
