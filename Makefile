@@ -18,7 +18,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   ?= -s -w -X main.version=$(VERSION)
 BINARIES  := worker publisher
 
-.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean js js-deps js-gen js-pack
+.PHONY: help run test unit lint fmt vet bench bench-bus fuzz build lndl-vectors clean js js-deps js-gen js-pack agent-clis
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -90,6 +90,20 @@ js-gen: ## regenerate the TypeScript types of clients/js from schemas/ (after ch
 js-pack: js ## the SDK as an npm tarball in bin/ (npm install bin/lionbus-client-*.tgz)
 	@mkdir -p $(BIN)
 	cd $(JS_DIR) && npm pack --silent --pack-destination ../../$(BIN)
+
+# The coding-agent CLIs (Claude Code, Codex CLI, Gemini CLI) that the
+# real-CLI tests run, at the versions of tools/agent-clis/package-lock.json,
+# installed into AGENT_CLIS_DIR (git-ignored). The tests look for them in
+# $(AGENT_CLIS_DIR)/node_modules/.bin; without them they skip, except in CI.
+AGENT_CLIS_DIR ?= .tools/agent-clis
+
+agent-clis: ## the coding-agent CLIs the tests run, at pinned versions, into .tools/agent-clis (npm ci)
+	@mkdir -p $(AGENT_CLIS_DIR)
+	@if ! cmp -s tools/agent-clis/package-lock.json $(AGENT_CLIS_DIR)/package-lock.json || [ ! -d $(AGENT_CLIS_DIR)/node_modules ]; then \
+		cp tools/agent-clis/package.json tools/agent-clis/package-lock.json $(AGENT_CLIS_DIR)/; \
+		npm ci --prefix $(AGENT_CLIS_DIR) --no-audit --no-fund; \
+	fi
+	@for c in claude codex gemini; do printf '%s: ' $$c; $(AGENT_CLIS_DIR)/node_modules/.bin/$$c --version; done
 
 clean: ## remove bin/
 	rm -rf $(BIN)

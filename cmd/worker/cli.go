@@ -35,6 +35,8 @@ type cliFileEntry struct {
 	Command []string `json:"command"`
 	Dir     string   `json:"dir"`
 	Env     []string `json:"env"`
+	// Format is claude, codex or gemini; empty: detected from the command.
+	Format string `json:"format"`
 }
 
 // cliCommands returns the CLIs of --cli and --cli-config.
@@ -57,7 +59,7 @@ func (c config) cliCommands() ([]cli.Command, error) {
 			return nil, fmt.Errorf("%s: %w", c.CLIConfig, err)
 		}
 		for _, e := range entries {
-			out = append(out, cli.Command{Name: e.Name, Argv: e.Command, Dir: e.Dir, Env: e.Env})
+			out = append(out, cli.Command{Name: e.Name, Argv: e.Command, Dir: e.Dir, Env: e.Env, Format: cli.Format(e.Format)})
 		}
 	}
 	if _, err := cli.New(out...); err != nil {

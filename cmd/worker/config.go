@@ -229,8 +229,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", tools.DefaultApprovalTimeout, "how long to wait for the approver (with --tools-approve)")
 
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
-	fs.Var(&c.CLIs, "cli", "define a coding-agent CLI model \"cli:NAME\" as NAME=COMMAND (repeatable; in $LIONBUS_CLI one per line); COMMAND is run with Claude Code's -p PROMPT --output-format stream-json --verbose [--resume ID] appended")
-	fs.StringVar(&c.CLIConfig, "cli-config", "", `JSON file of CLI models: [{"name": "claude", "command": ["claude", "--model", "sonnet"], "dir": "/work", "env": ["KEY=VALUE"]}]`)
+	fs.Var(&c.CLIs, "cli", "define a coding-agent CLI model \"cli:NAME\" as NAME=COMMAND (repeatable; in $LIONBUS_CLI one per line); its output format (Claude Code, Codex CLI or Gemini CLI, see docs/agent-clis.md) is detected from the program's name")
+	fs.StringVar(&c.CLIConfig, "cli-config", "", `JSON file of CLI models: [{"name": "claude", "command": ["claude", "--model", "sonnet"], "dir": "/work", "env": ["KEY=VALUE"], "format": "claude"}] (format: claude, codex or gemini; detected when left out)`)
 	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", fmt.Sprintf("root of the Anthropic Messages API for the \"anthropic\" provider (else $%s; %s when only a key is set)", anthropic.EnvBaseURL, anthropic.DefaultBaseURL))
 	fs.StringVar(&c.AnthropicAPIKey, "anthropic-api-key", "", fmt.Sprintf("API key of the \"anthropic\" provider, never printed (else $%s)", anthropic.EnvAPIKey))
 	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))

@@ -385,6 +385,12 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	if x.data.ClearMessages {
 		past = nil
 	}
+	resume := x.branch.Settings.ProviderSession
+	if resume != "" {
+		// A resumed session holds what it recorded: the prompt carries
+		// only what came after it.
+		past = afterSession(past, resume)
+	}
 	// A first attempt builds (and bounds) its prompt before it stores the
 	// instruction, so that a refused prompt records nothing; a redelivery
 	// reads its stored instruction first and leaves it out of the history.
@@ -409,7 +415,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	call := Call{
 		Model: x.chat, Messages: msgs, Instruction: instructionText(x.ins.Content),
 		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
-		Resume: x.branch.Settings.ProviderSession,
+		Resume: resume,
 	}
 	st := &runState{e: e, model: x.chat}
 
@@ -486,6 +492,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		st.session = comp.SessionID
 	}
 	st.flush()
+	st.markSession()
 	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
 		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
 	}
@@ -516,6 +523,34 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		e.finishRunLog(cctx, logDir, x.streamRequest(req), x.branch.ID)
 	}
 	return out2, st, cerr
+}
+
+// markSession records, on every message the run recorded, the provider
+// session that holds it (metadata session_id), so that a later run
+// resuming the session sends only what came after (see afterSession).
+func (s *runState) markSession() {
+	if s.session == "" {
+		return
+	}
+	for i := range s.msgs {
+		if s.msgs[i].Metadata == nil {
+			s.msgs[i].Metadata = map[string]any{}
+		}
+		s.msgs[i].Metadata[MetaSessionID] = s.session
+	}
+}
+
+// afterSession returns the messages of history after the last one the
+// provider session holds (marked by markSession): what a run resuming it
+// has to send. With no marked message, nothing of history is sent: the
+// session holds what its runs recorded before messages were marked.
+func afterSession(history []wire.Message, session string) []wire.Message {
+	for i := len(history) - 1; i >= 0; i-- {
+		if id, _ := history[i].Metadata[MetaSessionID].(string); id == session {
+			return history[i+1:]
+		}
+	}
+	return nil
 }
 
 // stageInstruction names the stage event of a run's instruction: its id

@@ -45,14 +45,20 @@ type line struct {
 	Message   json.RawMessage `json:"message"` // an object, or an error line's text
 	Event     *streamEvent    `json:"event"`
 	// result lines
-	IsError      bool            `json:"is_error"`
-	Result       *string         `json:"result"`
-	Usage        json.RawMessage `json:"usage"`
-	ModelUsage   json.RawMessage `json:"modelUsage"`
-	TotalCostUSD *float64        `json:"total_cost_usd"`
-	NumTurns     *float64        `json:"num_turns"`
-	DurationMS   *float64        `json:"duration_ms"`
-	Errors       []any           `json:"errors"`
+	IsError           bool            `json:"is_error"`
+	Result            *string         `json:"result"`
+	Usage             json.RawMessage `json:"usage"`
+	ModelUsage        json.RawMessage `json:"modelUsage"`
+	TotalCostUSD      *float64        `json:"total_cost_usd"`
+	NumTurns          *float64        `json:"num_turns"`
+	DurationMS        *float64        `json:"duration_ms"`
+	Errors            []any           `json:"errors"`
+	StopReason        json.RawMessage `json:"stop_reason"`
+	TerminalReason    json.RawMessage `json:"terminal_reason"`
+	PermissionDenials json.RawMessage `json:"permission_denials"`
+	APIErrorStatus    json.RawMessage `json:"api_error_status"`
+	// user lines
+	ToolUseResult json.RawMessage `json:"tool_use_result"`
 	// error lines (codex style)
 	Error  json.RawMessage `json:"error"`
 	Code   any             `json:"code"`
@@ -108,23 +114,19 @@ func (d *Decoder) Decode(raw []byte) ([]ops.Chunk, error) {
 	}
 	switch l.Type {
 	case "system":
-		md := map[string]any{"subtype": l.Subtype}
-		if l.SessionID != "" {
-			md[ops.MetaSessionID] = l.SessionID
-		}
-		if l.Model != "" {
-			md["model"] = l.Model
-		}
-		if v := decodeAny(l.Tools); v != nil {
-			md["tools"] = v
-		}
-		return []ops.Chunk{{Kind: ops.ChunkSystem, Metadata: md}}, nil
+		return []ops.Chunk{systemChunk(raw, &l)}, nil
 	case "stream_event":
 		return d.streamEvent(l.Event), nil
 	case "assistant":
 		return d.assistant(messageOf(l.Message)), nil
 	case "user":
-		return d.user(messageOf(l.Message)), nil
+		out := d.user(messageOf(l.Message))
+		if v := decodeAny(l.ToolUseResult); v != nil && len(out) == 1 {
+			// The tool's own account of its run (stdout, stderr,
+			// interrupted...), beside the text the model got.
+			out[0].Metadata = map[string]any{"tool_use_result": v}
+		}
+		return out, nil
 	case "result":
 		return d.result(&l), nil
 	case "error", "turn.failed":
@@ -133,6 +135,50 @@ func (d *Decoder) Decode(raw []byte) ([]ops.Chunk, error) {
 		return nil, ErrDone
 	}
 	return nil, nil // unknown types are ignored
+}
+
+// systemChunk maps a system line. The init line keeps the session, the
+// model, the tools and the CLI's settings; any other subtype (status,
+// thinking_tokens, task_started, task_notification...) keeps all its
+// fields but type and uuid, and a tool_use_id becomes the chunk's ToolID,
+// linking a task's notices to the tool call that started it.
+func systemChunk(raw []byte, l *line) ops.Chunk {
+	md := map[string]any{"subtype": l.Subtype}
+	if l.Subtype == "init" {
+		if l.Model != "" {
+			md["model"] = l.Model
+		}
+		if v := decodeAny(l.Tools); v != nil {
+			md["tools"] = v
+		}
+		var init struct {
+			CWD            string `json:"cwd"`
+			PermissionMode string `json:"permissionMode"`
+			Version        string `json:"claude_code_version"`
+		}
+		_ = json.Unmarshal(raw, &init)
+		for k, v := range map[string]string{"cwd": init.CWD, "permission_mode": init.PermissionMode, "cli_version": init.Version} {
+			if v != "" {
+				md[k] = v
+			}
+		}
+	} else {
+		var all map[string]any
+		_ = json.Unmarshal(raw, &all)
+		for k, v := range all {
+			if k != "type" && k != "uuid" {
+				md[k] = v
+			}
+		}
+	}
+	if l.SessionID != "" {
+		md[ops.MetaSessionID] = l.SessionID
+	}
+	c := ops.Chunk{Kind: ops.ChunkSystem, Metadata: md}
+	if id, _ := md["tool_use_id"].(string); id != "" {
+		c.ToolID = id
+	}
+	return c
 }
 
 func (d *Decoder) streamEvent(ev *streamEvent) []ops.Chunk {
@@ -251,6 +297,14 @@ func (d *Decoder) result(l *line) []ops.Chunk {
 	}
 	if l.Subtype != "" {
 		md["subtype"] = l.Subtype
+	}
+	for k, raw := range map[string]json.RawMessage{
+		"stop_reason": l.StopReason, "terminal_reason": l.TerminalReason,
+		"permission_denials": l.PermissionDenials, "api_error_status": l.APIErrorStatus,
+	} {
+		if v := decodeAny(raw); v != nil {
+			md[k] = v
+		}
 	}
 	out := []ops.Chunk{{Kind: ops.ChunkResult, Metadata: md}}
 	if l.IsError && !d.sawError {

@@ -52,13 +52,17 @@ type Command struct {
 	// Name is the NAME of cli:NAME ([ops.ValidID]).
 	Name string
 	// Argv is the program and its leading arguments. The provider appends
-	// Claude Code's: -p PROMPT --output-format stream-json --verbose, then
-	// --resume ID and the system prompt flag when they apply.
+	// its format's (see [ArgsFor]); Claude Code's are -p PROMPT
+	// --output-format stream-json --verbose, then --resume ID and the
+	// system prompt flag when they apply.
 	Argv []string
 	// Dir is the working directory; "" means the worker's.
 	Dir string
 	// Env is added to the worker's environment (KEY=VALUE each).
 	Env []string
+	// Format is the CLI's output format and arguments; "" means the one
+	// DetectFormat finds from Argv.
+	Format Format
 }
 
 // ParseCommand parses "NAME=COMMAND" (the worker's --cli flag): COMMAND is
@@ -126,8 +130,11 @@ func splitWords(s string) ([]string, error) {
 // output) as subprocesses. Each call starts one process in its own
 // process group; on every exit (end, failure, cancellation, a consumer
 // that stops reading) the group is sent SIGTERM, then SIGKILL after
-// KillGrace, and the process is reaped before Stream returns. It is safe
-// for concurrent use.
+// KillGrace, and the process is reaped before Stream returns. On Linux
+// the CLI runs under a subreaper, the worker's executable run again,
+// which also ends the processes the CLI started outside its group (Claude
+// Code's Bash commands run in sessions of their own) before it exits. It
+// is safe for concurrent use.
 type Provider struct {
 	cmds map[string]Command
 	// KillGrace is the time between SIGTERM and SIGKILL; 0 means
@@ -138,6 +145,11 @@ type Provider struct {
 	ExitWait time.Duration
 	// Logger receives the provider's logs; nil discards them.
 	Logger *zerolog.Logger
+	// NoReaper runs the CLI directly rather than under the subreaper (on
+	// Linux the default; see [Provider]): only its process group is then
+	// stopped, and a process it started in a session of its own outlives
+	// the call.
+	NoReaper bool
 }
 
 var _ ops.CLIProvider = (*Provider)(nil)
@@ -150,6 +162,14 @@ func New(cmds ...Command) (*Provider, error) {
 		if !ops.ValidID(c.Name) || len(c.Argv) == 0 || c.Argv[0] == "" {
 			return nil, fmt.Errorf("%w: %q needs a valid name and a command", ErrInvalidCommand, c.Name)
 		}
+		f, err := ParseFormat(string(c.Format))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		if f == "" {
+			f = DetectFormat(c.Argv)
+		}
+		c.Format = f
 		if _, dup := p.cmds[c.Name]; dup {
 			return nil, fmt.Errorf("%w: %q is defined twice", ErrInvalidCommand, c.Name)
 		}
@@ -200,8 +220,9 @@ func (p *Provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion
 // call: the prompt, the stream-json output, and --resume with the system
 // prompt flag. A fresh session gets every non-system message's content
 // joined with newlines, a leading system message as
-// --append-system-prompt; a resumed one only the last message, the system
-// message as --system-prompt. A prompt or system message starting with a
+// --append-system-prompt; a resumed one only the last message (the
+// engine leaves out of it what the session holds), the system message as
+// --system-prompt. A prompt or system message starting with a
 // dash gets a leading space, so the CLI cannot read it as a flag.
 func Args(call ops.Call) []string {
 	var system string
@@ -259,11 +280,22 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	argv := append(append([]string(nil), c.Argv[1:]...), Args(call)...)
-	cmd := exec.Command(c.Argv[0], argv...)
+	argv := append(append([]string(nil), c.Argv...), ArgsFor(c.Format, call)...)
+	env := append(os.Environ(), c.Env...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if p.NoReaper {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	} else if prog, args, renv, ok := reaperCommand(argv, p.grace()*3/4); ok {
+		// The CLI runs under a subreaper that ends every process it
+		// started, in its group or not (see reaper_linux.go).
+		cmd = exec.Command(prog, args...)
+		env = append(env, renv)
+		cmd.SysProcAttr = reaperSysProcAttr()
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = env
 	stderr := &limitedBuffer{max: MaxStderr}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = time.Second
@@ -287,7 +319,7 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 	defer stopWatch()
 
 	var (
-		dec      Decoder
+		dec      = NewDecoder(c.Format)
 		text     strings.Builder
 		session  string
 		usage    *ops.Usage

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,6 +143,12 @@ func TestProvider_Stream_exits(t *testing.T) {
 		{name: "child process", prompt: "CHILD",
 			wantKinds: []ops.ChunkKind{ops.ChunkSystem, ops.ChunkThinking, ops.ChunkText, ops.ChunkText, ops.ChunkToolUse,
 				ops.ChunkToolResult, ops.ChunkToolResult, ops.ChunkText, ops.ChunkResult}},
+		// The subreaper ends a descendant outside the CLI's process group.
+		{name: "child in a session of its own", prompt: "SETSID",
+			wantKinds: []ops.ChunkKind{ops.ChunkSystem, ops.ChunkThinking, ops.ChunkText, ops.ChunkText, ops.ChunkToolUse,
+				ops.ChunkToolResult, ops.ChunkToolResult, ops.ChunkText, ops.ChunkResult}},
+		{name: "cancel, child in a session of its own", prompt: "SETSID HANG", cancelAt: 4, wantErr: context.Canceled,
+			wantKinds: []ops.ChunkKind{ops.ChunkSystem, ops.ChunkThinking, ops.ChunkText, ops.ChunkText}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,4 +288,25 @@ func TestParseCommand(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	os.Exit(m.Run())
+}
+
+// Why the subreaper: without it, a process the CLI started in a session
+// of its own (as Claude Code runs Bash) outlives the call, since only the
+// CLI's process group is signalled.
+func TestProvider_Stream_without_reaper(t *testing.T) {
+	t.Parallel()
+	p, dir := setup(t)
+	p.NoReaper = true
+	if _, err := p.Stream(context.Background(), call("SETSID", ""), func(ops.Chunk) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	recs := clitest.Records(t, dir)
+	if len(recs) != 1 || recs[0].Child == 0 {
+		t.Fatalf("records %+v", recs)
+	}
+	child := recs[0].Child
+	defer syscall.Kill(child, syscall.SIGKILL)
+	if clitest.WaitGone(child, 500*time.Millisecond) {
+		t.Errorf("child %d ended with the call without the reaper; the reaper is then no longer needed", child)
+	}
 }

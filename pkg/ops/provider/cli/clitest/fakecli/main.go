@@ -13,6 +13,8 @@
 //	GATE       print half the lines, then wait for the file $FAKECLI_DIR/gate
 //	SLOW       pause $FAKECLI_DELAY_MS (default 50) ms before each line
 //	CHILD      start a child process (sleep) in its process group first
+//	SETSID     start a child process (sleep) in a session of its own first,
+//	           outside its process group, as Claude Code runs Bash
 //
 // With $FAKECLI_DIR set it writes $FAKECLI_DIR/<pid>.json: its pid, its
 // arguments and its child's pid. The session id is the one given with
@@ -57,8 +59,11 @@ func main() {
 	has := func(w string) bool { return strings.Contains(prompt, w) }
 	dir := os.Getenv("FAKECLI_DIR")
 	rec := record{PID: os.Getpid(), Argv: args}
-	if has("CHILD") {
+	if has("CHILD") || has("SETSID") {
 		child := exec.Command("sleep", "300")
+		if has("SETSID") {
+			child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := child.Start(); err == nil {
 			rec.Child = child.Process.Pid
 		}
