@@ -237,6 +237,9 @@ func (e *Engine) assistantMessage(model ModelRef, comp *Completion) Message {
 			"input_tokens": comp.Usage.InputTokens, "output_tokens": comp.Usage.OutputTokens,
 			"total_tokens": comp.Usage.TotalTokens,
 		}
+		if comp.Usage.CostUSD > 0 {
+			m.Metadata[MetaUsage].(map[string]any)["cost_usd"] = comp.Usage.CostUSD
+		}
 	}
 	if len(comp.ToolCalls) > 0 {
 		calls := make([]any, len(comp.ToolCalls))
@@ -259,6 +262,7 @@ func addUsage(total **Usage, u *Usage) {
 	(*total).InputTokens += u.InputTokens
 	(*total).OutputTokens += u.OutputTokens
 	(*total).TotalTokens += u.TotalTokens
+	(*total).CostUSD += u.CostUSD
 }
 
 // exchange runs one chat turn on b without recording it: it builds the

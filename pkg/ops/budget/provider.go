@@ -1,0 +1,111 @@
+package budget
+
+import (
+	"context"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/ops"
+)
+
+// DefaultMaxOutputTokens is the output reserved for a call whose model
+// reference sets no max_tokens (or max_completion_tokens) option, when
+// [Config.MaxOutputTokens] is 0.
+const DefaultMaxOutputTokens = 1024
+
+// Config configures [Wrap].
+type Config struct {
+	// Ledger meters the calls; required.
+	Ledger *Ledger
+	// Key names the budget of a call's model; nil means the model
+	// reference's "provider:model".
+	Key func(ops.ModelRef) string
+	// MaxOutputTokens is the output reserved for a call whose model sets
+	// no max_tokens option; 0 means DefaultMaxOutputTokens.
+	MaxOutputTokens int
+	// Prices, when set, puts each call's cost in its usage (CostUSD).
+	Prices Prices
+	// OnSignal is told of every rate-limit signal a provider answered with
+	// (a 429's Retry-After, an exhausted x-ratelimit-remaining-*), after
+	// the local ledger has been paused; the fleet layer broadcasts it. Nil
+	// means the pause stays local.
+	OnSignal func(key string, s Signal)
+	// OnCall, when set, is told of every call once it ended: its key, how
+	// long it waited for budget, its reservation and the tokens used (-1
+	// when unknown). For metrics and log lines.
+	OnCall func(key string, waited time.Duration, reserved, used int)
+}
+
+// Wrap returns a provider that waits for cfg.Ledger's budget before each
+// call of next and reconciles it from the call's reported usage. A
+// streaming next gives a streaming provider.
+func Wrap(next ops.Provider, cfg Config) ops.Provider {
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if cfg.Key == nil {
+		cfg.Key = func(m ops.ModelRef) string { return m.String() }
+	}
+	p := &provider{next: next, cfg: cfg}
+	if s, ok := next.(ops.StreamingProvider); ok {
+		return &streamingProvider{provider: p, stream: s}
+	}
+	return p
+}
+
+type provider struct {
+	next ops.Provider
+	cfg  Config
+}
+
+type streamingProvider struct {
+	*provider
+	stream ops.StreamingProvider
+}
+
+// Complete waits for budget, then calls the wrapped provider.
+func (p *provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
+	return p.metered(ctx, call, func(ctx context.Context) (*ops.Completion, error) {
+		return p.next.Complete(ctx, call)
+	})
+}
+
+// Stream waits for budget, then streams from the wrapped provider.
+func (p *streamingProvider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chunk) error) (*ops.Completion, error) {
+	return p.metered(ctx, call, func(ctx context.Context) (*ops.Completion, error) {
+		return p.stream.Stream(ctx, call, emit)
+	})
+}
+
+func (p *provider) metered(ctx context.Context, call ops.Call, do func(context.Context) (*ops.Completion, error)) (*ops.Completion, error) {
+	key := p.cfg.Key(call.Model)
+	est := EstimateCall(call, p.cfg.MaxOutputTokens)
+	r, err := p.cfg.Ledger.Acquire(ctx, key, est)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := do(WithSignalSink(ctx, func(s Signal) {
+		if until := s.PauseUntil(time.Now()); !until.IsZero() {
+			p.cfg.Ledger.Pause(key, until)
+			if p.cfg.OnSignal != nil {
+				p.cfg.OnSignal(key, s)
+			}
+		}
+	}))
+	used := -1
+	if comp != nil && comp.Usage != nil {
+		used = comp.Usage.InputTokens + comp.Usage.OutputTokens
+		if used == 0 {
+			used = comp.Usage.TotalTokens
+		}
+		if p.cfg.Prices != nil {
+			if c, ok := p.cfg.Prices.Cost(call.Model, *comp.Usage); ok {
+				comp.Usage.CostUSD = c
+			}
+		}
+	}
+	r.Done(used)
+	if p.cfg.OnCall != nil {
+		p.cfg.OnCall(key, r.Waited(), r.Tokens, used)
+	}
+	return comp, err
+}
