@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/budget"
 )
 
 // Provider calls an OpenAI-compatible Chat Completions API. It is safe for
@@ -272,6 +273,7 @@ func (p *Provider) post(ctx context.Context, body []byte, accept string) (*http.
 	if err != nil {
 		return nil, retryAfter, fmt.Errorf("%w: %s", ErrConnection, p.redact(err.Error()))
 	}
+	budget.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
