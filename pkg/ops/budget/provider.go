@@ -29,10 +29,9 @@ type Config struct {
 	// the local ledger has been paused; the fleet layer broadcasts it. Nil
 	// means the pause stays local.
 	OnSignal func(key string, s Signal)
-	// OnCall, when set, is told of every call once it ended: its key, how
-	// long it waited for budget, its reservation and the tokens used (-1
-	// when unknown). For metrics and log lines.
-	OnCall func(key string, waited time.Duration, reserved, used int)
+	// OnCall, when set, is told of every call once it ended, for metrics
+	// and log lines.
+	OnCall func(CallReport)
 }
 
 // Wrap returns a provider that waits for cfg.Ledger's budget before each
@@ -50,6 +49,23 @@ func Wrap(next ops.Provider, cfg Config) ops.Provider {
 		return &streamingProvider{provider: p, stream: s}
 	}
 	return p
+}
+
+// CallReport is what [Config.OnCall] is told of a call.
+type CallReport struct {
+	// Call is the call made.
+	Call ops.Call
+	// Key is its budget's key.
+	Key string
+	// Waited is how long it waited for budget.
+	Waited time.Duration
+	// Reserved is the tokens reserved, Used the tokens the provider
+	// reported (-1 when it reported none).
+	Reserved, Used int
+	// CostUSD is the call's cost by the price table; 0 when unknown.
+	CostUSD float64
+	// Err is the call's error, nil on success.
+	Err error
 }
 
 type provider struct {
@@ -105,7 +121,11 @@ func (p *provider) metered(ctx context.Context, call ops.Call, do func(context.C
 	}
 	r.Done(used)
 	if p.cfg.OnCall != nil {
-		p.cfg.OnCall(key, r.Waited(), r.Tokens, used)
+		rep := CallReport{Call: call, Key: key, Waited: r.Waited(), Reserved: r.Tokens, Used: used, Err: err}
+		if comp != nil && comp.Usage != nil {
+			rep.CostUSD = comp.Usage.CostUSD
+		}
+		p.cfg.OnCall(rep)
 	}
 	return comp, err
 }

@@ -98,7 +98,7 @@ func TestWrapReconcilesPricesAndLearns(t *testing.T) {
 		Ledger:   l,
 		Prices:   budget.Prices{"openai:m": {Input: 1, Output: 2}},
 		OnSignal: func(key string, s budget.Signal) { signalled = append(signalled, key) },
-		OnCall:   func(key string, waited time.Duration, r, u int) { reserved, used = r, u },
+		OnCall:   func(r budget.CallReport) { reserved, used = r.Reserved, r.Used },
 	})
 	prompt := ops.PromptOf(ops.ChatMessage{Role: ops.RoleUser, Content: "twelve bytes"})
 	comp, err := prov.Complete(context.Background(), ops.Call{Model: model, Messages: prompt})
