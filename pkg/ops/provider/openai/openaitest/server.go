@@ -230,3 +230,10 @@ func Worst(adm []Admitted, model string, w time.Duration) (reqs, toks int) {
 	}
 	return reqs, toks
 }
+
+// InFlight returns the requests of model being answered now.
+func (s *Server) InFlight(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight[model]
+}
