@@ -155,6 +155,9 @@ type Fleet struct {
 	wg     sync.WaitGroup
 	sub    *nats.Subscription
 	log    zerolog.Logger
+	// counted is set once the first member count was logged; only the
+	// heartbeat goroutine (and Start before it) touches it.
+	counted bool
 }
 
 // pauseMsg is a pause broadcast on the BudgetPause subject.
@@ -306,8 +309,9 @@ func (f *Fleet) beat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n != f.ledger.Shares() {
+	if n != f.ledger.Shares() || !f.counted {
 		f.log.Info().Int("members", n).Msg("budget split changed")
+		f.counted = true
 	}
 	f.ledger.SetShares(n)
 	return nil

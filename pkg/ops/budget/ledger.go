@@ -179,6 +179,34 @@ func (r *Reservation) Done(used int) {
 	l.pump(a)
 }
 
+// Refund releases the call like Done and takes it out of its window
+// altogether: the provider refused it (a 429), so it counts toward neither
+// the requests nor the tokens of the window.
+func (r *Reservation) Refund() {
+	if r == nil || r.l == nil {
+		return
+	}
+	l := r.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.done = true
+	a := r.acc
+	if a.inFlight > 0 {
+		a.inFlight--
+	}
+	if r.adm != nil && r.adm.inLog {
+		if i := slices.Index(a.log, r.adm); i >= 0 {
+			a.log = slices.Delete(a.log, i, i+1)
+			a.tokens -= r.adm.tokens
+		}
+		r.adm.inLog = false
+	}
+	l.pump(a)
+}
+
 func (l *Ledger) account(key string) *account {
 	a, ok := l.keys[key]
 	if !ok {

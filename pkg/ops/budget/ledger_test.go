@@ -192,3 +192,24 @@ func TestLedgerSharesAndPause(t *testing.T) {
 		t.Fatalf("negative limits: %v", err)
 	}
 }
+
+func TestLedgerRefundTakesTheCallOutOfItsWindow(t *testing.T) {
+	l := budget.NewLedger()
+	_ = l.SetLimits("k", budget.Limits{Requests: 1, Tokens: 100, WindowMS: 60_000})
+	r, err := l.Acquire(context.Background(), "k", 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Refund()
+	r.Done(5) // after Refund, nothing
+	if s := l.Stats("k"); s.Requests != 0 || s.Tokens != 0 || s.InFlight != 0 {
+		t.Fatalf("after a refund: %+v, want an empty window", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r2, err := l.Acquire(ctx, "k", 30)
+	if err != nil {
+		t.Fatalf("the refunded request's slot: %v", err)
+	}
+	r2.Done(-1)
+}

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -11,6 +12,9 @@ import (
 // reference sets no max_tokens (or max_completion_tokens) option, when
 // [Config.MaxOutputTokens] is 0.
 const DefaultMaxOutputTokens = 1024
+
+// DefaultRateLimitRetries is Config.RateLimitRetries when 0.
+const DefaultRateLimitRetries = 3
 
 // Config configures [Wrap].
 type Config struct {
@@ -29,6 +33,11 @@ type Config struct {
 	// the local ledger has been paused; the fleet layer broadcasts it. Nil
 	// means the pause stays local.
 	OnSignal func(key string, s Signal)
+	// RateLimitRetries is how many times a call the provider refused
+	// with a 429 is sent again, each time once the budget (paused by the
+	// 429's Retry-After) admits it; 0 means DefaultRateLimitRetries, a
+	// negative value none.
+	RateLimitRetries int
 	// OnCall, when set, is told of every call once it ended, for metrics
 	// and log lines.
 	OnCall func(CallReport)
@@ -40,6 +49,9 @@ type Config struct {
 func Wrap(next ops.Provider, cfg Config) ops.Provider {
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if cfg.RateLimitRetries == 0 {
+		cfg.RateLimitRetries = DefaultRateLimitRetries
 	}
 	if cfg.Key == nil {
 		cfg.Key = func(m ops.ModelRef) string { return m.String() }
@@ -66,6 +78,9 @@ type CallReport struct {
 	CostUSD float64
 	// Err is the call's error, nil on success.
 	Err error
+	// Attempts is how many times the call was sent (more than one after
+	// a provider's 429).
+	Attempts int
 }
 
 type provider struct {
@@ -95,37 +110,51 @@ func (p *streamingProvider) Stream(ctx context.Context, call ops.Call, emit func
 func (p *provider) metered(ctx context.Context, call ops.Call, do func(context.Context) (*ops.Completion, error)) (*ops.Completion, error) {
 	key := p.cfg.Key(call.Model)
 	est := EstimateCall(call, p.cfg.MaxOutputTokens)
-	r, err := p.cfg.Ledger.Acquire(ctx, key, est)
-	if err != nil {
-		return nil, err
-	}
-	comp, err := do(WithSignalSink(ctx, func(s Signal) {
-		if until := s.PauseUntil(time.Now()); !until.IsZero() {
-			p.cfg.Ledger.Pause(key, until)
-			if p.cfg.OnSignal != nil {
-				p.cfg.OnSignal(key, s)
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		r, err := p.cfg.Ledger.Acquire(ctx, key, est)
+		if err != nil {
+			return nil, err
+		}
+		waited += r.Waited()
+		limited := false
+		comp, err := do(WithSignalSink(ctx, func(s Signal) {
+			limited = limited || s.Status == http.StatusTooManyRequests
+			if until := s.PauseUntil(time.Now()); !until.IsZero() {
+				p.cfg.Ledger.Pause(key, until)
+				if p.cfg.OnSignal != nil {
+					p.cfg.OnSignal(key, s)
+				}
+			}
+		}))
+		if err != nil && limited {
+			// The provider refused the call: it counts in no window, and
+			// it is sent again once the (now paused) budget admits it.
+			r.Refund()
+			if attempt <= p.cfg.RateLimitRetries && ctx.Err() == nil {
+				continue
 			}
 		}
-	}))
-	used := -1
-	if comp != nil && comp.Usage != nil {
-		used = comp.Usage.InputTokens + comp.Usage.OutputTokens
-		if used == 0 {
-			used = comp.Usage.TotalTokens
-		}
-		if p.cfg.Prices != nil {
-			if c, ok := p.cfg.Prices.Cost(call.Model, *comp.Usage); ok {
-				comp.Usage.CostUSD = c
-			}
-		}
-	}
-	r.Done(used)
-	if p.cfg.OnCall != nil {
-		rep := CallReport{Call: call, Key: key, Waited: r.Waited(), Reserved: r.Tokens, Used: used, Err: err}
+		used := -1
 		if comp != nil && comp.Usage != nil {
-			rep.CostUSD = comp.Usage.CostUSD
+			used = comp.Usage.InputTokens + comp.Usage.OutputTokens
+			if used == 0 {
+				used = comp.Usage.TotalTokens
+			}
+			if p.cfg.Prices != nil {
+				if c, ok := p.cfg.Prices.Cost(call.Model, *comp.Usage); ok {
+					comp.Usage.CostUSD = c
+				}
+			}
 		}
-		p.cfg.OnCall(rep)
+		r.Done(used)
+		if p.cfg.OnCall != nil {
+			rep := CallReport{Call: call, Key: key, Waited: waited, Reserved: r.Tokens, Used: used, Err: err, Attempts: attempt}
+			if comp != nil && comp.Usage != nil {
+				rep.CostUSD = comp.Usage.CostUSD
+			}
+			p.cfg.OnCall(rep)
+		}
+		return comp, err
 	}
-	return comp, err
 }

@@ -124,6 +124,14 @@ func (s Signal) PauseUntil(now time.Time) time.Time {
 
 type sinkKey struct{}
 
+// Metered reports whether ctx carries a budget's signal sink: the budget
+// then retries a rate-limited call itself, through the budget, and a
+// provider should return a 429 at once instead of retrying it.
+func Metered(ctx context.Context) bool {
+	f, _ := ctx.Value(sinkKey{}).(func(Signal))
+	return f != nil
+}
+
 // WithSignalSink returns a context that carries f: a provider calls
 // [ObserveResponse] with each answer it receives under that context, and f
 // is told of the rate-limit signal the answer carries.

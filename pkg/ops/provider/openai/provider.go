@@ -179,6 +179,10 @@ func (p *Provider) call(ctx context.Context, call ops.Call, body []byte,
 		if attempt > p.retries {
 			return nil, p.fail(fmt.Sprintf("%v; gave up after %s", err, attempts(attempt)), true, err)
 		}
+		if errors.Is(err, ErrRateLimited) && budget.Metered(ctx) {
+			// The budget around the call retries it once it has budget.
+			return nil, p.fail(err.Error(), true, err)
+		}
 		wait := retryAfter
 		if wait < 0 {
 			wait = backoff(p.backoff, p.maxWait, attempt, p.randN)

@@ -47,7 +47,7 @@ func TestServerLimitsAndSignals(t *testing.T) {
 		t.Fatalf("refused %d admitted %d, want 1 and 3", srv.Refused(), len(srv.Admitted()))
 	}
 	l := budget.NewLedger()
-	wrapped := budget.Wrap(prov, budget.Config{Ledger: l})
+	wrapped := budget.Wrap(prov, budget.Config{Ledger: l, RateLimitRetries: -1})
 	if _, err := wrapped.Complete(ctx, call("m")); err == nil {
 		t.Fatal("a 429 through the budget succeeded")
 	}
@@ -56,5 +56,33 @@ func TestServerLimitsAndSignals(t *testing.T) {
 	}
 	if reqs, toks := openaitest.Worst(srv.Admitted(), "m", time.Minute); reqs != 2 || toks != 2*(openaitest.PromptTokens("hello there")+8) {
 		t.Fatalf("worst window %d requests %d tokens", reqs, toks)
+	}
+}
+
+// Without any budget set, a wrapped provider learns the server's limit
+// from its 429s: each pauses the model until the server's window frees,
+// and the refused call is sent again through the budget, so every call
+// succeeds.
+func TestWrapRetriesRateLimitedCallsThroughTheBudget(t *testing.T) {
+	srv := openaitest.New(openaitest.Config{Limits: openaitest.Limits{Requests: 2, Window: 300 * time.Millisecond}})
+	defer srv.Close()
+	prov, err := openai.New(openai.Config{BaseURL: srv.BaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := budget.NewLedger()
+	var attempts int
+	wrapped := budget.Wrap(prov, budget.Config{Ledger: l, RateLimitRetries: 5,
+		OnCall: func(r budget.CallReport) { attempts += r.Attempts }})
+	for i := range 6 {
+		if _, err := wrapped.Complete(context.Background(), call("m")); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if len(srv.Admitted()) != 6 || srv.Refused() != attempts-6 || srv.Refused() >= 6 {
+		t.Fatalf("admitted %d, refused %d, attempts %d: want 6 admitted and fewer refusals than calls", len(srv.Admitted()), srv.Refused(), attempts)
+	}
+	if s := l.Stats("openai:m"); s.InFlight != 0 {
+		t.Fatalf("after the calls: %+v", s)
 	}
 }
