@@ -10,7 +10,7 @@ import (
 // labelled by model (the budget's key):
 //
 //	budget_wait_seconds{model}       histogram: time a model call waited for budget
-//	model_tokens_total{model}        counter: tokens (input + output) the providers reported
+//	budget_tokens_total{model}       counter: tokens (input + output) the providers reported
 //	model_cost_usd_total{model}      counter: cost of the model calls by the price table
 //	budget_pauses_total{model}       counter: pauses learned from a provider's limit signals
 type BudgetMetrics struct {
@@ -29,8 +29,8 @@ func Budget(reg prometheus.Registerer) (*BudgetMetrics, error) {
 			Buckets: []float64{0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60},
 		}, []string{"model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "lionbus", Name: "model_tokens_total",
-			Help: "Tokens (input + output) the model providers reported.",
+			Namespace: "lionbus", Name: "budget_tokens_total",
+			Help: "Tokens (input + output) of the metered model calls, by model.",
 		}, []string{"model"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "lionbus", Name: "model_cost_usd_total",

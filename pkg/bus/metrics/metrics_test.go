@@ -126,7 +126,7 @@ func TestBudget_records_wait_tokens_cost_and_pauses(t *testing.T) {
 	if got := histCount(t, reg, "lionbus_budget_wait_seconds", lab); got != 2 {
 		t.Errorf("wait observations %v, want 2", got)
 	}
-	if got := counter(t, reg, "lionbus_model_tokens_total", lab); got != 50 {
+	if got := counter(t, reg, "lionbus_budget_tokens_total", lab); got != 50 {
 		t.Errorf("tokens %v, want 50", got)
 	}
 	if got := counter(t, reg, "lionbus_model_cost_usd_total", lab); got != 0.75 {
@@ -134,5 +134,15 @@ func TestBudget_records_wait_tokens_cost_and_pauses(t *testing.T) {
 	}
 	if got := counter(t, reg, "lionbus_budget_pauses_total", lab); got != 1 {
 		t.Errorf("pauses %v, want 1", got)
+	}
+}
+
+func TestBudget_registers_beside_the_worker_metrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.Budget(reg); err != nil {
+		t.Fatalf("budget metrics beside the worker's: %v", err)
 	}
 }
