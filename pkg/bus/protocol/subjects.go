@@ -150,6 +150,18 @@ func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }
 // by idempotency key.
 func (s Subjects) ToolResultsBucket() string { return s.Prefix + "_tool_results" }
 
+// BudgetsBucket is the KV bucket of the fleet's model budgets (see
+// package bus/budget).
+func (s Subjects) BudgetsBucket() string { return s.Prefix + "_budgets" }
+
+// BudgetMembersBucket is the KV bucket where each worker keeps its
+// membership of the fleet's budget split alive.
+func (s Subjects) BudgetMembersBucket() string { return s.Prefix + "_budget_members" }
+
+// BudgetPause is the core subject on which a worker tells the fleet to
+// pause a model (a provider's 429 or exhausted rate-limit headers).
+func (s Subjects) BudgetPause() string { return s.Prefix + ".budget.pause" }
+
 func upper(s string) string {
 	b := []byte(s)
 	for i, c := range b {
