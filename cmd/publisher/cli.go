@@ -117,6 +117,18 @@ func (a *app) newRoot() *cobra.Command {
 		dlq.AddCommand(a.leaf(sub.name+" KEY", sub.short, "", a.dlqKey(sub.name)))
 	}
 
+	budgets := a.group("budget", "The fleet's model budgets: set, get, ls, rm",
+		errors.New("budget needs a subcommand: set, get, ls or rm"),
+		func(name string) string {
+			return fmt.Sprintf("unknown budget subcommand %q: want set, get, ls or rm", name)
+		})
+	budgets.Long = budgetLong
+	budgets.AddCommand(
+		a.leaf("set MODEL", "Set a model's limits for the whole fleet", "", a.budgetSet),
+		a.leaf("get MODEL", "Print a model's limits as JSON", "", a.budgetCmd("get")),
+		a.leaf("ls", "One line per model with a budget", "", a.budgetCmd("ls")),
+		a.leaf("rm MODEL", "Remove a model's budget", "", a.budgetCmd("rm")),
+	)
 	tools := a.group("tools", "The tool registry; call a tool directly",
 		errors.New("tools needs a subcommand: list, show or call"),
 		func(name string) string {
@@ -141,7 +153,7 @@ func (a *app) newRoot() *cobra.Command {
 			return nil
 		},
 	}
-	for _, cmd := range []*cobra.Command{dlq, tools, lndl, a.contextCommand()} {
+	for _, cmd := range []*cobra.Command{dlq, budgets, tools, lndl, a.contextCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}

@@ -78,45 +78,37 @@ func reactCommand() command {
 					return err
 				}
 				req.verb = "react"
-				// The exchange flags are react's fields too (it has no
-				// plain content, which they never set).
 				var ask wire.ChatRequest
 				if err := ex.apply(&ask); err != nil {
 					return err
 				}
-				if err := req.set(ask); err != nil {
+				d := wire.ReactRequest{Prompt: ask.Prompt, ParseModel: ask.ParseModel, ResponseFormat: ask.ResponseFormat}
+				var err error
+				if d.AnalysisModel, err = modelFlag("analysis-model", *analysis); err != nil {
 					return err
 				}
-				for key, v := range map[string]string{"analysis_model": *analysis, "interpret_model": *imodel} {
-					if err := setModel(req.data, key, v); err != nil {
-						return err
-					}
+				if d.InterpretModel, err = modelFlag("interpret-model", *imodel); err != nil {
+					return err
 				}
-				if len(tools) > 0 {
-					req.data["tools"] = []string(tools)
+				d.Tools = tools
+				if *strategy != "" {
+					d.ActionStrategy = strategy
 				}
-				setString(req.data, "action_strategy", *strategy)
-				setString(req.data, "handle_validation", *handle)
-				setString(req.data, "interpret_domain", *domain)
-				setString(req.data, "interpret_style", *style)
-				setString(req.data, "interpret_sample", *sample)
-				if *interpret {
-					req.data["interpret"] = true
-				}
+				d.HandleValidation = *handle
+				d.Interpret, d.InterpretDomain, d.InterpretStyle, d.InterpretSample = *interpret, *domain, *style, *sample
 				if *noExt {
-					req.data["extension_allowed"] = false
+					allowed := false
+					d.ExtensionAllowed = &allowed
 				}
-				if *analyses {
-					req.data["return_analysis"] = true
-				}
-				if *stream {
-					req.data["stream"] = true
-				}
+				d.ReturnAnalysis, d.Stream = *analyses, *stream
 				fs.Visit(func(f *flag.Flag) {
 					if f.Name == "max-extensions" {
-						req.data["max_extensions"] = *maxExt
+						d.MaxExtensions = maxExt
 					}
 				})
+				if err := req.set(d); err != nil {
+					return err
+				}
 				_, hasInstruction := req.data["instruction"]
 				_, hasInstruct := req.data["instruct"]
 				if !hasInstruction && !hasInstruct {

@@ -131,7 +131,7 @@ func sendRun(ctx context.Context, cl *client.Client, o *options, req *request, o
 			note += ", cancelled"
 		}
 		if res.RunLog != nil {
-			// Where the persisted run's snapshots are (0021-D5-06).
+			// Where the persisted run's snapshots are.
 			note += ", run log " + res.RunLog.Snapshot
 		}
 		fmt.Fprintln(stderr, note)

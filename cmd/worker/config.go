@@ -66,7 +66,7 @@ type config struct {
 	// consumer and buckets when nothing else made it.
 	HealthInterval time.Duration
 	// RunLogDir is the run log directory of runs with stream_persist that
-	// name none (0021-D5-06).
+	// name none.
 	RunLogDir string
 
 	// MetricsAddr is where /metrics, /healthz and /readyz are served; ""
@@ -106,6 +106,10 @@ type config struct {
 	// is set (falling back to ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY).
 	AnthropicBaseURL string
 	AnthropicAPIKey  string
+
+	// Budgets is a JSON file of model budgets (the fleet's starting value)
+	// and prices; see docs/budgets.md.
+	Budgets string
 }
 
 // workerLong is the description of the worker in its help.
@@ -233,6 +237,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.CLIConfig, "cli-config", "", `JSON file of CLI models: [{"name": "claude", "command": ["claude", "--model", "sonnet"], "dir": "/work", "env": ["KEY=VALUE"], "format": "claude"}] (format: claude, codex or gemini; detected when left out)`)
 	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", fmt.Sprintf("root of the Anthropic Messages API for the \"anthropic\" provider (else $%s; %s when only a key is set)", anthropic.EnvBaseURL, anthropic.DefaultBaseURL))
 	fs.StringVar(&c.AnthropicAPIKey, "anthropic-api-key", "", fmt.Sprintf("API key of the \"anthropic\" provider, never printed (else $%s)", anthropic.EnvAPIKey))
+	fs.StringVar(&c.Budgets, "budgets", "", `JSON file of model budgets and prices, {"limits": {"openai:gpt-4.1-mini": {"requests": 500, "tokens": 200000, "in_flight": 20}}, "prices": {...}}; the limits seed the fleet's budgets bucket (docs/budgets.md)`)
 	fs.StringVar(&c.OpenAIAPIKey, "openai-api-key", "", fmt.Sprintf("API key of the \"openai\" provider, sent as a bearer token and never printed (else $%s; better set in the environment than on the command line)", openai.EnvAPIKey))
 	return fs
 }

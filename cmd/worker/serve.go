@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
+	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -99,6 +101,13 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	if err != nil {
 		return nil, err
 	}
+	wb, err := newWorkerBudgets(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := wb.wrap(providers); err != nil {
+		return nil, err
+	}
 	bc.Providers = providers
 	bc.Tracer = tracer
 	// Tools are the registry's, called over NATS (--demo serves two example
@@ -117,12 +126,21 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 		bc.Store.Observer = obs.store
 		bc.Worker.OnDeadLetter = obs.metrics.DeadLettered
 		bc.Observer = obs.metrics
+		if wb.metrics, err = metrics.Budget(obs.reg); err != nil {
+			return nil, err
+		}
 	}
 	svc, err := bus.Start(ctx, bc)
 	if err == nil {
 		if err = wt.attach(ctx, svc, log); err != nil {
 			svc.Close()
 			return nil, fmt.Errorf("tool registry: %w", err)
+		}
+	}
+	if err == nil {
+		if err = wb.attach(ctx, svc, svc.Worker().Name()+"."+nuid.Next()); err != nil {
+			svc.Close()
+			return nil, fmt.Errorf("model budgets: %w", err)
 		}
 	}
 	if err == nil && obs != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
+	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 )
 
 // workerTools is the worker's tool wiring: the NATS invoker over the tool
@@ -42,7 +43,7 @@ func (w *workerTools) attach(ctx context.Context, svc *bus.Service, log zerolog.
 		return err
 	}
 	tl := log.With().Str("component", "tools").Logger()
-	reg, err := tools.OpenRegistry(ctx, js, w.cfg.Prefix, tl)
+	reg, err := tools.OpenRegistry(ctx, js, w.cfg.Prefix, tl, tools.WithRegistryCompiler(toolschema.Compile))
 	if err != nil {
 		return err
 	}

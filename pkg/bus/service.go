@@ -135,7 +135,7 @@ type Config struct {
 	ContextProviders []ops.ContextProvider
 
 	// RunLogDir is the run log directory of runs with stream_persist that
-	// name none (0021-D5-06): their logs go to
+	// name none: their logs go to
 	// <prefix>.runlog.<RunLogDir>.<id>.chunks and .snapshot. "" means
 	// ops.DefaultRunLogDir; see ops.Config.RunLogDir.
 	RunLogDir string

@@ -29,10 +29,10 @@ const (
 	// Config.MaxConcurrentTools is 0.
 	DefaultMaxConcurrentTools = 8
 	// SummaryLength bounds the argument and result summaries of the tool
-	// hook signals, in bytes of compact JSON (0022-D4-07).
+	// hook signals, in bytes of compact JSON.
 	SummaryLength = wire.SummaryLength
 	// DebugPreviewLength bounds the argument preview of act's debug log
-	// records, in bytes of compact JSON (0022-D4-07).
+	// records, in bytes of compact JSON.
 	DebugPreviewLength = 50
 )
 
@@ -40,7 +40,7 @@ const (
 // failure keeps the code the tool gave ([ToolError]; ToolErrorFailed when
 // it gave none).
 const (
-	// ActionErrorDenied: the call was not authorized (0022-D4-05); the
+	// ActionErrorDenied: the call was not authorized; the
 	// message is the reason. It is never suppressed or raised: a denial
 	// is always a value.
 	ActionErrorDenied = wire.ActionErrorDenied
@@ -93,7 +93,7 @@ const maxActionIDLength = 256
 type actParams struct {
 	requests   []ActionRequest
 	sequential bool
-	// suppress turns tool failures into error values (0022-D4-08); without
+	// suppress turns tool failures into error values; without
 	// it the first failure fails the request.
 	suppress bool
 }
@@ -157,7 +157,7 @@ func (e *Engine) actVerb(ctx context.Context, req Request) (*Result, error) {
 //
 // A request already committed on b is answered from history, without
 // calling a tool (its message.added signals are emitted again). An empty
-// list runs and records nothing (0022-D4-02). When ctx ends while the calls
+// list runs and records nothing. When ctx ends while the calls
 // run, nothing is recorded and the request fails with ctx's error: tools
 // may have run, and a redelivery calls them again with the same
 // idempotency keys. A failure with errors not suppressed is recorded with

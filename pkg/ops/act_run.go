@@ -61,14 +61,14 @@ type actRun struct {
 
 // runActions runs the calls of p for req on b and returns them with their
 // outcomes; it records nothing. Each call is authorized first, by the
-// branch's tools then the engine's Authorizer (0022-D4-05); a denied call
+// branch's tools then the engine's Authorizer; a denied call
 // gets an error-valued response and no hook signal. An authorized call
 // emits tool.pre, is invoked with its idempotency key and ctx's deadline,
-// then emits tool.post or tool.error (0022-D4-06). With the concurrent
-// strategy at most the engine's limit of calls run at once (0022-D4-04);
+// then emits tool.post or tool.error. With the concurrent
+// strategy at most the engine's limit of calls run at once;
 // with the sequential one they run in order. When errors are not
 // suppressed, the first failure stops the calls not yet started and
-// cancels those running (0022-D4-08).
+// cancels those running.
 func (e *Engine) runActions(ctx context.Context, req Request, b *history.Branch, p actParams) *actRun {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -188,7 +188,7 @@ func (r *actRun) call(ctx context.Context, c *actCall) {
 }
 
 // finish sets the call's response: output, or the error value. A null
-// output gives no response (0022-D4-09).
+// output gives no response.
 func (r *actRun) finish(c *actCall, output any, terr *ToolError) {
 	if output == nil && terr == nil {
 		return

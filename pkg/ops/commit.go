@@ -128,8 +128,8 @@ func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before [
 	}
 	switch sig {
 	case replayRun:
-		// The same lifecycle as the run (none under a nested turn,
-		// 0021-D4-04); a recorded failure is final, so it ends in
+		// The same lifecycle as the run (none under a nested turn); a
+		// recorded failure is final, so it ends in
 		// run.failed.
 		return e.runLifecycle(ctx, req, req.BranchID, func() (*Result, error) {
 			messagesAdded()

@@ -115,7 +115,7 @@ func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) 
 // structured result, as {function, arguments}, leaving out any already
 // there with the same function and arguments, and sets action_required.
 // A value that is not an object (no structured result) is returned as is:
-// action requests come only from a structured result (0022-D4-01).
+// action requests come only from a structured result.
 func withNativeToolCalls(value any, calls []ToolCall) any {
 	obj, ok := value.(map[string]any)
 	if !ok {

@@ -4,11 +4,11 @@
 // react), as decided by
 // ADR-0021, ADR-0022 and ADR-0024.
 //
-// Comments and tests of this package name those decisions as "ADR-0021 D4"
-// and their single rules by bullet id ("0021-D4-01"). Both are defined in
-// docs/decisions.md, which says for each what lionbus does; facts about the
-// original library's behaviour are its reference notes
-// (docs/decisions.md#reference-a5, ...).
+// Comments of this package name those decisions as "ADR-0021 D4"; its
+// tests name the single rules they check by bullet id ("0021-D4-01").
+// Both are defined in docs/decisions.md, which says for each what lionbus
+// does; facts about the original library's behaviour are its reference
+// notes (docs/decisions.md#reference-a5, ...).
 //
 // The package is transport-free. It knows nothing of NATS: branch state is a
 // plain value, and everything that crosses a process boundary sits behind a

@@ -68,12 +68,13 @@ type Config struct {
 	// stream_persist; nil means stream_persist keeps nothing.
 	RunLog RunLog
 	// RunLogDir is the run log directory of a run with stream_persist that
-	// names none (stream_persist_dir, 0021-D5-06); "" means
+	// names none (stream_persist_dir); "" means
 	// DefaultRunLogDir. It must be a valid directory ([ValidRunLogDir]).
 	RunLogDir string
 }
 
-// Engine runs operation requests against a [history.Store] and model [Provider]s.
+// Engine runs operation requests against a [history.Store] and model
+// [Provider]s.
 // It holds no per-request state and is safe for concurrent use; several
 // engines (in several processes) may share one store.
 type Engine struct {

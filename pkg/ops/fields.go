@@ -1,5 +1,7 @@
 package ops
 
+import "github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
+
 // matchFields maps the first JSON object recovered from text onto the
 // expected field names (request_fields, ADR-0021 D3): exact keys first,
 // then by normalized name and by similarity (see matchKeys, with
@@ -7,7 +9,7 @@ package ops
 // returned; {} when text holds no JSON object.
 func matchFields(text string, fields []string) map[string]any {
 	out := map[string]any{}
-	cands, err := recoverJSON(text)
+	cands, err := jsonrecover.Recover(text)
 	if err != nil {
 		return out
 	}

@@ -108,7 +108,7 @@ type MiddleInput struct {
 	// and snapshots (run's stream_persist); other middles ignore it.
 	StreamPersist bool
 	// StreamPersistDir is the run log directory of that run (run's
-	// stream_persist_dir, 0021-D5-06); "" means the engine's
+	// stream_persist_dir); "" means the engine's
 	// Config.RunLogDir. Only with StreamPersist.
 	StreamPersistDir string
 }

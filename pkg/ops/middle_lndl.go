@@ -17,15 +17,15 @@ import (
 
 // Bounds of the LNDL middle (ADR-0024, docs/lndl.md#the-operate-adapter).
 const (
-	// DefaultRoundBudget is the round budget of a request that sets none
-	// (0024-D1-01, 0024-D1-06): at most three model exchanges.
+	// DefaultRoundBudget is the round budget of a request that sets none: at
+	// most three model exchanges.
 	DefaultRoundBudget = 3
 	// MaxRoundBudget is the largest round_budget a request may set; a
 	// larger one, zero, a negative or a non-integer budget is an invalid
-	// request, refused before any model call (0024-D1-04, 0024-D1-05).
+	// request, refused before any model call.
 	MaxRoundBudget = 10
 	// MaxLNDLNotes bounds the notes (note.X) one invocation keeps across
-	// its rounds (0024-D3-11).
+	// its rounds.
 	MaxLNDLNotes = 64
 	// MaxLNDLNotesBytes bounds the size of those notes: the sum of the
 	// lengths of their names and their values (as text).
@@ -54,7 +54,7 @@ const (
 // Sentinel errors of the LNDL middle.
 var (
 	// ErrLNDLExhausted is matched by the error of an LNDL middle whose
-	// rounds ran out without a valid result (0024-D5-05). The error is a
+	// rounds ran out without a valid result. The error is a
 	// CodeParse *Error naming the budget and the last round error, which
 	// it also wraps.
 	ErrLNDLExhausted = errors.New("ops: lndl round budget exhausted")
@@ -68,7 +68,7 @@ var (
 )
 
 // cliProviderName is the provider name of CLI-backed models: their inner
-// exchanges go through the run_and_collect middle (0024-D2-08).
+// exchanges go through the run_and_collect middle.
 const cliProviderName = "cli"
 
 // LNDLRound is what one round of the LNDL middle did ([wire.LNDLRound]).
@@ -89,8 +89,8 @@ type lndlMiddle struct {
 }
 
 // inner returns the middle of the inner exchanges for model: the
-// run_and_collect middle for a CLI-backed model, communicate otherwise
-// (0024-D2-08). A CLI model with no run_and_collect middle served is an
+// run_and_collect middle for a CLI-backed model, communicate otherwise. A CLI
+// model with no run_and_collect middle served is an
 // invalid request, refused before any model call.
 func (m lndlMiddle) inner(model *history.ModelRef) (Middle, error) {
 	if model == nil || model.Provider != cliProviderName {
@@ -116,9 +116,8 @@ type lndlRun struct {
 	budget int
 	target *lndl.Target
 	inner  Middle
-	// results are the action results by alias, for the whole invocation
-	// (0024-D4-06); notes the scratchpad carried across rounds
-	// (0024-D3-11).
+	// results are the action results by alias, for the whole invocation;
+	// notes the scratchpad carried across rounds.
 	results map[string]any
 	notes   map[string]any
 	rounds  []LNDLRound
@@ -138,7 +137,7 @@ type lndlRun struct {
 // round emits one lndl.round signal. The first value that validates is
 // the answer; running out of rounds is a CodeParse error matching
 // ErrLNDLExhausted. Errors of the inner exchanges and of the action
-// stage are returned as they are (0024-D5-07).
+// stage are returned as they are.
 func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
 	if in.RequestID == "" {
 		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleLNDL)
@@ -173,7 +172,7 @@ func roundBudget(n int) (int, error) {
 
 // parseRoundBudget reads a request's round_budget: a JSON integer from 1
 // to MaxRoundBudget (2.0 counts as 2). Anything else, null included, is a
-// CodeInvalidRequest error (0024-D1-04, 0024-D1-05).
+// CodeInvalidRequest error.
 func parseRoundBudget(raw json.RawMessage) (int, error) {
 	bad := func() (int, error) {
 		return 0, Errorf(CodeInvalidRequest, "data.round_budget must be an integer from 1 to %d, got %s",
@@ -222,7 +221,7 @@ func lndlTarget(format, caller json.RawMessage) (*lndl.Target, error) {
 // order of the object at the same place in ref (its other keys after them,
 // sorted): operate's generated schema comes from Go maps, which lose the
 // order of the caller's properties, and the target's field order is the
-// declaration order the model is shown (0024-D2-02). An empty or
+// declaration order the model is shown. An empty or
 // unreadable ref leaves the keys sorted.
 func orderLike(doc, ref json.RawMessage) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -286,7 +285,7 @@ func ordered(v, ref any, depth int) any {
 func (r *lndlRun) run(ctx context.Context) (*Result, error) {
 	out := &Result{BranchID: r.in.BranchID, Replayed: true}
 	var (
-		lastErr error     // the last repair error (0024-D5-04)
+		lastErr error     // the last repair error
 		prev    roundStep // the previous round's
 	)
 	for round := 1; round <= r.budget; round++ {
@@ -321,7 +320,7 @@ func (r *lndlRun) run(ctx context.Context) (*Result, error) {
 	return nil, r.exhausted(lastErr)
 }
 
-// exhausted is the error of a loop that ran out of rounds (0024-D5-05).
+// exhausted is the error of a loop that ran out of rounds.
 func (r *lndlRun) exhausted(lastErr error) error {
 	if lastErr == nil {
 		return &Error{Code: CodeParse, Err: ErrLNDLExhausted, Message: fmt.Sprintf(
@@ -338,10 +337,10 @@ func (r *lndlRun) roundID(n int) string { return stageID(r.in.RequestID, "round"
 // exchange makes round n's inner exchange and returns the response text.
 // The first round sends the caller's instruction with the LNDL guidance;
 // later ones "Round N of M." with the previous round's action results
-// and repair error, and the caller's guidance alone (0024-D2-04,
-// 0024-D2-07). No round offers native tools or a native response format,
-// and each asks for the raw text (0024-D2-06, 0024-D2-08); only the first
-// clears the messages (0024-D1-03).
+// and repair error, and the caller's guidance alone. No round offers native
+// tools or a native response format,
+// and each asks for the raw text; only the first
+// clears the messages.
 func (r *lndlRun) exchange(ctx context.Context, n int, repair error, results map[string]any) (string, *Result, error) {
 	in := r.in
 	in.RequestID = r.roundID(n)
@@ -349,7 +348,7 @@ func (r *lndlRun) exchange(ctx context.Context, n int, repair error, results map
 	in.SkipValidation, in.NumParseRetries, in.RoundBudget, in.Tools = true, nil, 0, nil
 	if n == 1 {
 		// The caller's guidance as text: a string as it is, any other
-		// value as compact JSON (0024-D2-05, as lionbus intends it).
+		// value as compact JSON (as lionbus intends it).
 		in.Guidance = lndl.Guidance(r.target, textOf(r.in.Guidance))
 	} else {
 		in.Instruction = lndl.NextRoundPrompt(n, r.budget, r.target, results, repair)
@@ -371,7 +370,7 @@ func (r *lndlRun) exchange(ctx context.Context, n int, repair error, results map
 
 // rawText reads an inner exchange's value: a JSON string is the text;
 // null or nothing is no text, which every kind of model answers the same
-// way, as a continue round (0024-D3-02, as lionbus intends it).
+// way, as a continue round (as lionbus intends it).
 func rawText(v json.RawMessage) (string, error) {
 	t := bytes.TrimSpace(v)
 	if len(t) == 0 || string(t) == "null" {
@@ -409,7 +408,7 @@ func (r *lndlRun) step(ctx context.Context, n int, text string, rec *LNDLRound) 
 	}
 	if rr.Outcome == lndl.OutcomeRetry {
 		if !errors.Is(rr.Err, lndl.ErrLNDL) {
-			return roundStep{}, rr.Err // 0024-D3-10
+			return roundStep{}, rr.Err
 		}
 		return retry(rr.Err)
 	}
@@ -426,7 +425,7 @@ func (r *lndlRun) step(ctx context.Context, n int, text string, rec *LNDLRound) 
 	}
 	st := roundStep{executed: executed, replayed: replayed}
 	// Results by alias, for the rest of the invocation; a continue round
-	// overwrites an alias's earlier result (0024-D4-07).
+	// overwrites an alias's earlier result.
 	for alias, v := range executed {
 		r.results[alias] = v
 	}
@@ -443,7 +442,7 @@ func (r *lndlRun) step(ctx context.Context, n int, text string, rec *LNDLRound) 
 		return roundStep{}, Errorf(CodeInternal, "middle %s: round %d: %v", MiddleLNDL, n, err)
 	}
 	// skip_validation or no target: the assembled value, results
-	// substituted (0024-D5-01, 0024-D4-10).
+	// substituted.
 	if r.in.SkipValidation || r.target == nil {
 		rec.Outcome, st.done, st.value = RoundSuccess, true, resolved
 		return st, nil
@@ -454,8 +453,7 @@ func (r *lndlRun) step(ctx context.Context, n int, text string, rec *LNDLRound) 
 		rec.Outcome, st.done, st.value = RoundSuccess, true, valid
 		return st, nil
 	case errors.Is(verr, lndl.ErrValidation):
-		// Never returned partially: repair text for the next round
-		// (0024-D5-02).
+		// Never returned partially: repair text for the next round.
 		rec.Outcome, st.repair = RoundRejected, verr
 		return st, nil
 	}
@@ -485,7 +483,7 @@ func checkNotes(notes map[string]any) error {
 
 // bridgeOutcome is the recorded outcome of one bridged call: the act
 // stage's value is the list of them, one per call, in call order, null
-// outputs included, so results pair strictly with calls (0024-D4-05).
+// outputs included, so results pair strictly with calls.
 type bridgeOutcome struct {
 	Alias    string     `json:"alias"`
 	Function string     `json:"function"`
@@ -493,13 +491,13 @@ type bridgeOutcome struct {
 	Error    *ToolError `json:"error,omitempty"`
 }
 
-// bridge runs round n's pending actions through act's stage (0024-D4-03,
-// 0024-D4-04): as ordinary action requests (the alias as the request's
+// bridge runs round n's pending actions through act's stage: as ordinary
+// action requests (the alias as the request's
 // id), concurrently, tool errors suppressed, authorized against the
 // branch's tools (narrowed to in.Tools) and the engine's gate, with the
 // hook signals, recorded as one event under "<round id>/act". It returns
 // the results by alias: a call's output, or {"error": {code, message}}
-// for a call that failed (0024-D4-09). A stage already committed is
+// for a call that failed. A stage already committed is
 // replayed from history.
 func (r *lndlRun) bridge(ctx context.Context, n int, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
 	if len(pending) == 0 {

@@ -92,6 +92,9 @@ func (e *Engine) assistantMessage(model history.ModelRef, comp *Completion) hist
 			"input_tokens": comp.Usage.InputTokens, "output_tokens": comp.Usage.OutputTokens,
 			"total_tokens": comp.Usage.TotalTokens,
 		}
+		if comp.Usage.CostUSD > 0 {
+			m.Metadata[history.MetaUsage].(map[string]any)["cost_usd"] = comp.Usage.CostUSD
+		}
 	}
 	if len(comp.ToolCalls) > 0 {
 		calls := make([]any, len(comp.ToolCalls))
@@ -114,4 +117,5 @@ func addUsage(total **Usage, u *Usage) {
 	(*total).InputTokens += u.InputTokens
 	(*total).OutputTokens += u.OutputTokens
 	(*total).TotalTokens += u.TotalTokens
+	(*total).CostUSD += u.CostUSD
 }

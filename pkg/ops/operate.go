@@ -9,7 +9,7 @@ import (
 )
 
 // MaxMismatchQuote is how much of a result a handle_validation "raise"
-// error quotes, in bytes of compact JSON (0022-D3-06).
+// error quotes, in bytes of compact JSON.
 const MaxMismatchQuote = 200
 
 // operate is the composed operation of ADR-0022: prepare the request
@@ -49,9 +49,9 @@ func (e *Engine) operateWith(ctx context.Context, req Request, d *operateData) (
 		return nil, err
 	}
 	if d.Middle == "" && (p.runParams || e.isCLIModel(p.chat.ChatModel)) {
-		// Run parameters, or a CLI model, select run_and_collect
-		// (0022-D1-04, 0022-D3-02); run refuses a model that is not a CLI
-		// one, with guidance (0021-D3-12).
+		// Run parameters, or a CLI model, select run_and_collect; run refuses
+		// a model that is not a CLI
+		// one, with guidance.
 		p.middle = MiddleRunAndCollect
 	}
 	sch, err := buildSchemas(p)
@@ -80,14 +80,14 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	if p.action != nil {
 		// The selected (or all) branch tools replace the tool schemas of
-		// the instruction (0022-D2-07).
+		// the instruction.
 		in.ToolSchemas = toolSchemas(p.tools, b.Settings.Tools)
 		if d, ok := e.tools.invoker.(ToolDescriber); ok {
 			in.ToolSchemas = describedTools(ctx, d, in.ToolSchemas)
 		}
 	}
-	// Exactly one call, never retried here (0022-D3-03); the middle owns
-	// clear_messages and persistence (0022-D3-04).
+	// Exactly one call, never retried here; the middle owns
+	// clear_messages and persistence.
 	mres, err := mid.Exchange(ctx, in)
 	out := &Result{BranchID: b.ID}
 	finish := func() (*Result, error) {
@@ -110,7 +110,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	out.Usage, out.Replayed, out.Value = mres.Usage, mres.Replayed, mres.Value
 	out.LNDLRounds, out.RunLog = mres.LNDLRounds, mres.RunLog
-	// skip_validation returns the raw result at once (0022-D3-05).
+	// skip_validation returns the raw result at once.
 	if p.skip {
 		return finish()
 	}
@@ -122,11 +122,10 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	obj, _ := value.(map[string]any)
 	if obj != nil && p.actions {
-		// Only the runtime fills action_responses (0022-D2-04).
+		// Only the runtime fills action_responses.
 		delete(obj, FieldActionResponses)
 	}
-	// The outer policy, against the caller's response_format only
-	// (0022-D2-01, 0022-D3-06..08).
+	// The outer policy, against the caller's response_format only.
 	if p.validator != nil {
 		if verr := p.validator.validate(callerView(value, sch, p)); verr != nil {
 			switch p.handle {
@@ -138,16 +137,15 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 				out.Value = json.RawMessage("null")
 				return finish()
 			default:
-				return e.operateValue(out, value, finish) // return_value, as it is (0022-D3-07)
+				return e.operateValue(out, value, finish) // return_value, as it is
 			}
 		}
 	}
-	// invoke_actions off, or no actions: no look at the requests
-	// (0022-D3-09, 0022-D1-07).
+	// invoke_actions off, or no actions: no look at the requests.
 	if p.action == nil || obj == nil {
 		return e.operateValue(out, value, finish)
 	}
-	// Requests come only from the structured result (0022-D4-01).
+	// Requests come only from the structured result.
 	rawReqs, ok := obj[FieldActionRequests]
 	if !ok || rawReqs == nil {
 		return e.operateValue(out, value, finish)
@@ -165,7 +163,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 		}
 	}
 	if len(ap.requests) == 0 {
-		// An empty list dispatches and enriches nothing (0022-D4-02).
+		// An empty list dispatches and enriches nothing.
 		return e.operateValue(out, value, finish)
 	}
 	// The act stage, with the branch as the middle left it (its tools,
@@ -192,13 +190,12 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	if len(responses) > 0 {
 		// Every non-null response, denials and suppressed errors
 		// included, is offered to the context providers before the
-		// result is enriched (0022-D4-10) — at least once: a redelivery
+		// result is enriched — at least once: a redelivery
 		// offers them again, under the same request id.
 		e.writeback(ctx, req, b.ID, ares.Value)
 	}
 	if len(responses) > 0 {
-		// Enriched in place, never replaced by the list (0022-D4-09,
-		// 0022-D4-11).
+		// Enriched in place, never replaced by the list.
 		obj[FieldActionResponses] = responses
 	}
 	return e.operateValue(out, value, finish)

@@ -8,7 +8,7 @@ import (
 )
 
 // parseFailureValue applies handle_validation to a parse failure of the
-// communicate middle (0022-D3-06, 0022-D3-07): the exchange was recorded,
+// communicate middle: the exchange was recorded,
 // but the answer did not fit the generated schema. "return_none" gives
 // null and "return_value" the answer's text as recorded; either way no
 // action runs. ok is false when the policy is "raise", the failure is

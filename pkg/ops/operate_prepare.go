@@ -12,7 +12,7 @@ import (
 // names are the ADR's parameter names of Branch.operate.
 type operateData struct {
 	// Instruct is the instruction as one object; when absent it is built
-	// from Instruction, Guidance and Context (0022-D1-02).
+	// from Instruction, Guidance and Context.
 	Instruct     *instructData `json:"instruct"`
 	Instruction  any           `json:"instruction"`
 	Guidance     any           `json:"guidance"`
@@ -38,17 +38,17 @@ type operateData struct {
 	Middle           string `json:"middle"`
 	Stream           bool   `json:"stream"`
 	// StreamPersist selects run parameters (run_and_collect) and is
-	// handed to the run (0022-D1-04, 0022-D1-05).
+	// handed to the run.
 	StreamPersist *bool `json:"stream_persist"`
 	// StreamPersistDir is the run log directory of the persisted run, the
-	// original's persistence directory (0021-D5-06): nil means the
+	// original's persistence directory: nil means the
 	// worker's; it needs stream_persist true.
 	StreamPersistDir *string `json:"stream_persist_dir"`
 	InvokeActions    *bool   `json:"invoke_actions"`
 	// RoundBudget is the LNDL middle's round budget (ADR-0024 D1).
 	RoundBudget json.RawMessage `json:"round_budget"`
 
-	// Removed or refused names (0022-D1-10, 0022-D1-11): present at all,
+	// Removed or refused names: present at all,
 	// even null, they make the request invalid.
 	RequestModel   json.RawMessage `json:"request_model"`
 	OperativeModel json.RawMessage `json:"operative_model"`
@@ -81,12 +81,11 @@ type operatePlan struct {
 	// (stream_persist given): the default middle is then run_and_collect.
 	runParams bool
 	// format is the caller's response_format and its compiled form (the
-	// outer validation target, 0022-D2-01); nil for none.
+	// outer validation target); nil for none.
 	format    map[string]any
 	validator *responseSchema
 	// reason and actions ask for the generated fields; actions is the
-	// instruction's flag, action whether the action stage exists
-	// (0022-D1-07).
+	// instruction's flag, action whether the action stage exists.
 	reason, actions bool
 	action          *actParams
 	// tools are the selected tool names; nil selects all the branch's.
@@ -99,8 +98,7 @@ type operatePlan struct {
 	invokeActions bool
 }
 
-// removedNames are the removed names of operate and what to use instead
-// (0022-D1-10, 0022-D1-11).
+// removedNames are the removed names of operate and what to use instead.
 var removedNames = []struct{ name, instead string }{
 	{"request_model", "response_format (a JSON Schema)"},
 	{"operative_model", "response_format (a JSON Schema)"},
@@ -109,7 +107,7 @@ var removedNames = []struct{ name, instead string }{
 }
 
 // pickInstruct returns the instruction of a request that gives it either
-// as one object (instruct) or as its fields (0022-D1-02), never both.
+// as one object (instruct) or as its fields, never both.
 func pickInstruct(instruct *instructData, instruction, guidance, context any) (instructData, error) {
 	if instruct == nil {
 		return instructData{Instruction: instruction, Guidance: guidance, Context: context}, nil
@@ -133,7 +131,7 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Explicit flags are written into the instruction (0022-D1-03).
+	// Explicit flags are written into the instruction.
 	if d.Reason != nil && *d.Reason {
 		ins.Reason = d.Reason
 	}
@@ -171,7 +169,7 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 	}
 	p.format, p.validator = chat.schema, chat.validator
 	// The chat model defaults to the branch's, the parse model to the
-	// chosen chat model, not the branch's parse model (0022-D1-01). With
+	// chosen chat model, not the branch's parse model. With
 	// no chat model at all the middle decides (communicate refuses).
 	cm, pm := d.ChatModel, d.ParseModel
 	if cm == nil && b.Settings.ChatModel != nil {
@@ -189,14 +187,14 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 		Stream: d.Stream,
 	}
 	if d.StreamPersist != nil {
-		// Copied as given, false included (0022-D1-05); present at all, it
-		// asks for run parameters (0022-D1-04).
+		// Copied as given, false included; present at all, it
+		// asks for run parameters.
 		p.chat.StreamPersist = *d.StreamPersist
 		p.runParams = true
 	}
 	if d.StreamPersistDir != nil {
-		// Checked here, before the lifecycle starts or anything is stored
-		// (0021-D5-06); the run resolves the default.
+		// Checked here, before the lifecycle starts or anything is stored;
+		// the run resolves the default.
 		if err := checkRunLogDirField("data.stream_persist_dir", p.chat.StreamPersist, *d.StreamPersistDir); err != nil {
 			return nil, err
 		}
@@ -206,8 +204,8 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 		return nil, err
 	}
 	// The action stage exists with invoke_actions and actions enabled; its
-	// strategy is the request's, else the instruction's, else concurrent
-	// (0022-D1-07, 0022-D1-08 as intended); errors are always suppressed.
+	// strategy is the request's, else the instruction's, else concurrent;
+	// errors are always suppressed.
 	if p.invokeActions && p.actions {
 		ap := actParams{suppress: true}
 		if s := ins.ActionStrategy; s != nil && *s != "" {
@@ -240,7 +238,7 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 }
 
 // fieldModels decodes the named field_models: each a JSON Schema object;
-// an entry without a name is left out (0022-D1-12).
+// an entry without a name is left out.
 func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, error) {
 	out := map[string]map[string]any{}
 	for name, r := range raw {

@@ -14,8 +14,7 @@ const (
 	// FieldActionRequests are the tool calls the model asks for.
 	FieldActionRequests = "action_requests"
 	// FieldActionResponses are the outcomes of those calls; only the
-	// runtime fills them, so the request schema never has them
-	// (0022-D2-04).
+	// runtime fills them, so the request schema never has them.
 	FieldActionResponses = "action_responses"
 )
 
@@ -31,15 +30,15 @@ type operateSchemas struct {
 // schemaName is the characters a generated schema title keeps.
 var schemaName = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
-// buildSchemas generates the schemas of p (0022-D2-02): when the caller
+// buildSchemas generates the schemas of p: when the caller
 // gave a response_format, asked for reason or actions, or named
 // field_models. It returns nil when none of them is asked for. The base is
 // the caller's object schema (its properties, required list and $defs);
 // reason adds a nullable Reason, actions add action_required and
 // action_requests to both schemas and action_responses to the response
-// schema only, field_models join by name (0022-D2-03, 0022-D2-04). The
+// schema only, field_models join by name. The
 // titles are <Name>Request and <Name>Response, Name being the caller's
-// title or "Operative" (0022-D2-05).
+// title or "Operative".
 func buildSchemas(p *operatePlan) (*operateSchemas, error) {
 	if p.format == nil && !p.reason && !p.actions && len(p.fields) == 0 {
 		return nil, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
 )
 
 // Reformat round wording (docs/decisions.md#reference-a5).
@@ -67,7 +68,7 @@ func (f *parseFailure) asError(rounds int) *Error {
 // is, else the first that validates once conformed to the schema (key
 // matching and lax coercion, see conformer).
 func (p *parseSpec) local(text string) (any, *parseFailure) {
-	cands, err := recoverJSON(text)
+	cands, err := jsonrecover.Recover(text)
 	if err != nil {
 		return nil, &parseFailure{code: CodeExtraction, err: err, text: text}
 	}

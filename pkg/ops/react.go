@@ -10,7 +10,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
-// Bounds of react's extension rounds (0021-D1-06).
+// Bounds of react's extension rounds.
 const (
 	// DefaultReactExtensions is how many extension rounds react allows
 	// when max_extensions is absent, streamed or not.
@@ -138,7 +138,7 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 	if d.ExtensionAllowed != nil {
 		p.allowed = *d.ExtensionAllowed
 	}
-	// 0021-D1-06: default 3, none for zero or less, at most 100.
+	// Default 3, none for zero or less, at most 100.
 	if d.MaxExtensions != nil {
 		switch n := *d.MaxExtensions; {
 		case n <= 0:
@@ -203,10 +203,9 @@ func (p *reactPlan) answerData(instruction string) *operateData {
 // a redelivered react is answered round by round from history.
 //
 // react owns the lifecycle: one run.start and one terminal signal; the
-// rounds run under the nested-turn marker and emit none of their own
-// (0021-D4-04). With stream, each round's value is published as a
-// "round" chunk as it completes, and the result lists them all
-// (0021-D2-08).
+// rounds run under the nested-turn marker and emit none of their own. With
+// stream, each round's value is published as a
+// "round" chunk as it completes, and the result lists them all.
 func (e *Engine) react(ctx context.Context, req Request) (*Result, error) {
 	if err := requireBranchID(req); err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 
 // CLIProvider is a [StreamingProvider] whose models run as a coding-agent
 // CLI (a subprocess reading its own tools and keeping its own session).
-// run accepts only the models for which IsCLI reports true (0021-D3-12).
+// run accepts only the models for which IsCLI reports true.
 type CLIProvider interface {
 	StreamingProvider
 	// IsCLI reports whether model runs as an agent CLI.
@@ -38,13 +38,13 @@ type ChunkOutlet interface {
 	OpenChunks(ctx context.Context, req Request) (ChunkStream, error)
 }
 
-// RunLog keeps what run's stream_persist asks for (0021-D3-19): a
+// RunLog keeps what run's stream_persist asks for: a
 // snapshot of the branch at the start and at the end of the run, and a
 // live log of its chunks while it goes. Remove deletes the live log; run
 // calls it after the final snapshot, so a run that never reached its end
 // (a worker crash) leaves its log to inspect.
 //
-// Every log is kept in a directory (0021-D5-06): dir is the request's
+// Every log is kept in a directory: dir is the request's
 // stream_persist_dir, else the engine's Config.RunLogDir, always a valid
 // run log directory ([ValidRunLogDir]) when the engine calls.
 type RunLog interface {
@@ -59,7 +59,7 @@ type RunLog interface {
 	Location(dir string, req Request) RunLogLocation
 }
 
-// The run log directory (0021-D5-06): where a run with stream_persist
+// The run log directory: where a run with stream_persist
 // keeps its log is one name, a subject token on the bus. The worker has a
 // default (Config.RunLogDir); a request may name another
 // (stream_persist_dir).
@@ -126,11 +126,11 @@ func checkRunLogDirField(field string, persist bool, dir string) error {
 
 // ErrCanceledByClient is the cause of the context of a request that its
 // client cancelled. run ends cleanly on it, recording the partial output
-// (a run end, not a failure; 0021-D4-03); the transports cancel with it.
+// (a run end, not a failure); the transports cancel with it.
 var ErrCanceledByClient = errors.New("request cancelled by the client")
 
 // errRunTimeout is the cause of a run's own deadline (the model's timeout
-// option, 0021-D3-17).
+// option).
 var errRunTimeout = errors.New("run() stream timeout exceeded")
 
 // Stream control: an error chunk ends the stream as a failure, a benign
@@ -140,7 +140,7 @@ var (
 	errBenignEOS    = errors.New("ops: the stream ended (benign_eos)")
 )
 
-// emptyErrorText is what a stream error without text reports (0021-D3-16).
+// emptyErrorText is what a stream error without text reports.
 const emptyErrorText = "(empty error)"
 
 // Keys of a run's result value and of its messages' metadata.
@@ -158,10 +158,10 @@ const (
 type runData struct {
 	chatData
 	// StreamPersist keeps the chunk log and the branch snapshots of the
-	// run in the RunLog (0021-D3-19).
+	// run in the RunLog.
 	StreamPersist bool `json:"stream_persist"`
 	// StreamPersistDir is the run log directory of a persisted run; nil
-	// means the engine's (0021-D5-06).
+	// means the engine's.
 	StreamPersistDir *string `json:"stream_persist_dir"`
 }
 
@@ -198,7 +198,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
-	// The directory is checked before anything is stored (0021-D5-06).
+	// The directory is checked before anything is stored.
 	logDir, err := e.runLogDir("data.stream_persist_dir", d.StreamPersist, d.StreamPersistDir)
 	if err != nil {
 		return nil, err
@@ -220,8 +220,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 	})
 }
 
-// runState accumulates one run's stream into messages (0021-D3-14,
-// 0021-D3-15).
+// runState accumulates one run's stream into messages.
 type runState struct {
 	e     *Engine
 	model history.ModelRef
@@ -289,7 +288,7 @@ func (s *runState) take(c Chunk) error {
 	case ChunkToolResult:
 		i, ok := s.pending[c.ToolID]
 		if !ok || c.ToolID == "" {
-			return nil // an unmatched result is ignored (0021-D3-14)
+			return nil // an unmatched result is ignored
 		}
 		delete(s.pending, c.ToolID)
 		errText := ""
@@ -416,7 +415,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	call := Call{
 		Model: x.chat, Messages: msgs, Instruction: instructionText(x.ins.Content),
 		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
-		Resume: resume, // 0021-D3-13
+		Resume: resume,
 	}
 	st := &runState{e: e, model: x.chat}
 
@@ -437,7 +436,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 
 	// The instruction, stored already, is emitted first, before any chunk
-	// is read (0021-D3-13): a system chunk carrying it.
+	// is read: a system chunk carrying it.
 	err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{metaInstruction: x.ins, "branch_id": x.branch.ID}})
 	sctx, stop := ctx, context.CancelFunc(func() {})
 	if d, ok := runTimeout(x.chat); ok {
@@ -470,7 +469,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	case timedOut:
 		operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: %v after %s", errRunTimeout, mustTimeout(x.chat)), Err: err}
 	case canceled:
-		// A clean end with what arrived (0021-D4-03).
+		// A clean end with what arrived.
 	case ctx.Err() != nil:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: the request's deadline passed: %v", err), Err: err}
@@ -508,7 +507,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
 	if logDir != "" && e.runLog != nil {
-		// Where the log went, under the id it was opened with (0021-D5-06).
+		// Where the log went, under the id it was opened with.
 		loc := e.runLog.Location(logDir, x.streamRequest(req))
 		res.RunLog = &loc
 	}
@@ -558,8 +557,8 @@ func afterSession(history []wire.Message, session string) []wire.Message {
 // is stageID(request id, stageInstruction).
 const stageInstruction = "instruction"
 
-// storeInstruction sets x.ins and records it before the stream starts
-// (0021-D3-13), as its own event under the stage id of req's instruction,
+// storeInstruction sets x.ins and records it before the stream starts, as its
+// own event under the stage id of req's instruction,
 // with the clearing x asks for, then emits its message.added. The rest of
 // the run is recorded in the final event under req.ID, so history shows
 // the instruction first even when the worker dies mid-run; the
@@ -743,8 +742,8 @@ func (e *Engine) finishRunLog(ctx context.Context, dir string, req Request, bran
 	}
 }
 
-// runTimeout returns the positive "timeout" option of model, in seconds
-// (0021-D3-17); anything else means none.
+// runTimeout returns the positive "timeout" option of model, in seconds;
+// anything else means none.
 func runTimeout(m history.ModelRef) (time.Duration, bool) {
 	n, ok := Number(m.Options["timeout"])
 	if !ok || n <= 0 {
@@ -758,7 +757,7 @@ func mustTimeout(m history.ModelRef) time.Duration {
 	return d
 }
 
-// joinResponses joins the non-empty texts with a blank line (0021-D3-20).
+// joinResponses joins the non-empty texts with a blank line.
 func joinResponses(texts []string) string {
 	var parts []string
 	for _, t := range texts {

@@ -8,10 +8,10 @@ import (
 
 // runCollectMiddle is run_and_collect as a middle (ADR-0021 D3, D5): it
 // clears when asked, runs the CLI model's stream (recorded as run records
-// it, without run's lifecycle: the caller owns it, 0021-D4-01), joins the
+// it, without run's lifecycle: the caller owns it), joins the
 // non-empty assistant responses with a blank line, and answers null when
 // none arrived, the joined text when validation is skipped or there is no
-// response format, else the text parsed once (0021-D3-20).
+// response format, else the text parsed once.
 type runCollectMiddle struct{ e *Engine }
 
 // Exchange runs run_and_collect for in.
@@ -20,7 +20,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	if err != nil {
 		return nil, err
 	}
-	// The directory is checked before anything is stored (0021-D5-06).
+	// The directory is checked before anything is stored.
 	var dir *string
 	if in.StreamPersistDir != "" {
 		dir = &in.StreamPersistDir

@@ -88,7 +88,7 @@ type nestedTurnKey struct{}
 
 // withNestedTurn returns ctx marked as carrying a turn nested inside
 // another operation (a react round): the verbs run under it emit no run
-// lifecycle of their own (0021-D4-04, Go form). The marker lives in the
+// lifecycle of their own. The marker lives in the
 // request's context, so another request running at the same time on the
 // same engine and branch is not affected. Message-added and tool signals
 // are emitted as usual.

@@ -84,7 +84,7 @@ func (d *parseData) spec() (*parseSpec, error) {
 }
 
 // model resolves the parse model: the request's, else the branch's parse
-// model, else its chat model (0021-D1-02). Without one, the error is
+// model, else its chat model. Without one, the error is
 // returned only if a reformat round is needed.
 func (d *parseData) model(b *history.Branch) (history.ModelRef, error) {
 	switch {

@@ -59,9 +59,14 @@ type Entry struct {
 	Version string `json:"version,omitempty"`
 }
 
-// DecodeEntry decodes and validates (Validate(nil)) a registry value stored
-// under key. The key must equal the entry's name.
-func DecodeEntry(key string, value []byte) (*Entry, error) {
+// DecodeEntry decodes and validates (Validate(nil): the shape of the
+// parameters, not their compilation) a registry value stored under key.
+// The key must equal the entry's name.
+func DecodeEntry(key string, value []byte) (*Entry, error) { return decodeEntry(key, value, nil) }
+
+// decodeEntry is DecodeEntry with the parameters compiled by compile, when
+// it is not nil.
+func decodeEntry(key string, value []byte, compile Compiler) (*Entry, error) {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.DisallowUnknownFields()
 	var e Entry
@@ -71,10 +76,7 @@ func DecodeEntry(key string, value []byte) (*Entry, error) {
 	if e.Name != key {
 		return nil, fmt.Errorf("%w: key %q holds the entry of %q", ErrInvalidEntry, key, e.Name)
 	}
-	// The registry holds no compiler: an entry is checked for its shape;
-	// the service that wrote it compiled its parameters (an SDK service
-	// with ServiceConfig.Compile, or a service of another language).
-	if err := e.Validate(nil); err != nil {
+	if err := e.Validate(compile); err != nil {
 		return nil, err
 	}
 	return &e, nil

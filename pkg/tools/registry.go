@@ -50,15 +50,29 @@ type Registry struct {
 	ready   chan struct{}
 	done    chan struct{}
 
+	compile Compiler // nil: entries are checked for their shape only
+
 	mu      sync.RWMutex
 	entries map[string]*Entry
+}
+
+// RegistryOption changes how [OpenRegistry] reads entries.
+type RegistryOption func(*Registry)
+
+// WithRegistryCompiler has the registry compile each entry's parameters
+// with compile and skip (and log) an entry whose parameters do not
+// compile, as well as the invalid ones. Without it, entries are checked
+// for their shape only ([DecodeEntry]). The worker gives
+// toolschema.Compile.
+func WithRegistryCompiler(compile Compiler) RegistryOption {
+	return func(r *Registry) { r.compile = compile }
 }
 
 // OpenRegistry opens the registry bucket "<prefix>_tools" (creating it when
 // missing) and starts watching it; it returns once the current entries are
 // loaded, or ctx's error. log receives the registry's records; the zero
 // Logger discards them. Close stops the watch.
-func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, log zerolog.Logger) (*Registry, error) {
+func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, log zerolog.Logger, opts ...RegistryOption) (*Registry, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
@@ -71,6 +85,9 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, lo
 		return nil, fmt.Errorf("tools: watch the registry: %w", err)
 	}
 	r := &Registry{kv: kv, watcher: w, ready: make(chan struct{}), done: make(chan struct{}), entries: map[string]*Entry{}, log: log}
+	for _, o := range opts {
+		o(r)
+	}
 	go r.follow()
 	select {
 	case <-r.ready:
@@ -108,7 +125,7 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		delete(r.entries, e.Key())
 		return
 	}
-	ent, err := DecodeEntry(e.Key(), e.Value())
+	ent, err := decodeEntry(e.Key(), e.Value(), r.compile)
 	if err != nil {
 		r.log.Warn().Err(err).Str("tool", e.Key()).Msg("registry entry skipped")
 		delete(r.entries, e.Key())
@@ -144,7 +161,7 @@ func (r *Registry) Lookup(ctx context.Context, name string) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: registry lookup %s: %w", name, err)
 	}
-	e, err = DecodeEntry(name, kve.Value())
+	e, err = decodeEntry(name, kve.Value(), r.compile)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", wire.ErrNoTool, name, err)
 	}

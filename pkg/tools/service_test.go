@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -407,5 +408,74 @@ func TestInvoker_deadline_is_the_earliest_bound(t *testing.T) {
 				t.Fatalf("deadline %s after the call, want about %s", d, tt.want)
 			}
 		})
+	}
+}
+
+// Without a Compiler (ServiceConfig.Compile nil) a service links no schema
+// compiler: it still refuses a parameters schema of the wrong shape, and
+// hands the arguments object to the handler unchecked, the handler being
+// the one to check them.
+func TestService_without_a_compiler_checks_shape_only(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ok := func(context.Context, map[string]any) (any, error) { return "ok", nil }
+	for _, params := range []string{`{"type":"string"}`, `[1]`, `{"type":`} {
+		_, err := tools.Serve(bustest.Ctx(t), b.conn(t), tools.ServiceConfig{Name: "s", Version: "1.0.0",
+			Tools: []tools.Tool{{Name: "a", Handler: ok, Parameters: json.RawMessage(params)}}})
+		if !errors.Is(err, tools.ErrInvalidConfig) {
+			t.Errorf("parameters %s: Serve = %v, want ErrInvalidConfig", params, err)
+		}
+	}
+	var got atomic.Value
+	echo := echoTool("a")
+	echo.Handler = func(_ context.Context, args map[string]any) (any, error) {
+		got.Store(args)
+		return "ran", nil
+	}
+	b.serve(t, tools.ServiceConfig{Name: "echo-svc", Tools: []tools.Tool{echo}})
+	out, err := b.invoker(t, nil).Invoke(bustest.Ctx(t), call("echo", map[string]any{"text": 3}, "unchecked/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Error != nil || out.Output != "ran" {
+		t.Fatalf("outcome %+v, want the handler's output", out)
+	}
+	if args, _ := got.Load().(map[string]any); args["text"] != float64(3) {
+		t.Fatalf("the handler got %v", got.Load())
+	}
+}
+
+// A registry opened WithRegistryCompiler skips an entry whose parameters
+// do not compile (as the worker's does); one opened without a compiler
+// checks the entries' shape only and keeps it.
+func TestRegistry_compiler_skips_entries_that_do_not_compile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := bustest.Ctx(t)
+	good := `{"name":"good","parameters":{"type":"object"},"subject":"lion.tool.good"}`
+	bad := `{"name":"bad","parameters":{"type":"object","properties":{"a":{"type":"numbr"}}},"subject":"lion.tool.bad"}`
+	plain := b.registry(t) // creates the bucket
+	kv, err := b.js.KeyValue(ctx, "lion_tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, v := range map[string]string{"good": good, "bad": bad} {
+		if _, err := kv.Put(ctx, key, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compiled, err := tools.OpenRegistry(ctx, b.js, "", zerolog.Nop(), tools.WithRegistryCompiler(toolschema.Compile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = compiled.Close() }()
+	if _, err := compiled.Lookup(ctx, "good"); err != nil {
+		t.Errorf("compiled registry: good: %v", err)
+	}
+	if e, err := compiled.Lookup(ctx, "bad"); err == nil {
+		t.Errorf("compiled registry kept the entry %+v whose parameters do not compile", e)
+	}
+	if _, err := plain.Lookup(ctx, "bad"); err != nil {
+		t.Errorf("registry without a compiler: bad: %v, want it kept (shape only)", err)
 	}
 }

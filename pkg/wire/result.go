@@ -7,6 +7,9 @@ type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
 	TotalTokens  int `json:"total_tokens"`
+	// CostUSD is what the calls cost in US dollars by the worker's price
+	// table (docs/budgets.md); 0 when no price is known.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Result is the outcome of a successful request, whatever its verb: the

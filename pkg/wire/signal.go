@@ -66,7 +66,7 @@ type Signal struct {
 }
 
 // SummaryLength bounds the argument and result summaries of the tool hook
-// signals, in bytes of compact JSON (0022-D4-07).
+// signals, in bytes of compact JSON.
 const SummaryLength = 200
 
 // ToolSignal describes the tool call of a tool hook signal. The summaries

@@ -101,7 +101,7 @@ type ActionRequest struct {
 
 // ActionResponse is the outcome of one action request: the items of act's
 // result value, in the order of the requests. A call that answered null
-// has no response (0022-D4-09).
+// has no response.
 type ActionResponse struct {
 	// ID is the request's ID, when it had one.
 	ID string `json:"id,omitempty"`

@@ -164,7 +164,7 @@ func (p *publisher) Close(ctx context.Context) error {
 // RunLog is the [ops.RunLog] of stream_persist: the live chunk log of a
 // run on <prefix>.runlog.<dir>.<id>.chunks and its branch snapshots on
 // <prefix>.runlog.<dir>.<id>.snapshot, in the run log stream, dir being
-// the run's run log directory (0021-D5-06). Remove purges the live log;
+// the run's run log directory. Remove purges the live log;
 // the snapshots stay until they age out.
 type RunLog struct {
 	o  *Outlet

@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
+	opsbudget "github.com/lionbus/lionbus/pkg/ops/budget"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
@@ -109,5 +111,39 @@ func TestMux_health_and_readiness(t *testing.T) {
 	}
 	if code, _ := get("/metrics"); code != http.StatusOK {
 		t.Fatalf("/metrics %d", code)
+	}
+}
+
+func TestBudget_records_wait_tokens_cost_and_pauses(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.Budget(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Call(opsbudget.CallReport{Key: "openai:m", Waited: 2 * time.Second, Used: 42, CostUSD: 0.5})
+	m.Call(opsbudget.CallReport{Key: "openai:m", Used: 8, CostUSD: 0.25})
+	m.Paused("openai:m")
+	lab := map[string]string{"model": "openai:m"}
+	if got := histCount(t, reg, "lionbus_budget_wait_seconds", lab); got != 2 {
+		t.Errorf("wait observations %v, want 2", got)
+	}
+	if got := counter(t, reg, "lionbus_budget_tokens_total", lab); got != 50 {
+		t.Errorf("tokens %v, want 50", got)
+	}
+	if got := counter(t, reg, "lionbus_model_cost_usd_total", lab); got != 0.75 {
+		t.Errorf("cost %v, want 0.75", got)
+	}
+	if got := counter(t, reg, "lionbus_budget_pauses_total", lab); got != 1 {
+		t.Errorf("pauses %v, want 1", got)
+	}
+}
+
+func TestBudget_registers_beside_the_worker_metrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.Budget(reg); err != nil {
+		t.Fatalf("budget metrics beside the worker's: %v", err)
 	}
 }

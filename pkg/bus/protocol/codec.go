@@ -905,52 +905,6 @@ func EncodeCore(subject string, e *event.Event, mode Mode) (*nats.Msg, error) {
 	return msg, nil
 }
 
-// marshalStructured writes the JSON event format. Data goes in "data" as
-// JSON when the datacontenttype is JSON (application/json, text/json, any
-// +json type, or none) and the data is valid JSON, as a string when it is
-// other UTF-8 text, and base64-encoded in "data_base64" otherwise.
-func marshalStructured(e *event.Event) ([]byte, error) {
-	m := map[string]any{
-		"specversion": e.SpecVersion(),
-		"id":          e.ID(),
-		"source":      e.Source(),
-		"type":        e.Type(),
-	}
-	if !e.Time().IsZero() {
-		m["time"] = e.Time().UTC().Format(time.RFC3339Nano)
-	}
-	ct := e.DataContentType()
-	opt := map[string]string{"datacontenttype": ct, "dataschema": e.DataSchema(), "subject": e.Subject()}
-	for k, v := range opt {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	for name, v := range e.Extensions() {
-		switch v.(type) {
-		case string, bool, int32:
-			m[name] = v
-		default:
-			s, err := formatExt(v)
-			if err != nil {
-				return nil, fmt.Errorf("extension %s: %w", name, err)
-			}
-			m[name] = s
-		}
-	}
-	if data := e.Data(); data != nil {
-		switch {
-		case !e.DataBase64 && (ct == "" || isJSONContentType(ct)) && json.Valid(data):
-			m["data"] = json.RawMessage(data)
-		case !e.DataBase64 && ct != "" && !isJSONContentType(ct) && utf8.Valid(data):
-			m["data"] = string(data)
-		default:
-			m["data_base64"] = base64.StdEncoding.EncodeToString(data)
-		}
-	}
-	return json.Marshal(m)
-}
-
 // formatExt returns the canonical string form of an extension value.
 func formatExt(v any) (string, error) {
 	switch x := v.(type) {

@@ -56,7 +56,7 @@ func (s Subjects) Chunk(id string) string { return s.Prefix + ".chunk." + id }
 func (s Subjects) ChunksWildcard() string { return s.Prefix + ".chunk.>" }
 
 // RunLog is the subject of the live chunk log of run request id
-// (stream_persist) in the run log directory dir (0021-D5-06):
+// (stream_persist) in the run log directory dir:
 // "lion.runlog.<dir>.<id>.chunks"; RunSnapshot that of its branch
 // snapshots.
 func (s Subjects) RunLog(dir, id string) string {
@@ -149,6 +149,18 @@ func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }
 // ToolResultsBucket is the KV bucket where tool services remember results
 // by idempotency key.
 func (s Subjects) ToolResultsBucket() string { return s.Prefix + "_tool_results" }
+
+// BudgetsBucket is the KV bucket of the fleet's model budgets (see
+// package bus/budget).
+func (s Subjects) BudgetsBucket() string { return s.Prefix + "_budgets" }
+
+// BudgetMembersBucket is the KV bucket where each worker keeps its
+// membership of the fleet's budget split alive.
+func (s Subjects) BudgetMembersBucket() string { return s.Prefix + "_budget_members" }
+
+// BudgetPause is the core subject on which a worker tells the fleet to
+// pause a model (a provider's 429 or exhausted rate-limit headers).
+func (s Subjects) BudgetPause() string { return s.Prefix + ".budget.pause" }
 
 func upper(s string) string {
 	b := []byte(s)

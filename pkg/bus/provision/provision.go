@@ -40,6 +40,11 @@ const (
 // the configured replicas, so that losing a server does not lose it.
 const ToolResultsMaxAge = 24 * time.Hour
 
+// BudgetMemberTTL is how long a worker's entry in the budget members
+// bucket lives without a heartbeat: a worker that died stops counting in
+// the fleet's split of every budget within it.
+const BudgetMemberTTL = 3 * time.Second
+
 // RequestTimeout bounds each JetStream API request provisioning makes (a
 // stream, consumer or bucket looked up or created), whatever the deadline
 // of the context passed in. A server that never answers one (a cluster
@@ -287,6 +292,11 @@ type Resources struct {
 	// ToolResults is the bucket where tool services remember results by
 	// idempotency key.
 	ToolResults jetstream.KeyValue
+	// Budgets is the bucket of the fleet's model budgets.
+	Budgets jetstream.KeyValue
+	// BudgetMembers is the bucket of the workers splitting the budgets,
+	// each entry living BudgetMemberTTL.
+	BudgetMembers jetstream.KeyValue
 
 	// Drift lists tunable settings (ages, limits, ack wait, ...) of
 	// resources that already existed and differ from Config. They are left

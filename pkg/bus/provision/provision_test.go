@@ -85,7 +85,7 @@ func TestProvision_creates_everything(t *testing.T) {
 		}
 	}
 	if r.Ops == nil || r.Results == nil || r.History == nil || r.Events == nil || r.Leases == nil || r.Dead == nil ||
-		r.Workers == nil || r.Branches == nil || r.Tools == nil || r.ToolResults == nil {
+		r.Workers == nil || r.Branches == nil || r.Tools == nil || r.ToolResults == nil || r.Budgets == nil || r.BudgetMembers == nil {
 		t.Errorf("Resources has nil handles: %+v", r)
 	}
 	if r.Subjects.Prefix != "px" {
@@ -136,8 +136,8 @@ func TestProvision_concurrent_workers(t *testing.T) {
 	for range names.Name() {
 		count++
 	}
-	if count != 11 { // eight streams and three KV buckets
-		t.Errorf("%d streams after concurrent provisioning, want 11", count)
+	if count != 13 { // eight streams and five KV buckets
+		t.Errorf("%d streams after concurrent provisioning, want 13", count)
 	}
 }
 

@@ -205,6 +205,21 @@ func (r *Resources) bucketSpecs() []bucketSpec {
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
 		}},
+		{&r.Budgets, jetstream.KeyValueConfig{
+			Bucket:      subj.BudgetsBucket(),
+			Description: "lionbus model budgets by model reference",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+		{&r.BudgetMembers, jetstream.KeyValueConfig{
+			Bucket:      subj.BudgetMembersBucket(),
+			Description: "lionbus workers splitting the model budgets",
+			History:     1,
+			TTL:         BudgetMemberTTL,
+			Storage:     jetstream.MemoryStorage,
+			Replicas:    cfg.Replicas,
+		}},
 	}
 }
 

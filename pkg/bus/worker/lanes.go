@@ -13,14 +13,16 @@ import (
 // of that branch that entered with a lower sequence has left. Requests of
 // different branches do not wait for each other. A request without a
 // branch has a lane of its own id (claimKey), where only copies of it
-// wait. A lane lives while requests are in it, so there are never more
-// lanes than requests in flight.
+// wait. A lane lives while requests are in it, and a branch's lane holding
+// a lease a little longer (see leaser.linger), so there are never more
+// lanes than requests in flight and branches served within the linger.
 //
 // With a leaser, a lane also holds its branch's lease while it runs
 // requests, so that no other worker runs requests of the branch at the
 // same time (see leaser): the first request to run acquires it, the next
 // ones of the lane inherit it (up to maxHandovers in a row), and it is let
-// go leaseLinger after the lane empties.
+// go leaser.linger after the lane empties (a request id's lane lets it go
+// at once: no other request comes to it).
 type lanes struct {
 	mu     sync.Mutex
 	m      map[string]*lane
@@ -100,7 +102,7 @@ func (l *lanes) leave(t *ticket) {
 	}
 	if len(ln.waiting) == 0 {
 		ln.running = nil
-		if ln.lease != 0 && !ln.wanted {
+		if ln.lease != 0 && !ln.wanted && !t.claim {
 			l.lingerLocked(t.branch, ln)
 			return
 		}

@@ -22,11 +22,16 @@ import (
 
 // Lease timing (see leaser).
 const (
-	// leaseLinger is how long a worker keeps a branch's lease after the
-	// branch's last request here ended, so that the next one (a client
-	// sending in sequence) needs no new lease. A worker waiting for the
-	// lease asks for it (see wantLease), which ends the linger at once.
-	leaseLinger = 2 * time.Millisecond
+	// A worker keeps a branch's lease for a while after the branch's
+	// last request here ended (leaser.linger: one renewal interval, a
+	// fifth of the lease TTL, 1 s by default), so that the next one (a
+	// client sending in sequence, its request queued behind others')
+	// needs no new lease: taking and letting go of a lease costs a
+	// publish, a delete and the delete's advisory, more than the
+	// request's own history append. A worker waiting for the lease asks
+	// for it (see wanted), which ends the linger at once. Each lingering
+	// lane is one small entry of lanes.m: there are never more than the
+	// branches that had a request here within the linger.
 	// maxHandovers is how many requests in a row a worker runs on one
 	// lease while more of the branch's requests wait here; then it lets
 	// the lease go, so that other workers' requests of the branch get
@@ -104,6 +109,7 @@ type leaser struct {
 	log    zerolog.Logger
 
 	pollFirst, pollMax time.Duration // backoff of a waiting acquire
+	linger             time.Duration // how long an idle lane keeps its lease
 	health             *health
 
 	mu      sync.Mutex
@@ -545,11 +551,11 @@ func (l *lanes) dropLeaseLocked(branch string, ln *lane) {
 	}()
 }
 
-// linger keeps ln's lease for leaseLinger after its last request, then
+// linger keeps ln's lease for leaser.linger after its last request, then
 // lets it go unless a request entered meanwhile. l.mu is held.
 func (l *lanes) lingerLocked(branch string, ln *lane) {
 	ln.handovers = 0
-	ln.linger = time.AfterFunc(leaseLinger, func() {
+	ln.linger = time.AfterFunc(l.leaser.linger, func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.m[branch] != ln || ln.running != nil || len(ln.waiting) > 0 {

@@ -244,7 +244,7 @@ func lanesFor(order BranchOrder, js jetstream.JetStream, res *provision.Resource
 		// that says so was written by this process and no other.
 		owner := cfg.Name + "/" + nuid.Next()
 		l.leaser = &leaser{nc: js.Conn(), js: js, stream: res.Leases, subj: res.Subjects, ttl: ttl, owner: owner,
-			pollFirst: leasePollFirst, pollMax: leasePollMax, waiting: map[string][]chan struct{}{}, stale: map[string]uint64{},
+			pollFirst: leasePollFirst, pollMax: leasePollMax, linger: ttl / leaseRenewDiv, waiting: map[string][]chan struct{}{}, stale: map[string]uint64{},
 			log: cfg.Logger.With().Str("worker", cfg.Name).Logger(), health: h}
 		if cfg.leasePoll > 0 {
 			l.leaser.pollFirst, l.leaser.pollMax = cfg.leasePoll, cfg.leasePoll

@@ -708,6 +708,10 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  /**
+   * What the model calls cost in US dollars by the worker's price table (docs/budgets.md); absent when no price is known.
+   */
+  cost_usd?: number;
 }
 /**
  * Data of a branch.clone request: copy the branch named by the branchid attribute (settings, messages, model-call count) into a new branch, branch_id or a new UUID. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.

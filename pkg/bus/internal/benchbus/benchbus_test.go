@@ -29,7 +29,8 @@ func TestRun_quick(t *testing.T) {
 	report := out.String()
 	for _, want := range []string{
 		"# lionbus request cost",
-		"## a. Throughput and latency", "| side | clients | answered |", "Ratios lionbus/floor",
+		"## a. Throughput and latency", "| side | clients | answered |", "Ratios of lionbus to each floor",
+		"| same-messages floor | 1 |", "## Messages the server handles per request", "`publish lion.history.* (awaiting a reply)`",
 		"## b. History length", "| exchanges | branch |",
 		"## c. Hot branch", "| history order compared with |", "LION_OPS stream sequence",
 	} {
@@ -43,13 +44,31 @@ func TestRun_quick(t *testing.T) {
 		t.Fatalf("throughput rows = %d, want 2", len(rep.Throughput))
 	}
 	for _, row := range rep.Throughput {
-		for _, s := range []sideRun{row.floor, row.lion} {
+		for _, s := range []sideRun{row.floor, row.same, row.lion} {
 			if s.load.ok() == 0 || s.load.errs != 0 {
 				t.Errorf("%s, %d clients: %d answered, %d errors (%v)", s.side, s.clients, s.load.ok(), s.load.errs, s.load.firstErr)
 			}
 		}
 		if l := row.lion; l.modelCalls != int64(l.requests()) || l.redelivered != 0 {
 			t.Errorf("lionbus, %d clients: %d model calls and %d redelivered runs for %d requests", l.clients, l.modelCalls, l.redelivered, l.requests())
+		}
+	}
+
+	// Each side's counted requests store their messages: the
+	// same-messages floor and lionbus one history append and four
+	// events per request.
+	if len(rep.Ops) != 3 {
+		t.Fatalf("message counts = %d sides, want 3", len(rep.Ops))
+	}
+	for _, c := range rep.Ops {
+		if c.errs != 0 || c.requests != opsClients*opsPerClient {
+			t.Errorf("%s: %d requests counted, %d errors", c.side, c.requests, c.errs)
+		}
+	}
+	for side, prefix := range map[int]string{1: "same", 2: "lion"} {
+		c := rep.Ops[side]
+		if h, ev := c.per("publish "+prefix+".history.* (awaiting a reply)"), c.per("publish "+prefix+".events.* (awaiting a reply)"); h != 1 || ev != 4 {
+			t.Errorf("%s: %.2f history appends and %.2f events per request, want 1 and 4", c.side, h, ev)
 		}
 	}
 

@@ -60,6 +60,10 @@ type Config struct {
 	CPUProfile string
 	// ProfilePhase, when set, limits the CPU profile to that phase.
 	ProfilePhase string
+	// SideProfiles, when set, is a directory each measured run of the
+	// throughput phase writes its CPU profile to, as
+	// <side>-<clients>.pprof.
+	SideProfiles string
 	// MemProfile, when set, is the file a heap profile is written to
 	// after the last phase, while everything the run started still
 	// holds its memory.
@@ -126,6 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&cfg.ProfilePhase, "profile-phase", "", "limit the CPU profile to this phase (a, b or c); default the whole run")
+	fs.StringVar(&cfg.SideProfiles, "side-profiles", "", "write the CPU profile of each measured throughput run to this directory, as <side>-<clients>.pprof")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile to this file after the last phase")
 	quick := fs.Bool("quick", false, "short smoke run: 1s phases, lengths 10,100, 50 samples (flags given still apply)")
 	if err := fs.Parse(args); err != nil {

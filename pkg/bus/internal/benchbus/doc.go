@@ -2,15 +2,22 @@
 // floor": a minimal Go worker doing only what any durable JetStream request
 // service must do (a JetStream publish of the request to a work-queue stream,
 // a durable pull consumer, a stored reply published to a results stream, a
-// double ack). Both sides run in this one process on one embedded
-// nats-server, so their numbers compare directly.
+// double ack), and against "the same-messages floor": the floor plus exactly
+// what a communicate stores besides its request and answer (one history
+// append expecting the subject's last sequence, four signal events
+// published without waiting and awaited while the reply is stored). Every
+// side runs in this one process on one embedded nats-server, so their
+// numbers compare directly; a CPU profile of each measured run splits the
+// CPU between the server, the worker and the clients.
 //
 // Three phases run, each printed as a markdown table on stdout (progress goes
 // to stderr):
 //
 //   - throughput and latency, closed loop, for several client counts: req/s,
-//     latency percentiles, process CPU per request, NATS messages and bytes
-//     per request, and the lionbus/floor ratios;
+//     latency percentiles, process CPU per request (server, worker,
+//     client), NATS messages and bytes per request, and the ratios of
+//     lionbus to each floor; then, counted by a subscription to ">", the
+//     messages the server handles per request, by kind;
 //   - the history-length curve: the latency and the bytes written per
 //     communicate as a branch grows;
 //   - a hot branch: many clients sending communicate to one branch at once,

@@ -41,6 +41,8 @@ type env struct {
 
 	floor   *floorWorker
 	floorCl *floorClient
+	same    *floorWorker // the same-messages floor
+	sameCl  *floorClient
 
 	svc    *bus.Service   // the first lionbus worker
 	svcs   []*bus.Service // every lionbus worker (Config.Workers)
@@ -84,6 +86,21 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 		return nil, err
 	}
 	if e.floorCl, err = newFloorClient(floorClNC); err != nil {
+		return nil, err
+	}
+
+	sameNC, err := e.connect("benchbus same-messages floor worker")
+	if err != nil {
+		return nil, err
+	}
+	if e.same, err = startSame(sctx, sameNC, e.inFlight, worker.DefaultFetchWait); err != nil {
+		return nil, err
+	}
+	sameClNC, err := e.connect("benchbus same-messages floor client")
+	if err != nil {
+		return nil, err
+	}
+	if e.sameCl, err = newSameClient(sameClNC); err != nil {
 		return nil, err
 	}
 
@@ -154,6 +171,9 @@ func (e *env) close() {
 	}
 	if e.floor != nil {
 		e.floor.stop()
+	}
+	if e.same != nil {
+		e.same.stop()
 	}
 	for _, nc := range e.conns {
 		nc.Close()

@@ -39,8 +39,12 @@ const (
 // slot (at least one), waits at most fetchWait, and runs in the background,
 // so that a slot freed meanwhile is fetched for at once.
 type floorWorker struct {
-	js        jetstream.JetStream
-	cons      jetstream.Consumer
+	js   jetstream.JetStream
+	cons jetstream.Consumer
+	// answer stores the reply of a request (see handle); the same-messages
+	// floor's also stores what a communicate stores besides it (see
+	// sameFloor.answer).
+	answer    func(ctx context.Context, msg jetstream.Msg) error
 	fetchWait time.Duration
 	slots     chan struct{}
 	stopping  chan struct{}
@@ -97,16 +101,28 @@ func startFloor(ctx context.Context, nc *nats.Conn, inFlight int, fetchWait time
 	if err != nil {
 		return nil, err
 	}
-	w := &floorWorker{
+	w := newFloorWorker(js, cons, inFlight, fetchWait)
+	w.answer = w.storeReply
+	w.start()
+	return w, nil
+}
+
+// newFloorWorker returns a floor worker on cons, not started; its answer
+// is to be set.
+func newFloorWorker(js jetstream.JetStream, cons jetstream.Consumer, inFlight int, fetchWait time.Duration) *floorWorker {
+	return &floorWorker{
 		js:        js,
 		cons:      cons,
 		fetchWait: fetchWait,
 		slots:     make(chan struct{}, inFlight),
 		stopping:  make(chan struct{}),
 	}
+}
+
+// start starts the fetch loop.
+func (w *floorWorker) start() {
 	w.wg.Add(1)
 	go w.loop()
-	return w, nil
 }
 
 // loop reserves the free slots (waiting for one) and fetches as many
@@ -169,25 +185,33 @@ func (w *floorWorker) release(n int) {
 	}
 }
 
-// handle answers one request: the reply (the request's body) is stored on
-// floor.reply.<id>, then the request is double-acked.
+// handle answers one request (w.answer), then double-acks it.
 func (w *floorWorker) handle(msg jetstream.Msg) {
 	defer w.wg.Done()
 	defer func() { <-w.slots }()
 	ctx, cancel := context.WithTimeout(context.Background(), floorPublishTimeout)
 	defer cancel()
-	id := msg.Headers().Get(jetstream.MsgIDHeader)
-	reply := nats.NewMsg(floorReplyPrefix + id)
-	reply.Header.Set(jetstream.MsgIDHeader, "answer-"+id)
-	reply.Data = msg.Data()
-	if _, err := w.js.PublishMsg(ctx, reply, jetstream.WithExpectStream(floorResStream)); err != nil {
-		w.fail(fmt.Errorf("floor: store reply: %w", err))
+	if err := w.answer(ctx, msg); err != nil {
+		w.fail(err)
 		_ = msg.Nak()
 		return
 	}
 	if err := msg.DoubleAck(ctx); err != nil {
 		w.fail(fmt.Errorf("floor: ack: %w", err))
 	}
+}
+
+// storeReply is the floor's answer: the reply (the request's body) is
+// stored on floor.reply.<id>.
+func (w *floorWorker) storeReply(ctx context.Context, msg jetstream.Msg) error {
+	id := msg.Headers().Get(jetstream.MsgIDHeader)
+	reply := nats.NewMsg(floorReplyPrefix + id)
+	reply.Header.Set(jetstream.MsgIDHeader, "answer-"+id)
+	reply.Data = msg.Data()
+	if _, err := w.js.PublishMsg(ctx, reply, jetstream.WithExpectStream(floorResStream)); err != nil {
+		return fmt.Errorf("floor: store reply: %w", err)
+	}
+	return nil
 }
 
 func (w *floorWorker) fail(err error) {
@@ -216,6 +240,8 @@ func (w *floorWorker) stop() {
 type floorClient struct {
 	nc *nats.Conn
 	js jetstream.JetStream
+	// The subjects and stream of the floor it talks to.
+	reqSubject, reqStream, replyPrefix string
 }
 
 func newFloorClient(nc *nats.Conn) (*floorClient, error) {
@@ -223,24 +249,30 @@ func newFloorClient(nc *nats.Conn) (*floorClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &floorClient{nc: nc, js: js}, nil
+	return &floorClient{nc: nc, js: js, reqSubject: floorReqSubject, reqStream: floorReqStream, replyPrefix: floorReplyPrefix}, nil
 }
 
 // do sends one request and waits for its reply: it subscribes to
 // floor.reply.<id>, publishes the request with a JetStream publish (the id
 // as the message id) and waits for the PubAck and then for the reply.
-func (c *floorClient) do(ctx context.Context, body []byte) error {
+//
+// branch, when not empty, goes in the header floorBranchHeader (the
+// same-messages floor appends to its history).
+func (c *floorClient) do(ctx context.Context, branch string, body []byte) error {
 	id := nuid.Next()
 	ch := make(chan *nats.Msg, 1)
-	sub, err := c.nc.ChanSubscribe(floorReplyPrefix+id, ch)
+	sub, err := c.nc.ChanSubscribe(c.replyPrefix+id, ch)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	m := nats.NewMsg(floorReqSubject)
+	m := nats.NewMsg(c.reqSubject)
 	m.Header.Set(jetstream.MsgIDHeader, id)
+	if branch != "" {
+		m.Header.Set(floorBranchHeader, branch)
+	}
 	m.Data = body
-	if _, err := c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(floorReqStream)); err != nil {
+	if _, err := c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(c.reqStream)); err != nil {
 		return fmt.Errorf("floor: publish request: %w", err)
 	}
 	select {

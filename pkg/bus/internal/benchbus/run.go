@@ -16,8 +16,11 @@ import (
 // (an earlier one failed) is nil.
 type Report struct {
 	Throughput []throughputRow
-	History    []historyRow
-	Hot        *hotResult
+	// Ops are the messages per request of each side, counted after the
+	// throughput runs.
+	Ops     []opCount
+	History []historyRow
+	Hot     *hotResult
 }
 
 // run starts the environment, runs the three phases and prints each one's
@@ -48,6 +51,10 @@ func run(ctx context.Context, cfg Config, out, progress io.Writer) (*Report, err
 			return rep, fmt.Errorf("throughput phase: %w", err)
 		}
 		e.writeThroughput(out, rep.Throughput)
+		if rep.Ops, err = e.phaseOps(ctx); err != nil {
+			return rep, fmt.Errorf("message count: %w", err)
+		}
+		e.writeOps(out, rep.Ops)
 		e.logStreams(ctx)
 	}
 	if cfg.runs("b") {

@@ -5,16 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 )
 
 // sideRun is one side measured at one client count.
 type sideRun struct {
-	side    string // "floor" or "lionbus"
+	side    string // "floor", "same-messages floor", "lionbus" or "lionbus operate"
 	clients int
 	load    loadResult
 	lat     latency
 	use     counters // over the measured run
+	// shares divides use.cpu between the server, the clients and the
+	// worker (a CPU profile of the measured run); zero when -cpuprofile
+	// holds the profiler.
+	shares cpuShares
 	// lionbus only: model calls and runs of redelivered requests during the
 	// measured run, and the exchanges per branch at its end (warm-up
 	// included), smallest and largest.
@@ -33,9 +40,16 @@ func (r sideRun) rps() float64 {
 	return float64(r.load.ok()) / r.load.elapsed.Seconds()
 }
 
-// throughputRow is both sides at one client count; op is lionbus's
+// throughputRow is every side at one client count; op is lionbus's
 // operate (with -operate), zero otherwise.
-type throughputRow struct{ floor, lion, op sideRun }
+type throughputRow struct{ floor, same, lion, op sideRun }
+
+// cpuOf returns r's CPU per request: the process's, and its parts.
+func (r sideRun) cpuOf() (all, server, client, worker time.Duration) {
+	all = r.use.per(r.load.ok()).cpu
+	part := func(f float64) time.Duration { return time.Duration(f * float64(all)) }
+	return all, part(r.shares.server), part(r.shares.client), part(r.shares.worker)
+}
 
 // phaseThroughput runs the closed-loop load on both sides for each client
 // count.
@@ -44,7 +58,11 @@ func (e *env) phaseThroughput(ctx context.Context) ([]throughputRow, error) {
 	for run, c := range e.cfg.Clients {
 		e.logf("throughput: floor, %d clients (%s + %s warm-up)", c, e.cfg.Duration, e.cfg.Warmup)
 		floor := e.measureSide(ctx, "floor", c, func(ctx context.Context, _ int) error {
-			return e.floorCl.do(ctx, instruction)
+			return e.floorCl.do(ctx, "", instruction)
+		})
+		e.logf("throughput: same-messages floor, %d clients (%s + %s warm-up)", c, e.cfg.Duration, e.cfg.Warmup)
+		same := e.measureSide(ctx, "same-messages floor", c, func(ctx context.Context, i int) error {
+			return e.sameCl.do(ctx, fmt.Sprintf("tp%d-c%d-%d", run+1, c, i), instruction)
 		})
 		branches := make([]string, c)
 		for i := range branches {
@@ -60,7 +78,7 @@ func (e *env) phaseThroughput(ctx context.Context) ([]throughputRow, error) {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		row := throughputRow{floor: floor, lion: lion}
+		row := throughputRow{floor: floor, same: same, lion: lion}
 		if e.cfg.Operate {
 			opBranches := make([]string, c)
 			for i := range opBranches {
@@ -92,14 +110,28 @@ func (e *env) measureSide(ctx context.Context, side string, clients int, do func
 		copy(perClient, w.perClient)
 	}
 	calls, redelivered := e.calls.total.Load(), e.runs.redelivered.Load()
+	save := ""
+	if e.cfg.SideProfiles != "" {
+		save = filepath.Join(e.cfg.SideProfiles, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(side, " ", "-"), clients))
+	}
+	stopShares, sharesErr := startShares(save)
 	before := e.read()
 	l := closedLoop(ctx, clients, e.cfg.Duration, e.cfg.RequestTimeout, do)
+	use := e.read().since(before)
+	var shares cpuShares
+	if sharesErr == nil {
+		var err error
+		if shares, err = stopShares(); err != nil {
+			e.logf("%s: %v", side, err)
+		}
+	}
 	r := sideRun{
 		side:        side,
 		clients:     clients,
 		load:        l,
 		lat:         summarize(l.lat),
-		use:         e.read().since(before),
+		use:         use,
+		shares:      shares,
 		modelCalls:  e.calls.total.Load() - calls,
 		redelivered: e.runs.redelivered.Load() - redelivered,
 	}
@@ -126,31 +158,52 @@ func (e *env) writeThroughput(w io.Writer, rows []throughputRow) {
 	if !haveCPU {
 		fmt.Fprintf(w, "(CPU is not measured on this platform.)\n\n")
 	}
-	t := newTable("side", "clients", "answered", "errors", "req/s", "p50", "p99", "max", "CPU/req", "NATS msgs/req", "NATS bytes/req")
+	fmt.Fprintf(w, "The same-messages floor is the floor plus exactly what a lionbus `communicate` stores besides its "+
+		"request and answer: one append to the branch's history subject (%s<branch>, stream %s) expecting the subject's "+
+		"last sequence (the one its previous append returned), and %d signal events (stream %s) published without "+
+		"waiting, their acks awaited while the reply is stored; then the double ack. Each client sends to its own branch.\n\n",
+		sameHistPrefix, sameHistStream, sameSignals, sameEventsStream)
+	fmt.Fprintf(w, "The CPU is split by a CPU profile of each measured run: \"server\" is the samples whose stack is in "+
+		"the nats-server package (the embedded server runs all of its work there), \"client\" those under the harness's "+
+		"client loop, \"worker\" the rest (the worker, every connection's read loop, the Go runtime's background work "+
+		"such as the GC's). \"JS API/req\" is the server's JetStream API counter (it counts no pull requests, direct "+
+		"gets, publishes or acks; the message table after the ratios counts those).\n\n")
+	t := newTable("side", "clients", "answered", "errors", "req/s", "p50", "p99", "max", "CPU/req", "server", "worker", "client",
+		"NATS msgs/req", "JS API/req", "NATS bytes/req")
 	for _, row := range rows {
-		for _, r := range []sideRun{row.floor, row.lion, row.op} {
+		for _, r := range []sideRun{row.floor, row.same, row.lion, row.op} {
 			if r.side == "" {
 				continue
 			}
 			p := r.use.per(r.load.ok())
+			all, srv, cl, wk := r.cpuOf()
 			t.add(r.side, fmt.Sprint(r.clients), fmt.Sprint(r.load.ok()), errCell(r.load.errs, r.load.firstErr),
 				fmt.Sprintf("%.0f", r.rps()), ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max),
-				us(p.cpu), count(p.msgs), bytesStr(p.bytes))
+				us(all), us(srv), us(wk), us(cl), count(p.msgs), count2(p.jsAPI), bytesStr(p.bytes))
 		}
 	}
 	t.write(w)
 
-	if err := e.floor.err(); err != nil {
-		fmt.Fprintf(w, "The floor worker reported an error (its requests are retried or counted as errors above): %v\n\n", err)
+	for _, f := range []*floorWorker{e.floor, e.same} {
+		if err := f.err(); err != nil {
+			fmt.Fprintf(w, "A floor worker reported an error (its requests are retried or counted as errors above): %v\n\n", err)
+		}
 	}
-	fmt.Fprintf(w, "Ratios lionbus/floor (throughput below 1× and latency above 1× mean lionbus costs more):\n\n")
-	t = newTable("clients", "req/s", "p50", "p99", "CPU/req", "NATS msgs/req", "NATS bytes/req")
+	fmt.Fprintf(w, "Ratios of lionbus to each floor (throughput below 1× and latency or CPU above 1× mean lionbus costs more); "+
+		"\"server+worker\" leaves out the clients' CPU:\n\n")
+	t = newTable("lionbus / …", "clients", "req/s", "p50", "p99", "CPU/req", "server+worker CPU", "server CPU", "worker CPU", "NATS msgs/req", "NATS bytes/req")
 	for _, row := range rows {
-		f, l := row.floor, row.lion
-		fp, lp := f.use.per(f.load.ok()), l.use.per(l.load.ok())
-		t.add(fmt.Sprint(row.floor.clients), ratio(l.rps(), f.rps()),
-			ratio(float64(l.lat.p50), float64(f.lat.p50)), ratio(float64(l.lat.p99), float64(f.lat.p99)),
-			ratio(float64(lp.cpu), float64(fp.cpu)), ratio(lp.msgs, fp.msgs), ratio(lp.bytes, fp.bytes))
+		for _, f := range []sideRun{row.floor, row.same} {
+			l := row.lion
+			fp, lp := f.use.per(f.load.ok()), l.use.per(l.load.ok())
+			fall, fsrv, _, fwk := f.cpuOf()
+			lall, lsrv, _, lwk := l.cpuOf()
+			t.add(f.side, fmt.Sprint(f.clients), ratio(l.rps(), f.rps()),
+				ratio(float64(l.lat.p50), float64(f.lat.p50)), ratio(float64(l.lat.p99), float64(f.lat.p99)),
+				ratio(float64(lall), float64(fall)), ratio(float64(lsrv+lwk), float64(fsrv+fwk)),
+				ratio(float64(lsrv), float64(fsrv)), ratio(float64(lwk), float64(fwk)),
+				ratio(lp.msgs, fp.msgs), ratio(lp.bytes, fp.bytes))
+		}
 	}
 	t.write(w)
 

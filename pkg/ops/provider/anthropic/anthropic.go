@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/budget"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
@@ -244,6 +245,7 @@ func (p *Provider) post(ctx context.Context, body []byte, stream bool) (*http.Re
 		}
 		return nil, p.fail(err.Error(), true, ErrConnection)
 	}
+	budget.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/budget"
 )
 
 // Provider calls an OpenAI-compatible Chat Completions API. It is safe for
@@ -178,6 +179,10 @@ func (p *Provider) call(ctx context.Context, call ops.Call, body []byte,
 		if attempt > p.retries {
 			return nil, p.fail(fmt.Sprintf("%v; gave up after %s", err, attempts(attempt)), true, err)
 		}
+		if errors.Is(err, ErrRateLimited) && budget.Metered(ctx) {
+			// The budget around the call retries it once it has budget.
+			return nil, p.fail(err.Error(), true, err)
+		}
 		wait := retryAfter
 		if wait < 0 {
 			wait = backoff(p.backoff, p.maxWait, attempt, p.randN)
@@ -272,6 +277,7 @@ func (p *Provider) post(ctx context.Context, body []byte, accept string) (*http.
 	if err != nil {
 		return nil, retryAfter, fmt.Errorf("%w: %s", ErrConnection, p.redact(err.Error()))
 	}
+	budget.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))

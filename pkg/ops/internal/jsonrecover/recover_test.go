@@ -1,7 +1,10 @@
-package ops
+package jsonrecover
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -47,7 +50,7 @@ func TestRecoverJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := recoverJSON(tt.text)
+			got, err := Recover(tt.text)
 			if tt.err != nil {
 				if err != tt.err {
 					t.Fatalf("err = %v, want %v (values %v)", err, tt.err, got)
@@ -69,18 +72,29 @@ func TestRecoverJSON(t *testing.T) {
 }
 
 func TestRecoverJSON_bounds(t *testing.T) {
-	big := strings.Repeat(" ", MaxExtractBytes) + `{"a":1}`
-	if _, err := recoverJSON(big); !errors.Is(err, ErrNoJSON) || err == ErrNoJSON {
+	big := strings.Repeat(" ", MaxBytes) + `{"a":1}`
+	if _, err := Recover(big); !errors.Is(err, ErrNoJSON) || err == ErrNoJSON {
 		t.Fatalf("oversized text: err = %v, want an error wrapping ErrNoJSON", err)
 	}
 	// Many unclosed brackets: the number of segments tried is bounded.
-	if _, err := recoverJSON(strings.Repeat("[x ", 10000)); err != ErrNoJSON {
+	if _, err := Recover(strings.Repeat("[x ", 10000)); err != ErrNoJSON {
 		t.Fatalf("unclosed brackets: err = %v", err)
 	}
 	// Closing brackets with nothing of their kind open are dropped, at any
 	// count, without rescanning what is open.
 	s := strings.Repeat("[", 5000) + strings.Repeat("}", 5000)
-	if got := repairJSON(s); got != strings.Repeat("[", 5000)+strings.Repeat("]", 5000) {
-		t.Fatalf("repairJSON of unmatched closers: %.40s...", got)
+	if got := Repair(s); got != strings.Repeat("[", 5000)+strings.Repeat("]", 5000) {
+		t.Fatalf("Repair of unmatched closers: %.40s...", got)
 	}
+}
+
+// compactJSON encodes v as compact JSON, HTML characters unescaped.
+func compactJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(buf.String(), "\n")
 }

@@ -1,4 +1,8 @@
-package ops
+// Package jsonrecover recovers the JSON values a model's text holds: the
+// whole text, fenced blocks and bracketed segments, repairing the usual
+// slips (single quotes, trailing commas, missing closers, comments, Python
+// literals) on the way. It is pure and bounded: see [MaxBytes].
+package jsonrecover
 
 import (
 	"encoding/json"
@@ -8,12 +12,12 @@ import (
 	"strings"
 )
 
-// MaxExtractBytes bounds the text JSON is recovered from (10 MiB, as the
+// MaxBytes bounds the text JSON is recovered from (10 MiB, as the
 // original's extraction, docs/decisions.md#reference-a5). A longer text
-// holds no JSON as far as recoverJSON is concerned.
-const MaxExtractBytes = 10 << 20
+// holds no JSON as far as Recover is concerned.
+const MaxBytes = 10 << 20
 
-// Bounds of recoverJSON's candidates, which keep its work linear in the
+// Bounds of Recover's candidates, which keep its work linear in the
 // text's length with a small factor: at most maxFenceBlocks fenced blocks,
 // and at most maxBalancedAttempts bracketed segments whose lengths add up to
 // at most balancedBudget times the text's.
@@ -23,15 +27,15 @@ const (
 	balancedBudget      = 4
 )
 
-// ErrNoJSON is returned by recoverJSON when the text holds no JSON object or
-// array, even after repairs: an extraction failure (see CodeExtraction).
+// ErrNoJSON is returned by Recover when the text holds no JSON object or
+// array, even after repairs.
 var ErrNoJSON = errors.New("no JSON object or array found in the text")
 
 // fenceRE matches a ``` fenced block, with or without an info string
 // (```json, ```JSON, ```jsonc, ```javascript ...); group 1 is its content.
 var fenceRE = regexp.MustCompile("(?s)```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\n?(.*?)```")
 
-// recoverJSON returns the JSON objects and arrays found in text, in order of
+// Recover returns the JSON objects and arrays found in text, in order of
 // preference:
 //
 //  1. the whole text;
@@ -44,16 +48,16 @@ var fenceRE = regexp.MustCompile("(?s)```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\n?(.*?)```
 //     the bounds above.
 //
 // Each candidate is parsed strictly first, then after repairing the common
-// slips of model-written JSON (see repairJSON). A candidate whose source is
+// slips of model-written JSON (see Repair). A candidate whose source is
 // the same as an earlier one's is not returned twice. Only objects and
 // arrays are returned; scalars are not JSON worth extracting.
 //
 // It returns ErrNoJSON (itself) when nothing is found, and an error wrapping
-// it for a text over MaxExtractBytes. It runs in time linear in len(text)
+// it for a text over MaxBytes. It runs in time linear in len(text)
 // and never panics.
-func recoverJSON(text string) ([]any, error) {
-	if len(text) > MaxExtractBytes {
-		return nil, fmt.Errorf("%w: the text is %d bytes, over the %d JSON is recovered from", ErrNoJSON, len(text), MaxExtractBytes)
+func Recover(text string) ([]any, error) {
+	if len(text) > MaxBytes {
+		return nil, fmt.Errorf("%w: the text is %d bytes, over the %d JSON is recovered from", ErrNoJSON, len(text), MaxBytes)
 	}
 	r := recoverer{tried: map[string]bool{}}
 	r.try(text)
@@ -81,7 +85,7 @@ func recoverJSON(text string) ([]any, error) {
 	return r.out, nil
 }
 
-// recoverer collects the values of recoverJSON's candidates.
+// recoverer collects the values of Recover's candidates.
 type recoverer struct {
 	out   []any
 	tried map[string]bool // trimmed sources already parsed: whether they gave a value
@@ -112,7 +116,7 @@ func parseLenient(s string) (any, bool) {
 	if json.Unmarshal([]byte(s), &v) == nil {
 		return v, isContainer(v)
 	}
-	if json.Unmarshal([]byte(repairJSON(s)), &v) == nil {
+	if json.Unmarshal([]byte(Repair(s)), &v) == nil {
 		return v, isContainer(v)
 	}
 	return nil, false
@@ -131,7 +135,7 @@ func isContainer(v any) bool {
 // strings and comments do not count; a single quote opens a string only
 // where a JSON value or key may start (after '{', '[', ',' or ':'), so that
 // apostrophes in prose-like text do not. A closing bracket of the wrong
-// kind closes the innermost one anyway, as repairJSON treats it.
+// kind closes the innermost one anyway, as Repair treats it.
 func balancedEnd(s string, start int) int {
 	depth := 0
 	var prev byte // last significant byte outside strings and comments

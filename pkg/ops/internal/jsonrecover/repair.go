@@ -1,10 +1,10 @@
-package ops
+package jsonrecover
 
 import (
 	"strings"
 )
 
-// repairJSON rewrites s, JSON written by a model, fixing the usual slips so
+// Repair rewrites s, JSON written by a model, fixing the usual slips so
 // that encoding/json accepts it:
 //
 //   - single-quoted strings and keys become double-quoted, inner double
@@ -21,7 +21,7 @@ import (
 //     null, and the missing closing brackets are appended.
 //
 // It reads s once: its time is linear in len(s).
-func repairJSON(s string) string {
+func Repair(s string) string {
 	r := repairer{s: s}
 	r.b.Grow(len(s) + 16)
 	r.run()
