@@ -53,6 +53,9 @@ func script(x modelapi.Exchange) modelapi.Reply {
 		return modelapi.Reply{Error: &modelapi.APIError{Status: 400, Message: apiFailure}}
 	case strings.Contains(x.Prompt, "TOOL"):
 		return modelapi.Reply{Text: "Running it.", Tool: shell("toolu_lb_echo", "echo "+toolOutput)}
+	case strings.Contains(x.Prompt, "DENY"):
+		return modelapi.Reply{Text: "Writing it.", Tool: &modelapi.ToolCall{ID: "toolu_lb_deny", Name: "Write",
+			Input: map[string]any{"file_path": "/nonexistent-lionbus/denied.txt", "content": "x"}}}
 	case strings.Contains(x.Prompt, "SLEEP"):
 		return modelapi.Reply{Text: "Waiting.", Tool: shell("toolu_lb_sleep", "tail -f /dev/null")}
 	}
@@ -337,4 +340,36 @@ func checkAPIError(t *testing.T, ab *agentBus) {
 	if errs := chunksOf(got, ops.ChunkError); len(errs) != 1 || !strings.Contains(errs[0].Content, apiFailure) {
 		t.Errorf("error chunks %+v", errs)
 	}
+}
+
+// The real Claude Code: a tool it may not use (Write is not in
+// --allowedTools) is denied; the denial reaches the caller in a system
+// chunk with the call's id and in the result's permission_denials.
+func TestClaudeCode_permission_denied(t *testing.T) {
+	t.Parallel()
+	ab := newAgentBus(t, claudeCommand, modelapi.NewAnthropic)
+	got, reply := ab.run(t, "DENY: write the file")
+	bustest.MustResult(t, reply, nil)
+	var notice, denials bool
+	for _, c := range got {
+		switch {
+		case c.Kind == ops.ChunkSystem && c.Metadata["subtype"] == "permission_denied":
+			notice = c.ToolID == "toolu_lb_deny" && c.Metadata["tool_name"] == "Write"
+		case c.Kind == ops.ChunkResult:
+			pd, _ := c.Metadata["permission_denials"].([]any)
+			first, _ := firstOf(pd).(map[string]any)
+			denials = len(pd) == 1 && first["tool_use_id"] == "toolu_lb_deny"
+		}
+	}
+	res := chunksOf(got, ops.ChunkToolResult)
+	if !notice || !denials || len(res) != 1 || !res[0].IsError || res[0].ToolID != "toolu_lb_deny" {
+		t.Errorf("denial notice %v, permission_denials %v, tool results %+v", notice, denials, res)
+	}
+}
+
+func firstOf(s []any) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[0]
 }
