@@ -51,3 +51,27 @@ func (w *Worker) Stopping() bool {
 	defer w.mu.Unlock()
 	return w.stopping
 }
+
+// Lanes exposes a worker's lanes, leases included, to the external tests.
+type Lanes struct{ l *lanes }
+
+// NewLanesForTest returns the lanes a worker named owner would use.
+func NewLanesForTest(js jetstream.JetStream, res *provision.Resources, owner string) Lanes {
+	h := newHealth(js.Conn(), res, DefaultHealthInterval, zerolog.Nop())
+	return Lanes{lanesFor(InOrder, js, res, Config{Name: owner}, h)}
+}
+
+// Ticket is a request's place in its lane.
+type Ticket struct{ t *ticket }
+
+// Enter queues a request of branch at seq; it runs at once on an idle lane.
+func (l Lanes) Enter(branch string, seq uint64) Ticket { return Ticket{l.l.enter(branch, seq)} }
+
+// Hold takes the lane's lease for t's request, as a running request does.
+func (l Lanes) Hold(ctx context.Context, t Ticket) error { return l.l.hold(ctx, t.t) }
+
+// Wanted is another worker's ask for branch's lease arriving.
+func (l Lanes) Wanted(branch string) { l.l.wanted(branch) }
+
+// Leave is t's request leaving its lane.
+func (l Lanes) Leave(t Ticket) { l.l.leave(t.t) }

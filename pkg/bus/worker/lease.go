@@ -573,6 +573,15 @@ func (l *lanes) wanted(branch string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.m[branch]
+	if ln != nil && ln.lease == 0 && ln.running != nil {
+		// Its request is taking the lease: the publish that took it
+		// reached the stream before this worker recorded it, and the
+		// asker saw it. Remember the ask, so that the lease goes (and
+		// is announced) when that request leaves; dropped, the asker
+		// would wait for its poll.
+		ln.wanted = true
+		return
+	}
 	if ln == nil || ln.lease == 0 {
 		if ln == nil || ln.running == nil {
 			// Perhaps an old lease of this worker stands in the way.

@@ -11,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestLease_one_holder_fenced_release_and_age_out: one worker at a time
@@ -267,5 +269,50 @@ func TestClaims_release_notice_wakes_a_waiting_copy(t *testing.T) {
 	})
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times for two copies, want 1", n)
+	}
+}
+
+// TestLanes_an_ask_during_the_take_is_kept: another worker's ask for a
+// lease can arrive while this worker's request is still taking it (the
+// asker saw the lease in the stream before this worker recorded it). The
+// ask is kept: when the request leaves, the lease goes and the release is
+// announced, instead of lingering unannounced while the asker waits for
+// its poll.
+func TestLanes_an_ask_during_the_take_is_kept(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{LeaseTTL: 3 * time.Second})
+	nc, js, res := b.Conn(t)
+	lanes := worker.NewLanesForTest(js, res, "w1")
+	free := make(chan struct{}, 1)
+	sub, err := nc.Subscribe(res.Subjects.LeaseFree("b"), func(*nats.Msg) {
+		select {
+		case free <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	tk := lanes.Enter("b", 1)
+	lanes.Wanted("b") // the ask, before the lease is recorded
+	if err := lanes.Hold(bustest.Ctx(t), tk); err != nil {
+		t.Fatal(err)
+	}
+	lanes.Leave(tk)
+	select {
+	case <-free:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease went without the release the other worker asked for being announced")
+	}
+	// And the lease is gone: another worker takes it at once.
+	other := worker.NewLeaserForTest(js, res, "w2")
+	ctx, cancel := context.WithTimeout(bustest.Ctx(t), 5*time.Second)
+	defer cancel()
+	if _, err := other.Acquire(ctx, "b"); err != nil {
+		t.Fatalf("the released lease could not be taken: %v", err)
 	}
 }
