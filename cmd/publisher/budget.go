@@ -6,16 +6,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lionbus/lionbus/pkg/wire"
 	"io"
 	"maps"
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	busbudget "github.com/lionbus/lionbus/pkg/bus/budget"
+	"github.com/lionbus/lionbus/pkg/bus/budget/budgetkv"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops/budget"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // budgetLong describes the budget commands in their help.
@@ -30,18 +29,18 @@ worker watches (docs/budgets.md). MODEL is a model reference, provider:model.
 
 // budgetSet is ` + "`publisher budget set MODEL`" + `.
 func (a *app) budgetSet(fs *flag.FlagSet) func([]string) int {
-	var l budget.Limits
+	var l wire.BudgetLimits
 	fs.IntVar(&l.Requests, "requests", 0, "calls per window (0: no limit)")
 	fs.IntVar(&l.Tokens, "tokens", 0, "tokens (input + output) per window (0: no limit)")
 	fs.IntVar(&l.InFlight, "in-flight", 0, "calls at once over the fleet (0: no limit)")
-	window := fs.Duration("window", budget.DefaultWindow, "the window of --requests and --tokens")
+	window := fs.Duration("window", wire.DefaultBudgetWindow, "the window of --requests and --tokens")
 	return func(args []string) int {
 		if *window <= 0 {
 			return usageError(a.stderr, fmt.Errorf("--window must be positive, got %s", *window))
 		}
 		l.WindowMS = window.Milliseconds()
 		return a.withBudgets("set", args, func(ctx context.Context, kv jetstream.KeyValue, model string) error {
-			if err := busbudget.Set(ctx, kv, model, l); err != nil {
+			if err := budgetkv.Set(ctx, kv, model, l); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "%s: requests=%d tokens=%d in_flight=%d window=%s\n", model, l.Requests, l.Tokens, l.InFlight, l.Window())
@@ -57,7 +56,7 @@ func (a *app) budgetCmd(sub string) func(*flag.FlagSet) func([]string) int {
 			return a.withBudgets(sub, args, func(ctx context.Context, kv jetstream.KeyValue, model string) error {
 				switch sub {
 				case "get":
-					l, err := busbudget.Get(ctx, kv, model)
+					l, err := budgetkv.Get(ctx, kv, model)
 					if errors.Is(err, jetstream.ErrKeyNotFound) {
 						return fmt.Errorf("%s has no budget", model)
 					}
@@ -66,13 +65,13 @@ func (a *app) budgetCmd(sub string) func(*flag.FlagSet) func([]string) int {
 					}
 					return printJSON(a.stdout, l)
 				case "rm":
-					if err := busbudget.Delete(ctx, kv, model); err != nil {
+					if err := budgetkv.Delete(ctx, kv, model); err != nil {
 						return err
 					}
 					fmt.Fprintf(a.stdout, "%s: budget removed\n", model)
 					return nil
 				}
-				all, err := busbudget.List(ctx, kv)
+				all, err := budgetkv.List(ctx, kv)
 				if err != nil {
 					return err
 				}

@@ -49,7 +49,8 @@ func budgetFleet(t *testing.T, srvURL, prefix string, n int, api *openaitest.Ser
 	procs := make([]*mainProcess, n)
 	for i := range procs {
 		args := append([]string{"--nats", srvURL, "--prefix", prefix, "--openai-base-url", api.BaseURL(),
-			"--budgets", budgets, "--log-level", "info"}, extra...)
+			// Debug: a change of the budget split is logged at debug level.
+			"--budgets", budgets, "--log-level", "debug"}, extra...)
 		procs[i] = startMainProcess(t, fmt.Sprintf("w%d", i+1), args...)
 	}
 	want := fmt.Sprintf(`"members":%d`, n)

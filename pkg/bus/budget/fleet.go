@@ -9,11 +9,9 @@ package budget
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,110 +19,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus/budget/budgetkv"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	opsbudget "github.com/lionbus/lionbus/pkg/ops/budget"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // DefaultHeartbeat is how often a worker renews its membership and
 // recounts the members, when Config.Heartbeat is 0. It is a third of
 // provision.BudgetMemberTTL, so one lost heartbeat does not drop a member.
 const DefaultHeartbeat = provision.BudgetMemberTTL / 3
-
-// keyPrefix starts every key of the budgets bucket: "m." then the model
-// reference in unpadded base64url, since a model reference holds
-// characters (":") a KV key cannot.
-const keyPrefix = "m."
-
-// ErrBadKey means a bucket key is not a budget key.
-var ErrBadKey = errors.New("budget: not a budget key")
-
-// Entry is the JSON value of one budget in the budgets bucket.
-type Entry struct {
-	// Key is the model reference ("openai:gpt-4.1-mini") or provider key
-	// the limits apply to.
-	Key string `json:"key"`
-	// Limits are the fleet's limits for Key.
-	Limits opsbudget.Limits `json:"limits"`
-}
-
-// BucketKey returns the budgets bucket key of a model reference.
-func BucketKey(ref string) string {
-	return keyPrefix + base64.RawURLEncoding.EncodeToString([]byte(ref))
-}
-
-// RefOf returns the model reference of a budgets bucket key.
-func RefOf(key string) (string, error) {
-	enc, ok := strings.CutPrefix(key, keyPrefix)
-	if !ok {
-		return "", fmt.Errorf("%w: %q", ErrBadKey, key)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil || len(b) == 0 {
-		return "", fmt.Errorf("%w: %q", ErrBadKey, key)
-	}
-	return string(b), nil
-}
-
-// Set writes key's fleet limits to the bucket; every worker applies them
-// within a moment.
-func Set(ctx context.Context, kv jetstream.KeyValue, key string, l opsbudget.Limits) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty model reference", ErrBadKey)
-	}
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(Entry{Key: key, Limits: l})
-	if err != nil {
-		return err
-	}
-	_, err = kv.Put(ctx, BucketKey(key), raw)
-	return err
-}
-
-// Get returns key's fleet limits, with jetstream.ErrKeyNotFound when none
-// are set.
-func Get(ctx context.Context, kv jetstream.KeyValue, key string) (opsbudget.Limits, error) {
-	e, err := kv.Get(ctx, BucketKey(key))
-	if err != nil {
-		return opsbudget.Limits{}, err
-	}
-	var ent Entry
-	if err := json.Unmarshal(e.Value(), &ent); err != nil {
-		return opsbudget.Limits{}, fmt.Errorf("budget: entry %s: %w", key, err)
-	}
-	return ent.Limits, nil
-}
-
-// Delete removes key's fleet limits: the model is unlimited again.
-func Delete(ctx context.Context, kv jetstream.KeyValue, key string) error {
-	return kv.Delete(ctx, BucketKey(key))
-}
-
-// List returns every budget of the bucket, by model reference.
-func List(ctx context.Context, kv jetstream.KeyValue) (map[string]opsbudget.Limits, error) {
-	out := map[string]opsbudget.Limits{}
-	lister, err := kv.ListKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for k := range lister.Keys() {
-		ref, err := RefOf(k)
-		if err != nil {
-			continue
-		}
-		l, err := Get(ctx, kv, ref)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[ref] = l
-	}
-	return out, nil
-}
 
 // Config configures [Start].
 type Config struct {
@@ -139,7 +44,8 @@ type Config struct {
 	// counted; 0 means DefaultHeartbeat. It must stay below
 	// provision.BudgetMemberTTL.
 	Heartbeat time.Duration
-	// Logger receives a line when the limits or the member count change.
+	// Logger receives a line when the limits change (member count changes
+	// are logged at debug level).
 	Logger zerolog.Logger
 }
 
@@ -184,11 +90,7 @@ func Start(ctx context.Context, nc *nats.Conn, res *provision.Resources, ledger 
 	}
 	f := &Fleet{nc: nc, res: res, subj: res.Subjects, ledger: ledger, cfg: cfg, log: cfg.Logger}
 	for key, l := range cfg.Initial {
-		raw, err := json.Marshal(Entry{Key: key, Limits: l})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := res.Budgets.Create(ctx, BucketKey(key), raw); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		if _, err := budgetkv.Create(ctx, res.Budgets, key, l); err != nil {
 			return nil, fmt.Errorf("budget: initial limits of %s: %w", key, err)
 		}
 	}
@@ -260,7 +162,7 @@ func (f *Fleet) watch(ctx context.Context, w jetstream.KeyWatcher) {
 
 // apply sets the ledger's limits from one bucket entry.
 func (f *Fleet) apply(e jetstream.KeyValueEntry) {
-	ref, err := RefOf(e.Key())
+	ref, err := wire.BudgetRef(e.Key())
 	if err != nil {
 		return
 	}
@@ -269,16 +171,15 @@ func (f *Fleet) apply(e jetstream.KeyValueEntry) {
 		f.log.Info().Str("model", ref).Msg("budget removed")
 		return
 	}
-	var ent Entry
-	if err := json.Unmarshal(e.Value(), &ent); err != nil {
+	l, err := budgetkv.Decode(e.Value())
+	if err == nil {
+		err = f.ledger.SetLimits(ref, l)
+	}
+	if err != nil {
 		f.log.Warn().Str("model", ref).Err(err).Msg("budget entry ignored")
 		return
 	}
-	if err := f.ledger.SetLimits(ref, ent.Limits); err != nil {
-		f.log.Warn().Str("model", ref).Err(err).Msg("budget entry ignored")
-		return
-	}
-	f.log.Info().Str("model", ref).Interface("limits", ent.Limits).Msg("budget applied")
+	f.log.Info().Str("model", ref).Interface("limits", l).Msg("budget applied")
 }
 
 func (f *Fleet) heartbeat(ctx context.Context) {
@@ -289,7 +190,7 @@ func (f *Fleet) heartbeat(ctx context.Context) {
 		select {
 		case <-t.C:
 			if err := f.beat(ctx); err != nil && ctx.Err() == nil {
-				f.log.Warn().Err(err).Msg("budget membership heartbeat failed")
+				f.log.Debug().Err(err).Msg("budget membership heartbeat failed")
 			}
 		case <-ctx.Done():
 			return
@@ -309,9 +210,15 @@ func (f *Fleet) beat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n != f.ledger.Shares() || !f.counted {
-		f.log.Info().Int("members", n).Msg("budget split changed")
+	switch {
+	case !f.counted:
+		f.log.Info().Int("members", n).Msg("budget split among the fleet")
 		f.counted = true
+	case n != f.ledger.Shares():
+		// Members come and go with every restart of a worker or an
+		// outage of the server, so the change is not worth a line above
+		// debug.
+		f.log.Debug().Int("members", n).Msg("budget split changed")
 	}
 	f.ledger.SetShares(n)
 	return nil

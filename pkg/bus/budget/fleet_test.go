@@ -8,24 +8,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/budget"
+	"github.com/lionbus/lionbus/pkg/bus/budget/budgetkv"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	opsbudget "github.com/lionbus/lionbus/pkg/ops/budget"
 )
-
-func TestBucketKeyRoundTrip(t *testing.T) {
-	for _, ref := range []string{"openai:gpt-4.1-mini", "ollama:llama3:8b", "openrouter:meta/llama 3"} {
-		got, err := budget.RefOf(budget.BucketKey(ref))
-		if err != nil || got != ref {
-			t.Errorf("%q: %q %v", ref, got, err)
-		}
-	}
-	for _, bad := range []string{"", "x.abc", "m.", "m.!!"} {
-		if _, err := budget.RefOf(bad); !errors.Is(err, budget.ErrBadKey) {
-			t.Errorf("RefOf(%q): %v, want ErrBadKey", bad, err)
-		}
-	}
-}
 
 // Two workers' fleets over one server: the bucket's limits reach both
 // ledgers, each admits half, a pause broadcast by one pauses the other,
@@ -52,13 +39,13 @@ func TestFleetSharesLimitsMembersAndPauses(t *testing.T) {
 	bustest.WaitFor(t, 5*time.Second, "both ledgers split in two", func() bool {
 		return la.Stats(model).Share.Requests == 50 && lb.Stats(model).Share.Requests == 50
 	})
-	if err := budget.Set(ctx, res.Budgets, model, opsbudget.Limits{Requests: 10}); err != nil {
+	if err := budgetkv.Set(ctx, res.Budgets, model, opsbudget.Limits{Requests: 10}); err != nil {
 		t.Fatal(err)
 	}
 	bustest.WaitFor(t, 5*time.Second, "the new limits on both", func() bool {
 		return la.Stats(model).Share.Requests == 5 && lb.Stats(model).Share.Requests == 5
 	})
-	all, err := budget.List(ctx, res.Budgets)
+	all, err := budgetkv.List(ctx, res.Budgets)
 	if err != nil || len(all) != 1 || all[model].Requests != 10 {
 		t.Fatalf("List: %v %v", all, err)
 	}
@@ -72,14 +59,14 @@ func TestFleetSharesLimitsMembersAndPauses(t *testing.T) {
 	bustest.WaitFor(t, 5*time.Second, "a's share whole again", func() bool {
 		return la.Stats(model).Share.Requests == 10
 	})
-	if err := budget.Delete(ctx, res.Budgets, model); err != nil {
+	if err := budgetkv.Delete(ctx, res.Budgets, model); err != nil {
 		t.Fatal(err)
 	}
 	bustest.WaitFor(t, 5*time.Second, "the model unlimited again", func() bool {
 		_, ok := la.Limits(model)
 		return !ok
 	})
-	if _, err := budget.Get(ctx, res.Budgets, model); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := budgetkv.Get(ctx, res.Budgets, model); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
 	}
 }

@@ -217,8 +217,10 @@ func (r *Resources) bucketSpecs() []bucketSpec {
 			Description: "lionbus workers splitting the model budgets",
 			History:     1,
 			TTL:         BudgetMemberTTL,
-			Storage:     jetstream.MemoryStorage,
-			Replicas:    cfg.Replicas,
+			// File storage, like every other resource: a restart of the
+			// server keeps the members, so the split does not change.
+			Storage:  jetstream.FileStorage,
+			Replicas: cfg.Replicas,
 		}},
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // DefaultWindow is the window of a [Limits] that sets none: limits are per
 // minute, as providers state them.
-const DefaultWindow = time.Minute
+const DefaultWindow = wire.DefaultBudgetWindow
 
 // MaxWaiters bounds the calls waiting for one key's budget; a call beyond
 // it fails at once with ErrTooManyWaiters rather than growing the queue.
@@ -21,49 +23,23 @@ const MaxWaiters = 100_000
 var (
 	// ErrTooManyWaiters means MaxWaiters calls already wait for the key.
 	ErrTooManyWaiters = errors.New("budget: too many calls waiting")
-	// ErrInvalidLimits means a Limits value has a negative field.
-	ErrInvalidLimits = errors.New("budget: invalid limits")
+	// ErrInvalidLimits means a Limits value has a negative field; it is
+	// wire.ErrInvalidBudgetLimits.
+	ErrInvalidLimits = wire.ErrInvalidBudgetLimits
 )
 
 // Limits is the budget of one key (a model reference such as
 // "openai:gpt-4.1-mini", or a provider key): at most Requests calls and
-// Tokens tokens (input + output) admitted in any window of Window, and at
-// most InFlight calls at once. A zero field is no limit of that kind; the
-// zero Limits admits everything.
-type Limits struct {
-	// Requests is the calls admitted per window; 0 is unlimited.
-	Requests int `json:"requests,omitempty"`
-	// Tokens is the tokens (input + output) admitted per window; 0 is
-	// unlimited.
-	Tokens int `json:"tokens,omitempty"`
-	// InFlight is the calls running at once; 0 is unlimited.
-	InFlight int `json:"in_flight,omitempty"`
-	// WindowMS is the window in milliseconds; 0 means DefaultWindow.
-	WindowMS int64 `json:"window_ms,omitempty"`
-}
-
-// Window returns the window, DefaultWindow when WindowMS is 0.
-func (l Limits) Window() time.Duration {
-	if l.WindowMS <= 0 {
-		return DefaultWindow
-	}
-	return time.Duration(l.WindowMS) * time.Millisecond
-}
-
-// Validate returns an error wrapping ErrInvalidLimits for a negative field.
-func (l Limits) Validate() error {
-	if l.Requests < 0 || l.Tokens < 0 || l.InFlight < 0 || l.WindowMS < 0 {
-		return fmt.Errorf("%w: %+v has a negative field", ErrInvalidLimits, l)
-	}
-	return nil
-}
+// Tokens tokens admitted in any window, and at most InFlight calls at once.
+// It is the wire form the budgets bucket holds, [wire.BudgetLimits].
+type Limits = wire.BudgetLimits
 
 // unlimited reports whether l admits everything.
-func (l Limits) unlimited() bool { return l.Requests == 0 && l.Tokens == 0 && l.InFlight == 0 }
+func unlimited(l Limits) bool { return l.Requests == 0 && l.Tokens == 0 && l.InFlight == 0 }
 
 // share returns this member's part of l when shares members split it:
 // each count divided by shares, rounded down but at least 1.
-func (l Limits) share(shares int) Limits {
+func share(l Limits, shares int) Limits {
 	if shares <= 1 {
 		return l
 	}
@@ -112,22 +88,27 @@ func NewLedger(opts ...Option) *Ledger {
 
 // account is one key's state.
 type account struct {
-	key      string
-	limits   Limits // as configured for the fleet
-	eff      Limits // this ledger's share
-	log      []*admission
-	tokens   int // sum of log's tokens
-	inFlight int
-	paused   time.Time
-	waiters  []*waiter
-	timer    *time.Timer
-	wakeAt   time.Time
+	key    string
+	limits Limits       // as configured for the fleet
+	eff    Limits       // this ledger's share
+	log    []*admission // finished calls in the window, by finish time
+	tokens int          // sum of log's tokens
+	// open and openTokens count the metered calls still running and their
+	// reserved tokens: they count toward the window until they finish.
+	open, openTokens int
+	inFlight         int
+	paused           time.Time
+	waiters          []*waiter
+	timer            *time.Timer
+	wakeAt           time.Time
 }
 
-// admission is one admitted call inside the window.
+// admission is one metered call: running (open), then in the window's
+// log from the moment it finished (at) until a window has passed.
 type admission struct {
 	at     time.Time
 	tokens int
+	open   bool
 	inLog  bool
 }
 
@@ -155,8 +136,11 @@ func (r *Reservation) Waited() time.Duration { return r.waited }
 
 // Done releases the call's in-flight slot and reconciles its tokens with
 // used, the tokens the provider reported (input + output); a negative used
-// keeps the estimate. The call still counts toward its window's requests
-// and tokens until the window has passed.
+// keeps the estimate. The call still counts toward the requests and tokens
+// of the window until a whole window has passed since Done: the provider
+// counted it at some moment between the call's start and its answer, and
+// counting it from the answer on is the only reckoning that never frees
+// budget before the provider does.
 func (r *Reservation) Done(used int) {
 	if r == nil || r.l == nil {
 		return
@@ -172,9 +156,17 @@ func (r *Reservation) Done(used int) {
 	if a.inFlight > 0 {
 		a.inFlight--
 	}
-	if r.adm != nil && used >= 0 && r.adm.inLog {
-		a.tokens += used - r.adm.tokens
-		r.adm.tokens = used
+	if adm := r.adm; adm != nil && adm.open {
+		adm.open = false
+		a.open--
+		a.openTokens -= adm.tokens
+		if used >= 0 {
+			adm.tokens = used
+		}
+		adm.at = l.now()
+		adm.inLog = true
+		a.log = append(a.log, adm)
+		a.tokens += adm.tokens
 	}
 	l.pump(a)
 }
@@ -197,7 +189,11 @@ func (r *Reservation) Refund() {
 	if a.inFlight > 0 {
 		a.inFlight--
 	}
-	if r.adm != nil && r.adm.inLog {
+	if adm := r.adm; adm != nil && adm.open {
+		adm.open = false
+		a.open--
+		a.openTokens -= adm.tokens
+	} else if r.adm != nil && r.adm.inLog {
 		if i := slices.Index(a.log, r.adm); i >= 0 {
 			a.log = slices.Delete(a.log, i, i+1)
 			a.tokens -= r.adm.tokens
@@ -226,7 +222,7 @@ func (l *Ledger) SetLimits(key string, lim Limits) error {
 	defer l.mu.Unlock()
 	a := l.account(key)
 	a.limits = lim
-	a.eff = lim.share(l.shares)
+	a.eff = share(lim, l.shares)
 	l.pump(a)
 	return nil
 }
@@ -236,7 +232,7 @@ func (l *Ledger) Limits(key string) (Limits, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a, ok := l.keys[key]
-	if !ok || a.limits.unlimited() {
+	if !ok || unlimited(a.limits) {
 		return Limits{}, false
 	}
 	return a.limits, true
@@ -254,7 +250,7 @@ func (l *Ledger) SetShares(shares int) {
 	}
 	l.shares = shares
 	for _, a := range l.keys {
-		a.eff = a.limits.share(shares)
+		a.eff = share(a.limits, shares)
 		l.pump(a)
 	}
 }
@@ -301,7 +297,7 @@ func (l *Ledger) Stats(key string) Stats {
 	now := l.now()
 	a.prune(now)
 	s := Stats{Limits: a.limits, Share: a.eff, InFlight: a.inFlight, Waiting: len(a.waiters),
-		Requests: len(a.log), Tokens: a.tokens}
+		Requests: len(a.log) + a.open, Tokens: a.tokens + a.openTokens}
 	if a.paused.After(now) {
 		s.PausedUntil = a.paused
 	}
@@ -340,9 +336,9 @@ func (l *Ledger) Acquire(ctx context.Context, key string, tokens int) (*Reservat
 	case <-ctx.Done():
 	}
 	l.mu.Lock()
-	if w.res != nil { // admitted while ctx ended: give it back
+	if w.res != nil { // admitted while ctx ended: the call never ran
 		l.mu.Unlock()
-		w.res.Done(0)
+		w.res.Refund()
 	} else {
 		if i := slices.Index(a.waiters, w); i >= 0 {
 			a.waiters = slices.Delete(a.waiters, i, i+1)
@@ -358,9 +354,9 @@ func (l *Ledger) admit(a *account, now time.Time, tokens int, since time.Time) *
 	r := &Reservation{l: l, acc: a, Tokens: tokens, waited: now.Sub(since)}
 	a.inFlight++
 	if a.eff.Requests > 0 || a.eff.Tokens > 0 {
-		r.adm = &admission{at: now, tokens: tokens, inLog: true}
-		a.log = append(a.log, r.adm)
-		a.tokens += tokens
+		r.adm = &admission{at: now, tokens: tokens, open: true}
+		a.open++
+		a.openTokens += tokens
 	}
 	if l.onWait != nil {
 		l.onWait(a.key, r.waited)
@@ -390,17 +386,17 @@ func (a *account) admits(now time.Time, tokens int) bool {
 	if now.Before(a.paused) {
 		return false
 	}
-	if a.eff.unlimited() {
+	if unlimited(a.eff) {
 		return true
 	}
 	a.prune(now)
 	if a.eff.InFlight > 0 && a.inFlight >= a.eff.InFlight {
 		return false
 	}
-	if a.eff.Requests > 0 && len(a.log) >= a.eff.Requests {
+	if a.eff.Requests > 0 && len(a.log)+a.open >= a.eff.Requests {
 		return false
 	}
-	if a.eff.Tokens > 0 && a.tokens+min(tokens, a.eff.Tokens) > a.eff.Tokens {
+	if a.eff.Tokens > 0 && a.tokens+a.openTokens+min(tokens, a.eff.Tokens) > a.eff.Tokens {
 		return false
 	}
 	return true
@@ -426,7 +422,7 @@ func (l *Ledger) pump(a *account) {
 }
 
 // schedule sets a timer for when the head waiter may fit: the end of a
-// pause or the oldest admission leaving the window. A call limited only by
+// pause or the oldest finished call leaving the window. A call limited only by
 // InFlight is woken by Done instead. l.mu is held.
 func (l *Ledger) schedule(a *account, now time.Time) {
 	if len(a.waiters) == 0 {

@@ -213,3 +213,51 @@ func TestLedgerRefundTakesTheCallOutOfItsWindow(t *testing.T) {
 	}
 	r2.Done(-1)
 }
+
+// A finished call frees its request and tokens a whole window after it
+// finished, not after it was admitted: the provider may have counted it as
+// late as its answer. A running call counts however old it is.
+func TestLedger_window_counts_a_call_from_its_answer(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	l := budget.NewLedger(budget.WithClock(clock))
+	const key = "openai:m"
+	if err := l.SetLimits(key, budget.Limits{Requests: 1, Tokens: 100, WindowMS: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := l.Acquire(ctx, key, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Running for three windows: still counted.
+	now = now.Add(3 * time.Second)
+	if s := l.Stats(key); s.Requests != 1 || s.Tokens != 40 {
+		t.Fatalf("running call: %+v, want 1 request and 40 tokens counted", s)
+	}
+	r.Done(25)
+	tests := []struct {
+		after          time.Duration
+		requests, toks int
+	}{
+		{0, 1, 25},
+		{999 * time.Millisecond, 1, 25},
+		{1000 * time.Millisecond, 0, 0},
+	}
+	done := now
+	for _, tt := range tests {
+		now = done.Add(tt.after)
+		if s := l.Stats(key); s.Requests != tt.requests || s.Tokens != tt.toks {
+			t.Errorf("%s after the answer: %d requests, %d tokens; want %d, %d", tt.after, s.Requests, s.Tokens, tt.requests, tt.toks)
+		}
+	}
+	// A refused call leaves no trace in the window.
+	r2, err := l.Acquire(ctx, key, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Refund()
+	if s := l.Stats(key); s.Requests != 0 || s.Tokens != 0 || s.InFlight != 0 {
+		t.Errorf("after a refund: %+v, want nothing counted", s)
+	}
+}
