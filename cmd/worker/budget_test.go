@@ -255,6 +255,44 @@ func TestBudget_a_tiny_budget_does_not_slow_another_model(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// The request log line says how long a request waited for budget,
+	// as the metered call's line does; a request that did not wait (the
+	// free model's) says nothing of it.
+	calls, lines := map[string]float64{}, map[string]map[string]any{}
+	for _, p := range procs {
+		for _, line := range strings.Split(p.logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			switch rec["message"] {
+			case "model call metered":
+				id, _ := rec["request_id"].(string)
+				w, _ := rec["budget_wait"].(float64)
+				calls[id] += w
+			case "request answered":
+				if id, _ := rec["request"].(string); rec["verb"] == "chat" {
+					lines[id] = rec
+				}
+			}
+		}
+	}
+	waited := 0
+	for id, rec := range lines {
+		got, logged := rec["budget_wait_ms"].(float64)
+		want := calls[id]
+		switch {
+		case want >= 1 && (!logged || math.Abs(got-want) > 1):
+			t.Errorf("request %s (branch %v) waited %.3fms for budget; its log line says %v", id, rec["branch"], want, rec["budget_wait_ms"])
+		case want < 1 && logged && got >= 1:
+			t.Errorf("request %s (branch %v) did not wait; its log line says it waited %.3fms", id, rec["branch"], got)
+		case logged:
+			waited++
+		}
+	}
+	if waited == 0 {
+		t.Errorf("no request line of the tiny model says it waited for budget")
+	}
 }
 
 // A worker SIGKILLed while its calls are in flight: its share of the

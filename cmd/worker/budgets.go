@@ -9,6 +9,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus"
 	busbudget "github.com/lionbus/lionbus/pkg/bus/budget"
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/budget"
 	"github.com/lionbus/lionbus/pkg/ops/provider/anthropic"
@@ -103,4 +104,20 @@ func (wb *workerBudgets) attach(ctx context.Context, svc *bus.Service, member st
 		_ = f.Stop(sctx)
 	}()
 	return nil
+}
+
+// annotate is the worker middleware that puts, on each request's log
+// line, how long its model calls waited for budget in all (budget_wait_ms;
+// absent when they did not wait).
+func (wb *workerBudgets) annotate(next worker.Handler) worker.Handler {
+	return worker.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		ctx, tally := budget.WithWaitTally(ctx)
+		res, err := next.Do(ctx, req)
+		if w := tally.Waited(); w > 0 {
+			worker.Annotate(ctx, func(e *zerolog.Event) {
+				e.Float64("budget_wait_ms", float64(w.Microseconds())/1000)
+			})
+		}
+		return res, err
+	})
 }

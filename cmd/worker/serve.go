@@ -109,6 +109,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 		return nil, err
 	}
 	bc.Providers = providers
+	bc.Worker.Middleware = append(bc.Worker.Middleware, wb.annotate)
 	bc.Tracer = tracer
 	// Tools are the registry's, called over NATS (--demo serves two example
 	// tool services beside the worker).

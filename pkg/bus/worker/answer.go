@@ -158,6 +158,7 @@ func (w *Worker) logAnswered(d *delivery, out outcome) {
 		return
 	}
 	e = e.Float64("duration_ms", float64(time.Since(d.start).Microseconds())/1000)
+	d.notes.apply(e)
 	if out.failure != nil {
 		e.Str("code", string(out.failure.code)).Str("error", out.failure.message).Msg("request failed")
 		return

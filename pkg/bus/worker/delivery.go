@@ -46,6 +46,9 @@ type delivery struct {
 	events func(context.Context) error
 	res    *ops.Result
 	err    error // the failure so far; nil while all is well
+	// notes are the fields the handler added to the request log line
+	// (Annotate).
+	notes annotations
 
 	done []func() // run when the delivery is finished, last first
 }
@@ -259,7 +262,7 @@ func (w *Worker) execute(d *delivery) (settled bool) {
 	} else {
 		ctx = protocol.ContextWithTraceParent(d.ctx, d.req.TraceParent, d.req.TraceState)
 	}
-	d.res, d.err = w.run(ctx, op)
+	d.res, d.err = w.run(withAnnotations(ctx, &d.notes), op)
 	if endSpan != nil {
 		endSpan(d.err)
 	}

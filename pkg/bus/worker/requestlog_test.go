@@ -98,3 +98,40 @@ func TestWorker_rejects_bad_request_log_level(t *testing.T) {
 		t.Fatal("RequestLogLevel error accepted (a request is not an error)")
 	}
 }
+
+// What a handler (or a middleware) annotates reaches the request's log
+// line, on success and on failure; more than MaxAnnotations are dropped;
+// outside a request Annotate does nothing.
+func TestWorker_annotations_reach_the_request_log_line(t *testing.T) {
+	t.Parallel()
+	worker.Annotate(context.Background(), func(e *zerolog.Event) { t.Error("annotation outside a request applied") })
+	b := bustest.New(t, provision.Config{})
+	var buf logLines
+	h := worker.HandlerFunc(func(ctx context.Context, req ops.Request) (*ops.Result, error) {
+		for i := range worker.MaxAnnotations + 5 {
+			worker.Annotate(ctx, func(e *zerolog.Event) { e.Int("note", i) })
+		}
+		if req.Verb == "op.bad" {
+			return nil, ops.Errorf(ops.CodeInvalidRequest, "no good")
+		}
+		return &ops.Result{}, nil
+	})
+	b.StartWorker(t, nil, h, nil, worker.Config{Logger: zerolog.New(&buf).Level(zerolog.InfoLevel)})
+	b.Do(t, "op.good", "", nil)
+	b.Do(t, "op.bad", "", nil)
+	bustest.WaitFor(t, 10*time.Second, "both requests acknowledged", func() bool {
+		info, err := b.Res.Workers.Info(bustest.Ctx(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+	for _, msg := range []string{"request answered", "request failed"} {
+		lines := buf.lines(msg)
+		if len(lines) != 1 {
+			t.Fatalf("%d %q lines, want 1", len(lines), msg)
+		}
+		// zerolog keeps every field written; a JSON decoder keeps the
+		// last of a repeated key: the last annotation kept.
+		if got := lines[0]["note"]; got != float64(worker.MaxAnnotations-1) {
+			t.Errorf("%s: note %v, want %d (the last of MaxAnnotations kept)", msg, got, worker.MaxAnnotations-1)
+		}
+	}
+}

@@ -149,6 +149,7 @@ func (p *provider) metered(ctx context.Context, call ops.Call, do func(context.C
 			}
 		}
 		r.Done(used)
+		addWait(ctx, waited)
 		if p.cfg.OnCall != nil {
 			rep := CallReport{Call: call, Key: key, Waited: waited, Reserved: r.Tokens, Used: used, Err: err, Attempts: attempt}
 			if comp != nil && comp.Usage != nil {

@@ -119,3 +119,39 @@ func TestWrapReconcilesPricesAndLearns(t *testing.T) {
 		t.Fatalf("signals %v", signalled)
 	}
 }
+
+// The waits of a request's calls add up in its tally: the second call
+// waits for the first's in-flight slot.
+func TestWrap_adds_each_calls_wait_to_the_request_tally(t *testing.T) {
+	l := budget.NewLedger()
+	model := wire.ModelRef{Provider: "openai", Model: "m"}
+	_ = l.SetLimits(model.String(), budget.Limits{InFlight: 1})
+	prov := budget.Wrap(&usageProvider{in: 1, out: 1}, budget.Config{Ledger: l})
+	hold, err := l.Acquire(context.Background(), model.String(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, tally := budget.WithWaitTally(context.Background())
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		hold.Done(1)
+	}()
+	prompt := ops.PromptOf(ops.ChatMessage{Role: wire.RoleUser, Content: "hi"})
+	if _, err := prov.Complete(ctx, ops.Call{Model: model, Messages: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	first := tally.Waited()
+	if first < 50*time.Millisecond {
+		t.Fatalf("tally %s after a call that waited for a slot held 50ms", first)
+	}
+	if _, err := prov.Complete(ctx, ops.Call{Model: model, Messages: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tally.Waited(); got != first {
+		t.Fatalf("tally %s after a call that did not wait, want still %s", got, first)
+	}
+	_, other := budget.WithWaitTally(context.Background())
+	if other.Waited() != 0 {
+		t.Fatal("a fresh tally is not zero")
+	}
+}
