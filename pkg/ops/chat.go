@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
@@ -119,7 +120,7 @@ func requestFieldNames(raw json.RawMessage) ([]string, error) {
 // schedule.
 func (d *chatData) parseSpec() *parseSpec {
 	return &parseSpec{
-		schema: d.schema, validator: d.validator, fuzzy: true, threshold: DefaultSimilarityThreshold,
+		schema: d.schema, validator: d.validator, fuzzy: true, threshold: conform.DefaultSimilarityThreshold,
 		retries: d.retries, schedule: d.schedule,
 	}
 }

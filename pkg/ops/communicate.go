@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
@@ -57,7 +58,7 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 		}
 		value = v
 	case len(x.data.fields) > 0:
-		value = matchFields(x.comp.Text, x.data.fields)
+		value = conform.Fields(x.comp.Text, x.data.fields)
 	default:
 		value = x.comp.Text
 	}

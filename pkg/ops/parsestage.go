@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
 )
 
@@ -66,7 +67,7 @@ func (f *parseFailure) asError(rounds int) *Error {
 // local is the stage's first step, without a model: recover the JSON of
 // text (recoverJSON), and return the first candidate that validates as it
 // is, else the first that validates once conformed to the schema (key
-// matching and lax coercion, see conformer).
+// matching and lax coercion, see package conform).
 func (p *parseSpec) local(text string) (any, *parseFailure) {
 	cands, err := jsonrecover.Recover(text)
 	if err != nil {
@@ -77,10 +78,9 @@ func (p *parseSpec) local(text string) (any, *parseFailure) {
 			return c, nil
 		}
 	}
-	c := conformer{root: p.schema, fuzzy: p.fuzzy, threshold: p.threshold}
 	var first error
 	for _, cand := range cands {
-		v := c.conform(cand, p.schema, 0)
+		v := conform.Value(cand, p.schema, p.fuzzy, p.threshold)
 		err := p.validator.validate(v)
 		if err == nil {
 			return v, nil
