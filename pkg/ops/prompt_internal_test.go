@@ -180,4 +180,3 @@ func TestSchemaExample(t *testing.T) {
 		t.Fatalf("example nesting not bounded: %s", got)
 	}
 }
-
