@@ -125,7 +125,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 	list, _ := obj[FieldActionRequests].([]any)
 	seen := make(map[string]bool, len(list)+len(calls))
 	for _, r := range list {
-		seen[compactJSON(r)] = true
+		seen[jsonval.Compact(r)] = true
 	}
 	for _, c := range calls {
 		args := c.Arguments
@@ -133,7 +133,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 			args = map[string]any{}
 		}
 		r := map[string]any{"function": c.Name, "arguments": jsonval.CopyMap(args)}
-		if k := compactJSON(r); !seen[k] {
+		if k := jsonval.Compact(r); !seen[k] {
 			seen[k] = true
 			list = append(list, r)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/lndl"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -349,7 +350,7 @@ func (r *lndlRun) exchange(ctx context.Context, n int, repair error, results map
 	if n == 1 {
 		// The caller's guidance as text: a string as it is, any other
 		// value as compact JSON (as lionbus intends it).
-		in.Guidance = lndl.Guidance(r.target, textOf(r.in.Guidance))
+		in.Guidance = lndl.Guidance(r.target, jsonval.Text(r.in.Guidance))
 	} else {
 		in.Instruction = lndl.NextRoundPrompt(n, r.budget, r.target, results, repair)
 		in.PlainContent, in.ClearMessages = "", false
@@ -472,7 +473,7 @@ func checkNotes(notes map[string]any) error {
 		if s, ok := v.(string); ok {
 			size += len(s)
 		} else {
-			size += len(compactJSON(v))
+			size += len(jsonval.Compact(v))
 		}
 	}
 	if size > MaxLNDLNotesBytes {

@@ -8,6 +8,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
+	"github.com/lionbus/lionbus/pkg/ops/prompt"
 )
 
 // Reformat round wording (docs/decisions.md#reference-a5).
@@ -142,8 +143,8 @@ func (e *Engine) parseText(ctx context.Context, in parseInput) (any, *Completion
 			Instruction: reformatInstruction, Guidance: guidance,
 			Context: []any{map[string]any{"text_to_format": in.text}}, ResponseFormat: in.spec.schema,
 		}, e.clock())
-		msgs := buildPrompt(in.branch.Settings.System, in.history, ins)
-		comp, err := e.complete(ctx, in.req, in.branch, in.model, msgs, instructionText(ins.Content), *in.calls)
+		msgs := prompt.Build(in.branch.Settings.System, in.history, ins)
+		comp, err := e.complete(ctx, in.req, in.branch, in.model, msgs, prompt.InstructionText(ins.Content), *in.calls)
 		*in.calls++
 		if err != nil {
 			return nil, nil, err
