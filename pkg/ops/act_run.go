@@ -137,7 +137,7 @@ func (r *actRun) call(ctx context.Context, c *actCall) {
 		r.finish(c, nil, actionError(ActionErrorDenied, "%s", d.Reason))
 		return
 	}
-	argsJSON := compactJSON(args)
+	argsJSON := jsonval.Compact(args)
 	hook := &ToolSignal{Function: inv.Function, CallID: inv.IdempotencyKey, Index: c.index, ArgsSummary: Truncate(argsJSON, SummaryLength)}
 	r.emit(ctx, Signal{Type: SignalToolPre, Tool: hook})
 
@@ -180,7 +180,7 @@ func (r *actRun) call(ctx context.Context, c *actCall) {
 		}
 		return
 	}
-	done.ResultSummary = Truncate(compactJSON(output), SummaryLength)
+	done.ResultSummary = Truncate(jsonval.Compact(output), SummaryLength)
 	r.emit(ctx, Signal{Type: SignalToolPost, Tool: &done})
 	log.Debug().Str("args", Truncate(argsJSON, DebugPreviewLength)).Int64("duration_ms", done.DurationMS).
 		Bool("null_output", output == nil).Msg("tool call succeeded")

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/prompt"
 )
 
 // MaxParseRetries is the upper clamp of num_parse_retries (ADR-0021 D3);
@@ -119,7 +121,7 @@ func requestFieldNames(raw json.RawMessage) ([]string, error) {
 // schedule.
 func (d *chatData) parseSpec() *parseSpec {
 	return &parseSpec{
-		schema: d.schema, validator: d.validator, fuzzy: true, threshold: DefaultSimilarityThreshold,
+		schema: d.schema, validator: d.validator, fuzzy: true, threshold: conform.DefaultSimilarityThreshold,
 		retries: d.retries, schedule: d.schedule,
 	}
 }
@@ -127,7 +129,7 @@ func (d *chatData) parseSpec() *parseSpec {
 // spec builds the instruction of the request.
 func (d *chatData) spec() history.InstructionSpec {
 	s := history.InstructionSpec{
-		Instruction: d.Instruction, Guidance: d.Guidance, Context: asList(d.Context),
+		Instruction: d.Instruction, Guidance: d.Guidance, Context: jsonval.AsList(d.Context),
 		ResponseFormat: d.schema, ToolSchemas: d.tools, PlainContent: d.PlainContent,
 		Sender: d.Sender, Recipient: d.Recipient,
 	}
@@ -223,7 +225,7 @@ func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
 	if x.data.Stream {
 		comp, err = e.streamExchange(ctx, req, x, msgs)
 	} else {
-		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}
 	x.calls++
 	if err != nil {

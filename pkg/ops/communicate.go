@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
@@ -57,7 +58,7 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 		}
 		value = v
 	case len(x.data.fields) > 0:
-		value = matchFields(x.comp.Text, x.data.fields)
+		value = conform.Fields(x.comp.Text, x.data.fields)
 	default:
 		value = x.comp.Text
 	}
@@ -124,7 +125,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 	list, _ := obj[FieldActionRequests].([]any)
 	seen := make(map[string]bool, len(list)+len(calls))
 	for _, r := range list {
-		seen[compactJSON(r)] = true
+		seen[jsonval.Compact(r)] = true
 	}
 	for _, c := range calls {
 		args := c.Arguments
@@ -132,7 +133,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 			args = map[string]any{}
 		}
 		r := map[string]any{"function": c.Name, "arguments": jsonval.CopyMap(args)}
-		if k := compactJSON(r); !seen[k] {
+		if k := jsonval.Compact(r); !seen[k] {
 			seen[k] = true
 			list = append(list, r)
 		}

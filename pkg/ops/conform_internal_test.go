@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 )
 
 // mustSpec compiles schema into a parse spec with fuzzy key matching.
@@ -18,7 +20,7 @@ func mustSpec(t *testing.T, schema string) *parseSpec {
 	if err := json.Unmarshal([]byte(schema), &m); err != nil {
 		t.Fatal(err)
 	}
-	return &parseSpec{schema: m, validator: v, fuzzy: true, threshold: DefaultSimilarityThreshold, schedule: defaultRetrySchedule()}
+	return &parseSpec{schema: m, validator: v, fuzzy: true, threshold: conform.DefaultSimilarityThreshold, schedule: defaultRetrySchedule()}
 }
 
 // TestParseLocal is the parse stage's local attempt: recovery, key

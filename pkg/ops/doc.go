@@ -129,8 +129,9 @@
 //
 // # Prompts
 //
-// The outgoing messages are the branch's system message (sent as a system
-// message), the history turns and the current instruction, rendered as
+// The outgoing messages (package [github.com/lionbus/lionbus/pkg/ops/prompt])
+// are the branch's system message (sent as a system message), the history
+// turns and the current instruction, rendered as
 // readable sections (Guidance, Instruction, Context, Tools, ResponseSchema,
 // ResponseFormat with a JSON example derived from the schema). Historical
 // instructions are rendered without tools and schema, and action responses

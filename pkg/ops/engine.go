@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/rs/zerolog"
 )
 
@@ -89,7 +90,7 @@ type Engine struct {
 	verbs      map[string]verbFunc
 	operations *Operations
 	middles    *Middles
-	prompts    *promptMemo
+	prompts    *prompt.Memo
 	tools      toolConfig
 	chunks     ChunkOutlet
 	runLog     RunLog
@@ -128,7 +129,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		sleep:      cfg.Sleep,
 		operations: cfg.Operations,
 		middles:    cfg.Middles,
-		prompts:    newPromptMemo(0),
+		prompts:    prompt.NewMemo(0),
 		chunks:     cfg.Chunks,
 		runLog:     cfg.RunLog,
 

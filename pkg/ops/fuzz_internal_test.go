@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
 )
 
@@ -28,7 +29,6 @@ func FuzzRecoverJSON(f *testing.F) {
 		},
 		"additionalProperties": false,
 	}
-	c := conformer{root: schema, fuzzy: true, threshold: DefaultSimilarityThreshold}
 	f.Fuzz(func(t *testing.T, s string) {
 		vals, err := jsonrecover.Recover(s)
 		if err != nil {
@@ -42,11 +42,11 @@ func FuzzRecoverJSON(f *testing.F) {
 			if err != nil || !json.Valid(b) {
 				t.Fatalf("recovered value does not encode: %v", err)
 			}
-			if b, err := json.Marshal(c.conform(v, schema, 0)); err != nil || !json.Valid(b) {
+			if b, err := json.Marshal(conform.Value(v, schema, true, conform.DefaultSimilarityThreshold)); err != nil || !json.Valid(b) {
 				t.Fatalf("conformed value does not encode: %v", err)
 			}
 		}
-		_ = matchFields(s, []string{"a", "b"})
+		_ = conform.Fields(s, []string{"a", "b"})
 	})
 }
 

@@ -1,70 +1,51 @@
 package ops
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"strconv"
 
 	"github.com/lionbus/lionbus/pkg/lndl"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// Bounds of the LNDL middle (ADR-0024, docs/lndl.md#the-operate-adapter).
+// Bounds of the LNDL middle (package lndlmiddle: ADR-0024,
+// docs/lndl.md#the-operate-adapter).
 const (
-	// DefaultRoundBudget is the round budget of a request that sets none: at
-	// most three model exchanges.
-	DefaultRoundBudget = 3
-	// MaxRoundBudget is the largest round_budget a request may set; a
-	// larger one, zero, a negative or a non-integer budget is an invalid
-	// request, refused before any model call.
-	MaxRoundBudget = 10
-	// MaxLNDLNotes bounds the notes (note.X) one invocation keeps across
-	// its rounds.
-	MaxLNDLNotes = 64
-	// MaxLNDLNotesBytes bounds the size of those notes: the sum of the
-	// lengths of their names and their values (as text).
-	MaxLNDLNotesBytes = 64 << 10
-	// MaxRoundErrorBytes bounds the error text a round reports in its
-	// lndl.round signal and in the result's lndl_rounds.
-	MaxRoundErrorBytes = lndl.MaxPromptErrorBytes
+	// DefaultRoundBudget is the round budget of a request that sets none.
+	DefaultRoundBudget = lndlmiddle.DefaultRoundBudget
+	// MaxRoundBudget is the largest round_budget a request may set.
+	MaxRoundBudget = lndlmiddle.MaxRoundBudget
+	// MaxLNDLNotes bounds the notes one invocation keeps across its rounds.
+	MaxLNDLNotes = lndlmiddle.MaxNotes
+	// MaxLNDLNotesBytes bounds the size of those notes.
+	MaxLNDLNotesBytes = lndlmiddle.MaxNotesBytes
 )
 
-// Outcomes of a round as [LNDLRound] reports them.
+// Outcomes of a round as [LNDLRound] reports them (see lndlmiddle).
 const (
-	// RoundContinue: no lndl block or no OUT{}; the round's lacts ran.
-	RoundContinue = "continue"
-	// RoundRetry: the response did not parse or assemble (or broke a
-	// bound of the middle); its error is the next round's repair message.
-	RoundRetry = "retry"
-	// RoundRejected: a success candidate whose actions ran but whose
-	// value did not validate against the target; the validation error is
-	// the next round's repair message.
-	RoundRejected = "rejected"
-	// RoundSuccess: the value validated (or needed no validation) and is
-	// the answer.
-	RoundSuccess = "success"
+	RoundContinue = lndlmiddle.RoundContinue
+	RoundRetry    = lndlmiddle.RoundRetry
+	RoundRejected = lndlmiddle.RoundRejected
+	RoundSuccess  = lndlmiddle.RoundSuccess
 )
 
 // Sentinel errors of the LNDL middle.
 var (
 	// ErrLNDLExhausted is matched by the error of an LNDL middle whose
-	// rounds ran out without a valid result. The error is a
-	// CodeParse *Error naming the budget and the last round error, which
-	// it also wraps.
-	ErrLNDLExhausted = errors.New("ops: lndl round budget exhausted")
+	// rounds ran out without a valid result: a CodeParse *Error naming the
+	// budget and the last round error, which it also wraps.
+	ErrLNDLExhausted = lndlmiddle.ErrExhausted
 	// ErrLNDLNotes is the repair error of a round whose notes exceed
-	// [MaxLNDLNotes] or [MaxLNDLNotesBytes]: the round is a retry and its
-	// notes are not kept.
-	ErrLNDLNotes = errors.New("ops: lndl notes exceed their bounds")
+	// [MaxLNDLNotes] or [MaxLNDLNotesBytes].
+	ErrLNDLNotes = lndlmiddle.ErrNotes
 	// ErrLNDLActions is the repair error of a round asking for more than
-	// [MaxActionRequests] actions: the round is a retry and runs none.
-	ErrLNDLActions = errors.New("ops: lndl round asks for too many actions")
+	// [MaxActionRequests] actions.
+	ErrLNDLActions = lndlmiddle.ErrActions
 )
 
 // cliProviderName is the provider name of CLI-backed models: their inner
@@ -108,21 +89,6 @@ func (m lndlMiddle) inner(model *history.ModelRef) (Middle, error) {
 	return mid, nil
 }
 
-// lndlRun is the state of one invocation of the LNDL middle.
-type lndlRun struct {
-	m      lndlMiddle
-	in     MiddleInput
-	verb   string
-	budget int
-	target *lndl.Target
-	inner  Middle
-	// results are the action results by alias, for the whole invocation;
-	// notes the scratchpad carried across rounds.
-	results map[string]any
-	notes   map[string]any
-	rounds  []LNDLRound
-}
-
 // Exchange runs the rounds of in (ADR-0024 D1 to D5).
 //
 // Before the first round, it checks the budget (in.RoundBudget, 0 for
@@ -142,343 +108,62 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, erro
 	if in.RequestID == "" {
 		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleLNDL)
 	}
-	budget, err := roundBudget(in.RoundBudget)
+	budget, err := lndlmiddle.RoundBudget(in.RoundBudget)
 	if err != nil {
 		return nil, err
 	}
-	r := &lndlRun{m: m, in: in, verb: in.Verb, budget: budget, results: map[string]any{}, notes: map[string]any{}}
-	if r.verb == "" {
-		r.verb = MiddleLNDL
+	l := &lndlmiddle.Loop{
+		RequestID: in.RequestID, BranchID: in.BranchID, Verb: in.Verb, Budget: budget,
+		SkipValidation: in.SkipValidation, CallerGuidance: jsonval.Text(in.Guidance), MaxActions: MaxActionRequests,
+		Emit: m.e.emit,
 	}
-	if r.target, err = lndlTarget(in.ResponseFormat, in.CallerFormat); err != nil {
+	if l.Verb == "" {
+		l.Verb = MiddleLNDL
+	}
+	if l.Target, err = lndlmiddle.Target(in.ResponseFormat, in.CallerFormat); err != nil {
 		return nil, err
 	}
-	if r.inner, err = m.inner(in.ChatModel); err != nil {
+	inner, err := m.inner(in.ChatModel)
+	if err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
-}
-
-// roundBudget applies the default to n and checks it.
-func roundBudget(n int) (int, error) {
-	switch {
-	case n == 0:
-		return DefaultRoundBudget, nil
-	case n < 1 || n > MaxRoundBudget:
-		return 0, Errorf(CodeInvalidRequest, "round_budget must be an integer from 1 to %d, got %d", MaxRoundBudget, n)
-	}
-	return n, nil
-}
-
-// parseRoundBudget reads a request's round_budget: a JSON integer from 1
-// to MaxRoundBudget (2.0 counts as 2). Anything else, null included, is a
-// CodeInvalidRequest error.
-func parseRoundBudget(raw json.RawMessage) (int, error) {
-	bad := func() (int, error) {
-		return 0, Errorf(CodeInvalidRequest, "data.round_budget must be an integer from 1 to %d, got %s",
-			MaxRoundBudget, Truncate(string(bytes.TrimSpace(raw)), 64))
-	}
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || t[0] == '"' {
-		return bad() // json.Number would take a quoted number
-	}
-	var num json.Number
-	if err := json.Unmarshal(t, &num); err != nil {
-		return bad()
-	}
-	n, err := strconv.ParseInt(string(num), 10, 64)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(string(num), 64)
-		if ferr != nil || f != float64(int64(f)) {
-			return bad()
+	out := &Result{BranchID: in.BranchID}
+	l.Exchange = func(ctx context.Context, t lndlmiddle.Turn) (*Result, error) {
+		res, err := inner.Exchange(ctx, roundInput(in, t))
+		if res != nil {
+			addUsage(&out.Usage, res.Usage)
 		}
-		n = int64(f)
+		return res, err
 	}
-	if n < 1 || n > MaxRoundBudget {
-		return bad()
+	l.Bridge = func(ctx context.Context, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
+		return m.bridge(ctx, in, l.Verb, n, roundID, pending, rec)
 	}
-	return int(n), nil
-}
-
-// lndlTarget parses the target of the rounds: nil for no response format.
-func lndlTarget(format, caller json.RawMessage) (*lndl.Target, error) {
-	if len(bytes.TrimSpace(format)) == 0 || string(bytes.TrimSpace(format)) == "null" {
-		return nil, nil
-	}
-	ordered, err := orderLike(format, caller)
+	o, err := l.Run(ctx)
 	if err != nil {
-		return nil, Errorf(CodeInvalidRequest, "middle %s: response_format: %v", MiddleLNDL, err)
-	}
-	t, err := lndl.ParseTarget(ordered)
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidRequest, Err: err, Message: fmt.Sprintf(
-			"middle %s: response_format cannot be an LNDL target: %v", MiddleLNDL, err)}
-	}
-	return t, nil
-}
-
-// orderLike returns the JSON of doc with the keys of each object in the
-// order of the object at the same place in ref (its other keys after them,
-// sorted): operate's generated schema comes from Go maps, which lose the
-// order of the caller's properties, and the target's field order is the
-// declaration order the model is shown. An empty or
-// unreadable ref leaves the keys sorted.
-func orderLike(doc, ref json.RawMessage) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	var r any
-	if len(bytes.TrimSpace(ref)) > 0 {
-		r, _ = lndl.DecodeJSON(ref)
+	if out.Value, err = marshalValue(o.Value); err != nil {
+		return nil, err
 	}
-	return json.Marshal(ordered(v, r, 0))
+	out.Replayed, out.LNDLRounds = o.Replayed, o.Rounds
+	return out, nil
 }
 
-// ordered is orderLike on decoded values; depth bounds the walk (deeper
-// parts keep their sorted keys).
-func ordered(v, ref any, depth int) any {
-	if depth > lndl.MaxJSONDepth {
-		return v
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		refObj, _ := ref.(*lndl.Object)
-		out := lndl.NewObject(len(x))
-		if refObj != nil {
-			for _, k := range refObj.Keys() {
-				if child, ok := x[k]; ok {
-					sub, _ := refObj.Get(k)
-					out.Set(k, ordered(child, sub, depth+1))
-				}
-			}
-		}
-		rest := make([]string, 0, len(x))
-		for k := range x {
-			if refObj == nil || !refObj.Has(k) {
-				rest = append(rest, k)
-			}
-		}
-		sort.Strings(rest)
-		for _, k := range rest {
-			out.Set(k, ordered(x[k], nil, depth+1))
-		}
-		return out
-	case []any:
-		refList, _ := ref.([]any)
-		out := make([]any, len(x))
-		for i, e := range x {
-			var sub any
-			if len(refList) == len(x) {
-				sub = refList[i]
-			}
-			out[i] = ordered(e, sub, depth+1)
-		}
-		return out
-	}
-	return v
-}
-
-// run is the round loop.
-func (r *lndlRun) run(ctx context.Context) (*Result, error) {
-	out := &Result{BranchID: r.in.BranchID, Replayed: true}
-	var (
-		lastErr error     // the last repair error
-		prev    roundStep // the previous round's
-	)
-	for round := 1; round <= r.budget; round++ {
-		text, res, err := r.exchange(ctx, round, prev.repair, prev.executed)
-		if err != nil {
-			return nil, err
-		}
-		addUsage(&out.Usage, res.Usage)
-		rec := LNDLRound{Round: round, Budget: r.budget, BudgetLeft: r.budget - round, Actions: []LNDLAction{}}
-		step, err := r.step(ctx, round, text, &rec)
-		if err != nil {
-			return nil, err
-		}
-		out.Replayed = out.Replayed && res.Replayed && step.replayed
-		if step.repair != nil {
-			lastErr = step.repair
-			rec.Error = Truncate(step.repair.Error(), MaxRoundErrorBytes)
-		}
-		rec.Notes = len(r.notes)
-		r.rounds = append(r.rounds, rec)
-		r.m.e.emit(ctx, Signal{Type: SignalLNDLRound, Verb: r.verb, BranchID: r.in.BranchID, RequestID: r.roundID(round), Round: &rec})
-		if step.done {
-			raw, err := marshalValue(step.value)
-			if err != nil {
-				return nil, err
-			}
-			out.Value, out.LNDLRounds = raw, r.rounds
-			return out, nil
-		}
-		prev = step
-	}
-	return nil, r.exhausted(lastErr)
-}
-
-// exhausted is the error of a loop that ran out of rounds.
-func (r *lndlRun) exhausted(lastErr error) error {
-	if lastErr == nil {
-		return &Error{Code: CodeParse, Err: ErrLNDLExhausted, Message: fmt.Sprintf(
-			"lndl: no valid result in %d round(s) (round_budget %d): no OUT{} was produced", r.budget, r.budget)}
-	}
-	return &Error{Code: CodeParse, Err: fmt.Errorf("%w: %w", ErrLNDLExhausted, lastErr), Message: fmt.Sprintf(
-		"lndl: no valid result in %d round(s) (round_budget %d); last error: %s", r.budget, r.budget,
-		Truncate(lastErr.Error(), MaxRoundErrorBytes))}
-}
-
-// roundID is the stage id of round n's exchange.
-func (r *lndlRun) roundID(n int) string { return stageID(r.in.RequestID, "round"+strconv.Itoa(n)) }
-
-// exchange makes round n's inner exchange and returns the response text.
-// The first round sends the caller's instruction with the LNDL guidance;
-// later ones "Round N of M." with the previous round's action results
-// and repair error, and the caller's guidance alone. No round offers native
-// tools or a native response format,
-// and each asks for the raw text; only the first
-// clears the messages.
-func (r *lndlRun) exchange(ctx context.Context, n int, repair error, results map[string]any) (string, *Result, error) {
-	in := r.in
-	in.RequestID = r.roundID(n)
+// roundInput is the middle input of a round's inner exchange: in under
+// the round's id, with no native tools or response format, asking for the
+// raw text; round 1 with the LNDL guidance, later rounds with the round's
+// instruction instead of the caller's, no plain content and no clear.
+func roundInput(in MiddleInput, t lndlmiddle.Turn) MiddleInput {
+	in.RequestID = t.ID
 	in.ResponseFormat, in.ToolSchemas, in.CallerFormat = nil, nil, nil
 	in.SkipValidation, in.NumParseRetries, in.RoundBudget, in.Tools = true, nil, 0, nil
-	if n == 1 {
-		// The caller's guidance as text: a string as it is, any other
-		// value as compact JSON (as lionbus intends it).
-		in.Guidance = lndl.Guidance(r.target, textOf(r.in.Guidance))
+	if t.N == 1 {
+		in.Guidance = t.Guidance
 	} else {
-		in.Instruction = lndl.NextRoundPrompt(n, r.budget, r.target, results, repair)
+		in.Instruction = t.Instruction
 		in.PlainContent, in.ClearMessages = "", false
 	}
-	res, err := r.inner.Exchange(ctx, in)
-	if err != nil {
-		return "", nil, err
-	}
-	if res == nil {
-		return "", nil, Errorf(CodeInternal, "middle %s: the inner exchange of round %d returned no result", MiddleLNDL, n)
-	}
-	text, err := rawText(res.Value)
-	if err != nil {
-		return "", nil, Errorf(CodeInternal, "middle %s: round %d: %v", MiddleLNDL, n, err)
-	}
-	return text, res, nil
-}
-
-// rawText reads an inner exchange's value: a JSON string is the text;
-// null or nothing is no text, which every kind of model answers the same
-// way, as a continue round (as lionbus intends it).
-func rawText(v json.RawMessage) (string, error) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || string(t) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(t, &s); err != nil {
-		return "", fmt.Errorf("the inner exchange answered %s, not text", Truncate(string(t), 64))
-	}
-	return s, nil
-}
-
-// roundStep is what a round decided.
-type roundStep struct {
-	// done: value is the answer.
-	done  bool
-	value any
-	// repair is the round's repair error, for the next round; nil for a
-	// continue or a success.
-	repair error
-	// executed are the results of the actions the round ran, by alias.
-	executed map[string]any
-	// replayed: the round's action stage, if any, was read from history.
-	replayed bool
-}
-
-// step classifies round n's text (0024-D3), runs the actions its shape
-// selects (0024-D4) and decides (0024-D5). rec gets the outcome and the
-// actions. An error ends the invocation.
-func (r *lndlRun) step(ctx context.Context, n int, text string, rec *LNDLRound) (roundStep, error) {
-	rr := lndl.Round(lndl.RoundInput{Text: text, Target: r.target, ActionResults: r.results, Notes: r.notes})
-	retry := func(e error) (roundStep, error) {
-		rec.Outcome = RoundRetry
-		return roundStep{repair: e, replayed: true}, nil
-	}
-	if rr.Outcome == lndl.OutcomeRetry {
-		if !errors.Is(rr.Err, lndl.ErrLNDL) {
-			return roundStep{}, rr.Err
-		}
-		return retry(rr.Err)
-	}
-	if e := checkNotes(rr.Notes); e != nil {
-		return retry(e)
-	}
-	if len(rr.Pending) > MaxActionRequests {
-		return retry(fmt.Errorf("%w: %d lacts, at most %d run in one round", ErrLNDLActions, len(rr.Pending), MaxActionRequests))
-	}
-	r.notes = rr.Notes
-	executed, replayed, err := r.bridge(ctx, n, rr.Pending, rec)
-	if err != nil {
-		return roundStep{}, err
-	}
-	st := roundStep{executed: executed, replayed: replayed}
-	// Results by alias, for the rest of the invocation; a continue round
-	// overwrites an alias's earlier result.
-	for alias, v := range executed {
-		r.results[alias] = v
-	}
-	if rr.Outcome == lndl.OutcomeContinue {
-		rec.Outcome = RoundContinue
-		return st, nil
-	}
-	resolved, err := rr.Resolve(executed)
-	switch {
-	case err != nil && errors.Is(err, lndl.ErrLNDL):
-		rec.Outcome, st.repair = RoundRetry, err
-		return st, nil
-	case err != nil:
-		return roundStep{}, Errorf(CodeInternal, "middle %s: round %d: %v", MiddleLNDL, n, err)
-	}
-	// skip_validation or no target: the assembled value, results
-	// substituted.
-	if r.in.SkipValidation || r.target == nil {
-		rec.Outcome, st.done, st.value = RoundSuccess, true, resolved
-		return st, nil
-	}
-	valid, verr := r.target.Validate(resolved)
-	switch {
-	case verr == nil:
-		rec.Outcome, st.done, st.value = RoundSuccess, true, valid
-		return st, nil
-	case errors.Is(verr, lndl.ErrValidation):
-		// Never returned partially: repair text for the next round.
-		rec.Outcome, st.repair = RoundRejected, verr
-		return st, nil
-	}
-	return roundStep{}, &Error{Code: CodeInvalidRequest, Err: verr, Message: fmt.Sprintf(
-		"middle %s: the target cannot validate: %v", MiddleLNDL, verr)}
-}
-
-// checkNotes checks the notes a round leaves against the bounds.
-func checkNotes(notes map[string]any) error {
-	if len(notes) > MaxLNDLNotes {
-		return fmt.Errorf("%w: %d notes, at most %d are kept across rounds", ErrLNDLNotes, len(notes), MaxLNDLNotes)
-	}
-	size := 0
-	for k, v := range notes {
-		size += len(k)
-		if s, ok := v.(string); ok {
-			size += len(s)
-		} else {
-			size += len(compactJSON(v))
-		}
-	}
-	if size > MaxLNDLNotesBytes {
-		return fmt.Errorf("%w: the notes hold %d bytes, at most %d are kept across rounds", ErrLNDLNotes, size, MaxLNDLNotesBytes)
-	}
-	return nil
+	return in
 }
 
 // bridgeOutcome is the recorded outcome of one bridged call: the act
@@ -491,7 +176,7 @@ type bridgeOutcome struct {
 	Error    *ToolError `json:"error,omitempty"`
 }
 
-// bridge runs round n's pending actions through act's stage: as ordinary
+// bridge runs round n's pending actions (at least one) through act's stage: as ordinary
 // action requests (the alias as the request's
 // id), concurrently, tool errors suppressed, authorized against the
 // branch's tools (narrowed to in.Tools) and the engine's gate, with the
@@ -499,13 +184,10 @@ type bridgeOutcome struct {
 // the results by alias: a call's output, or {"error": {code, message}}
 // for a call that failed. A stage already committed is
 // replayed from history.
-func (r *lndlRun) bridge(ctx context.Context, n int, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
-	if len(pending) == 0 {
-		return nil, true, nil
-	}
-	e := r.m.e
-	req := Request{ID: stageID(r.roundID(n), "act"), Verb: r.verb, BranchID: r.in.BranchID, Attempt: r.in.Attempt}
-	b, err := e.load(ctx, r.in.BranchID)
+func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
+	e := m.e
+	req := Request{ID: stageID(roundID, "act"), Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}
+	b, err := e.load(ctx, in.BranchID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -515,9 +197,9 @@ func (r *lndlRun) bridge(ctx context.Context, n int, pending []lndl.Action, rec 
 			return nil, false, err
 		}
 	} else {
-		if r.in.Tools != nil {
+		if in.Tools != nil {
 			nb := *b
-			nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(r.in.Tools, t) })
+			nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(in.Tools, t) })
 			b = &nb
 		}
 		p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}

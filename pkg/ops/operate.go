@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // MaxMismatchQuote is how much of a result a handle_validation "raise"
@@ -132,7 +133,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 			case handleRaise:
 				return nil, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
 					"the result does not match response_format: %s; result: %s", shortError(verr, 300),
-					Truncate(compactJSON(value), MaxMismatchQuote))}
+					Truncate(jsonval.Compact(value), MaxMismatchQuote))}
 			case handleReturnNone:
 				out.Value = json.RawMessage("null")
 				return finish()

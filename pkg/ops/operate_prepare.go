@@ -6,6 +6,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
 )
 
 // operateData is the request data of operate (ADR-0022 D1). The field
@@ -272,7 +273,7 @@ func (d *operateData) lndl(p *operatePlan) error {
 		if p.middle != MiddleLNDL {
 			return Errorf(CodeInvalidRequest, "data.round_budget is for \"middle\": %q only", MiddleLNDL)
 		}
-		n, err := parseRoundBudget(d.RoundBudget)
+		n, err := lndlmiddle.ParseRoundBudget(d.RoundBudget)
 		if err != nil {
 			return err
 		}

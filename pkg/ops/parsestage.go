@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
+	"github.com/lionbus/lionbus/pkg/ops/prompt"
 )
 
 // Reformat round wording (docs/decisions.md#reference-a5).
@@ -66,7 +68,7 @@ func (f *parseFailure) asError(rounds int) *Error {
 // local is the stage's first step, without a model: recover the JSON of
 // text (recoverJSON), and return the first candidate that validates as it
 // is, else the first that validates once conformed to the schema (key
-// matching and lax coercion, see conformer).
+// matching and lax coercion, see package conform).
 func (p *parseSpec) local(text string) (any, *parseFailure) {
 	cands, err := jsonrecover.Recover(text)
 	if err != nil {
@@ -77,10 +79,9 @@ func (p *parseSpec) local(text string) (any, *parseFailure) {
 			return c, nil
 		}
 	}
-	c := conformer{root: p.schema, fuzzy: p.fuzzy, threshold: p.threshold}
 	var first error
 	for _, cand := range cands {
-		v := c.conform(cand, p.schema, 0)
+		v := conform.Value(cand, p.schema, p.fuzzy, p.threshold)
 		err := p.validator.validate(v)
 		if err == nil {
 			return v, nil
@@ -142,8 +143,8 @@ func (e *Engine) parseText(ctx context.Context, in parseInput) (any, *Completion
 			Instruction: reformatInstruction, Guidance: guidance,
 			Context: []any{map[string]any{"text_to_format": in.text}}, ResponseFormat: in.spec.schema,
 		}, e.clock())
-		msgs := buildPrompt(in.branch.Settings.System, in.history, ins)
-		comp, err := e.complete(ctx, in.req, in.branch, in.model, msgs, instructionText(ins.Content), *in.calls)
+		msgs := prompt.Build(in.branch.Settings.System, in.history, ins)
+		comp, err := e.complete(ctx, in.req, in.branch, in.model, msgs, prompt.InstructionText(ins.Content), *in.calls)
 		*in.calls++
 		if err != nil {
 			return nil, nil, err

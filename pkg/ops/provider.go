@@ -24,12 +24,6 @@ type Provider interface {
 	Complete(ctx context.Context, call Call) (*Completion, error)
 }
 
-// ChatMessage is one outgoing message of a model call.
-type ChatMessage struct {
-	Role    history.Role `json:"role"`
-	Content string       `json:"content"`
-}
-
 // Call is one model call.
 type Call struct {
 	// Model is the model reference, with its options.

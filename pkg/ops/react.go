@@ -302,7 +302,7 @@ func (e *Engine) reactInterpret(ctx context.Context, b *history.Branch, l *react
 	if _, done := b.Commits.Seq(stageID(l.roundID(0), "middle")); done {
 		return ins, nil
 	}
-	text := textOf(ins.Instruction)
+	text := jsonval.Text(ins.Instruction)
 	ireq := Request{ID: stageID(req.ID, reactStage+"/interpret"), Verb: req.Verb, BranchID: b.ID, TraceParent: req.TraceParent, Attempt: req.Attempt}
 	res, err := e.interpret(ctx, ireq, &interpretData{
 		Text: text, Domain: p.d.InterpretDomain, Style: p.d.InterpretStyle, SampleWriting: p.d.InterpretSample,
@@ -415,5 +415,5 @@ func extensionPrompt(a *reactAnalysis, n, left int) string {
 // answerPrompt is the instruction of the final round.
 func answerPrompt(instruction any) string {
 	return "Using your analysis and the outcomes of the actions above, give the final answer to the original " +
-		"request: " + textOf(instruction)
+		"request: " + jsonval.Text(instruction)
 }

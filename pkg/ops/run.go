@@ -10,6 +10,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -413,7 +414,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	}
 	attempt := max(req.Attempt, 1)
 	call := Call{
-		Model: x.chat, Messages: msgs, Instruction: instructionText(x.ins.Content),
+		Model: x.chat, Messages: msgs, Instruction: prompt.InstructionText(x.ins.Content),
 		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
 		Resume: resume,
 	}

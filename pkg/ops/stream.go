@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"github.com/lionbus/lionbus/pkg/ops/prompt"
 )
 
 // streamRequest is the request whose chunk stream x's chunks go to: req,
@@ -35,7 +36,7 @@ func chunkEmitter(ctx context.Context) func(Chunk) error {
 // Without a chunk outlet the call is an ordinary one.
 func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, msgs Prompt) (*Completion, error) {
 	if e.chunks == nil {
-		return e.complete(ctx, req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+		return e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}
 	cs, err := e.openChunks(ctx, x.streamRequest(req), "")
 	if err != nil {
@@ -43,7 +44,7 @@ func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, m
 	}
 	out := Sequence(cs)
 	emit := func(c Chunk) error { return out.Emit(ctx, c) }
-	comp, err := e.complete(withChunkEmitter(ctx, emit), req, x.branch, x.chat, msgs, instructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+	comp, err := e.complete(withChunkEmitter(ctx, emit), req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	if cerr := closeChunks(ctx, cs, ""); cerr != nil && err == nil {
 		return nil, cerr
 	}

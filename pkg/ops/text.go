@@ -9,15 +9,3 @@ import (
 // by "…". It is the one way lionbus shortens text for error messages,
 // summaries and logs. An n below 1 gives "…" for any non-empty s.
 func Truncate(s string, n int) string { return wire.Truncate(s, n) }
-
-// textOf is v as text: a string as it is, nothing for nil, any other value
-// as compact JSON.
-func textOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	}
-	return compactJSON(v)
-}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 )
 
 // The values of parse's handle_validation: what a request gets when the
@@ -49,13 +50,13 @@ func (d *parseData) spec() (*parseSpec, error) {
 	if schema == nil {
 		return nil, Errorf(CodeInvalidRequest, "data.response_format is required")
 	}
-	p := &parseSpec{schema: schema, validator: validator, fuzzy: true, threshold: DefaultSimilarityThreshold, retries: DefaultParseRetries}
+	p := &parseSpec{schema: schema, validator: validator, fuzzy: true, threshold: conform.DefaultSimilarityThreshold, retries: DefaultParseRetries}
 	if d.FuzzyMatch != nil {
 		p.fuzzy = *d.FuzzyMatch
 	}
 	if t := d.SimilarityThreshold; t != nil {
-		if math.IsNaN(*t) || *t < MinSimilarityThreshold || *t > 1 {
-			return nil, Errorf(CodeInvalidRequest, "data.similarity_threshold must be between %g and 1, got %g", MinSimilarityThreshold, *t)
+		if math.IsNaN(*t) || *t < conform.MinSimilarityThreshold || *t > 1 {
+			return nil, Errorf(CodeInvalidRequest, "data.similarity_threshold must be between %g and 1, got %g", conform.MinSimilarityThreshold, *t)
 		}
 		p.threshold = *t
 	}

@@ -1,7 +1,14 @@
 // Package jsonval holds the helpers of pkg/ops and its subpackages for
-// JSON-like values (decoded by encoding/json into any): deep copies and
-// emptiness.
+// JSON-like values (decoded by encoding/json into any): deep copies,
+// emptiness, lists, and their text as JSON.
 package jsonval
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
 
 // CopyMap deep-copies a JSON-like map.
 func CopyMap(m map[string]any) map[string]any {
@@ -53,4 +60,65 @@ func IsEmpty(v any) bool {
 		return len(t) == 0
 	}
 	return false
+}
+
+// AsList returns v as a list: a list as is (copied), nil as empty,
+// anything else as a one-element list.
+func AsList(v any) []any {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return append([]any(nil), t...)
+	case []map[string]any:
+		out := make([]any, len(t))
+		for i, m := range t {
+			out[i] = m
+		}
+		return out
+	case []string:
+		out := make([]any, len(t))
+		for i, s := range t {
+			out[i] = s
+		}
+		return out
+	}
+	return []any{v}
+}
+
+// Indent returns v as indented JSON (two spaces, HTML not escaped, object
+// keys sorted), or as fmt prints it when it does not encode.
+func Indent(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+// Compact returns v as compact JSON (HTML not escaped, object keys
+// sorted), or as fmt prints it when it does not encode.
+func Compact(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+// Text returns v as text: a string as it is, nothing for nil, any other
+// value as compact JSON.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	return Compact(v)
 }

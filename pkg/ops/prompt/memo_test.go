@@ -1,4 +1,4 @@
-package ops
+package prompt
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ func memoSteps(data []byte) (steps [][]history.Message, systems []string) {
 }
 
 // FuzzPromptMemo: building prompts through the memo, step after step on
-// one branch, gives exactly what buildPrompt gives from scratch.
+// one branch, gives exactly what Build gives from scratch.
 func FuzzPromptMemo(f *testing.F) {
 	f.Add([]byte{0, 2, 7, 0, 2, 7, 4, 4, 7, 0, 7})
 	f.Add([]byte{0, 2, 3, 7, 6, 0, 2, 7, 14, 0, 7})
@@ -57,12 +57,12 @@ func FuzzPromptMemo(f *testing.F) {
 		if len(data) > 512 {
 			return
 		}
-		memo := newPromptMemo(2)
+		memo := NewMemo(2)
 		steps, systems := memoSteps(data)
 		current := history.Message{ID: "cur", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "now"}}
 		for i, h := range steps {
-			want := buildPrompt(systems[i], h, current).Slice()
-			got := memo.build("b", systems[i], h, current).Slice()
+			want := Build(systems[i], h, current).Slice()
+			got := memo.Build("b", systems[i], h, current).Slice()
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("step %d (%d messages): memo prompt\n%v\nwant\n%v", i, len(h), got, want)
 			}
@@ -79,7 +79,7 @@ func FuzzPromptMemo(f *testing.F) {
 // the next one folds only the messages recorded since (the memo is what
 // keeps a request's cost from growing with the branch).
 func TestPromptMemo_renders_only_new_messages(t *testing.T) {
-	memo := newPromptMemo(4)
+	memo := NewMemo(4)
 	var h []history.Message
 	for i := range 100 {
 		h = append(h,
@@ -87,20 +87,20 @@ func TestPromptMemo_renders_only_new_messages(t *testing.T) {
 			history.Message{ID: fmt.Sprintf("r%d", i), Kind: history.KindAssistantResponse, Content: map[string]any{history.KeyAssistantResponse: "a"}})
 	}
 	cur := history.Message{ID: "c", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "now"}}
-	memo.build("b", "", h, cur)
+	memo.Build("b", "", h, cur)
 	// Poison the folded messages: if they were rendered again, the
 	// prompt would show it.
 	for i := range h {
 		h[i].Content = map[string]any{history.KeyInstruction: "poison", history.KeyAssistantResponse: "poison"}
 	}
 	h = append(h, history.Message{ID: "new", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "fresh"}})
-	got := memo.build("b", "", h, cur).Slice()
+	got := memo.Build("b", "", h, cur).Slice()
 	if len(got) != 202 || got[0].Content != "Instruction:\nq" || got[200].Content != "Instruction:\nfresh" {
 		t.Fatalf("prompt of %d turns: first %q, new %q", len(got), got[0].Content, got[200].Content)
 	}
 	// Another system text, or a history that no longer starts the same,
 	// is rendered from scratch.
-	if got := memo.build("b", "other", h, cur); got.At(1).Content == "Instruction:\nq" {
+	if got := memo.Build("b", "other", h, cur); got.At(1).Content == "Instruction:\nq" {
 		t.Fatal("memo used for another system text")
 	}
 }
@@ -108,10 +108,10 @@ func TestPromptMemo_renders_only_new_messages(t *testing.T) {
 // TestPromptMemo_concurrent_builds: prompts built at once from one memo
 // entry, each with other messages after it (as requests of one branch
 // running in parallel do), share the turns folded before and nothing
-// else: each equals buildPrompt's, also after the others extended the
+// else: each equals Build's, also after the others extended the
 // shared turns (run with -race).
 func TestPromptMemo_concurrent_builds(t *testing.T) {
-	memo := newPromptMemo(4)
+	memo := NewMemo(4)
 	var base []history.Message
 	for i := range 50 {
 		base = append(base,
@@ -120,7 +120,7 @@ func TestPromptMemo_concurrent_builds(t *testing.T) {
 	}
 	cur := history.Message{ID: "c", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: "now"}}
 	for round := range 20 {
-		memo.build("b", "sys", base, cur) // the entry every build below starts from
+		memo.Build("b", "sys", base, cur) // the entry every build below starts from
 		var wg sync.WaitGroup
 		errs := make(chan string, 8)
 		for g := range 8 {
@@ -134,9 +134,9 @@ func TestPromptMemo_concurrent_builds(t *testing.T) {
 						history.Message{ID: id + "r", Kind: history.KindAssistantResponse, Content: map[string]any{history.KeyAssistantResponse: id}},
 						history.Message{ID: id + "i", Kind: history.KindInstruction, Content: map[string]any{history.KeyInstruction: id}})
 				}
-				want := buildPrompt("sys", h, cur).Slice()
+				want := Build("sys", h, cur).Slice()
 				for range 3 {
-					if got := memo.build("b", "sys", h, cur).Slice(); !reflect.DeepEqual(got, want) {
+					if got := memo.Build("b", "sys", h, cur).Slice(); !reflect.DeepEqual(got, want) {
 						errs <- fmt.Sprintf("goroutine %d: prompt\n%v\nwant\n%v", g, got, want)
 						return
 					}

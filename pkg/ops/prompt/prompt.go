@@ -1,28 +1,45 @@
-package ops
+// Package prompt renders a branch's history and the current instruction
+// as the outgoing conversation of a model call ([Prompt]): the system
+// message, the user and assistant turns, and the instruction as readable
+// sections (Guidance, Instruction, Context, Tools, ResponseSchema,
+// ResponseFormat with a JSON example derived from the schema). Historical
+// instructions are rendered without tools and schema, and action
+// responses are folded into the next instruction's Context ([Build]). A
+// [Memo] keeps each branch's rendered history, so that the next prompt on
+// the branch renders only what was recorded since.
+package prompt
 
 import (
 	"encoding/json"
 	"fmt"
 	"iter"
 	"slices"
+
+	"github.com/lionbus/lionbus/pkg/ops/history"
 )
+
+// Message is one outgoing message of a model call.
+type Message struct {
+	Role    history.Role `json:"role"`
+	Content string       `json:"content"`
+}
 
 // Prompt is the outgoing conversation of a model call: an optional system
 // message, then user and assistant turns, ending with the current
-// instruction. It is read-only and cheap to pass by value: the engine
+// instruction. It is read-only and cheap to pass by value: a [Memo]
 // shares a branch's rendered turns between the prompts of its successive
-// calls instead of copying the whole conversation for each (see
-// promptMemo), so a Prompt gives its turns by value only. Slice returns a
+// calls instead of copying the whole conversation for each, so a Prompt
+// gives its turns by value only. Slice returns a
 // copy to change.
 //
 // The zero Prompt is empty.
 type Prompt struct {
-	head []ChatMessage // shared with other prompts: never written through a Prompt
-	tail []ChatMessage // this prompt's own last turns
+	head []Message // shared with other prompts: never written through a Prompt
+	tail []Message // this prompt's own last turns
 }
 
-// PromptOf returns the prompt of msgs, copied.
-func PromptOf(msgs ...ChatMessage) Prompt {
+// Of returns the prompt of msgs, copied.
+func Of(msgs ...Message) Prompt {
 	return Prompt{tail: slices.Clone(msgs)}
 }
 
@@ -30,7 +47,7 @@ func PromptOf(msgs ...ChatMessage) Prompt {
 func (p Prompt) Len() int { return len(p.head) + len(p.tail) }
 
 // At returns message i, 0 <= i < Len().
-func (p Prompt) At(i int) ChatMessage {
+func (p Prompt) At(i int) Message {
 	if i < len(p.head) {
 		return p.head[i]
 	}
@@ -38,16 +55,16 @@ func (p Prompt) At(i int) ChatMessage {
 }
 
 // Last returns the last message, and false when the prompt is empty.
-func (p Prompt) Last() (ChatMessage, bool) {
+func (p Prompt) Last() (Message, bool) {
 	if n := p.Len(); n > 0 {
 		return p.At(n - 1), true
 	}
-	return ChatMessage{}, false
+	return Message{}, false
 }
 
 // All yields the messages in order with their index.
-func (p Prompt) All() iter.Seq2[int, ChatMessage] {
-	return func(yield func(int, ChatMessage) bool) {
+func (p Prompt) All() iter.Seq2[int, Message] {
+	return func(yield func(int, Message) bool) {
 		for i, m := range p.head {
 			if !yield(i, m) {
 				return
@@ -62,8 +79,8 @@ func (p Prompt) All() iter.Seq2[int, ChatMessage] {
 }
 
 // Slice returns the messages as a new slice, which the caller owns.
-func (p Prompt) Slice() []ChatMessage {
-	out := make([]ChatMessage, 0, p.Len())
+func (p Prompt) Slice() []Message {
+	out := make([]Message, 0, p.Len())
 	out = append(out, p.head...)
 	return append(out, p.tail...)
 }

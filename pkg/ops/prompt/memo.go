@@ -1,4 +1,4 @@
-package ops
+package prompt
 
 import (
 	"container/list"
@@ -7,11 +7,11 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
-// DefaultPromptMemoBranches is how many branches' rendered history an
-// [Engine] keeps (see promptMemo).
-const DefaultPromptMemoBranches = 256
+// DefaultMemoBranches is how many branches' rendered history a [Memo]
+// keeps by default (the engine's).
+const DefaultMemoBranches = 256
 
-// promptMemo keeps, for the most recently used branches, buildPrompt's
+// Memo keeps, for the most recently used branches, [Build]'s
 // state after the branch's history as it was last rendered, so that the
 // next prompt on the branch renders only the messages recorded since:
 // rendering every earlier instruction again made each request's cost grow
@@ -23,8 +23,8 @@ const DefaultPromptMemoBranches = 256
 // messages never change, except a system message's text, which the
 // prompt takes from the settings; a clear or a re-created branch changes
 // those ids; messages without ids are not memoized). FuzzPromptMemo checks
-// it against buildPrompt.
-type promptMemo struct {
+// it against Build. A Memo is safe for concurrent use.
+type Memo struct {
 	mu    sync.Mutex
 	max   int
 	m     map[string]*memoEntry
@@ -40,18 +40,20 @@ type memoEntry struct {
 	elem            *list.Element
 }
 
-func newPromptMemo(max int) *promptMemo {
+// NewMemo returns a memo of the max most recently used branches; 0 or
+// less means DefaultMemoBranches.
+func NewMemo(max int) *Memo {
 	if max <= 0 {
-		max = DefaultPromptMemoBranches
+		max = DefaultMemoBranches
 	}
-	return &promptMemo{max: max, m: make(map[string]*memoEntry), order: list.New()}
+	return &Memo{max: max, m: make(map[string]*memoEntry), order: list.New()}
 }
 
-// build returns buildPrompt(system, history, current) for the branch,
+// Build returns Build(system, history, current) for the branch,
 // reusing and updating the branch's memo. The memo's fold and the prompt
 // share the closed turns, which nothing changes (see promptFold), so
 // neither the memo nor the prompt copies the turns rendered before.
-func (p *promptMemo) build(branch, system string, history []history.Message, current history.Message) Prompt {
+func (p *Memo) Build(branch, system string, history []history.Message, current history.Message) Prompt {
 	var f *promptFold
 	from := 0
 	if e := p.lookup(branch); e != nil && e.system == system && len(history) >= e.n &&
@@ -76,7 +78,7 @@ func (p *promptMemo) build(branch, system string, history []history.Message, cur
 	return f.finish(current)
 }
 
-func (p *promptMemo) lookup(branch string) *memoEntry {
+func (p *Memo) lookup(branch string) *memoEntry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.m[branch]
@@ -86,7 +88,7 @@ func (p *promptMemo) lookup(branch string) *memoEntry {
 	return e
 }
 
-func (p *promptMemo) store(e *memoEntry) {
+func (p *Memo) store(e *memoEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if old := p.m[e.branch]; old != nil {

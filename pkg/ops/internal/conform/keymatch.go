@@ -1,4 +1,4 @@
-package ops
+package conform
 
 import (
 	"sort"
@@ -10,7 +10,7 @@ import (
 // DefaultSimilarityThreshold is the Jaro-Winkler similarity from which a
 // key of the model's JSON is taken for an expected field name
 // (docs/decisions.md#reference-a5); requests of parse may set another
-// within [MinSimilarityThreshold, 1].
+// within [MinSimilarityThreshold, 1] (similarity_threshold).
 const (
 	DefaultSimilarityThreshold = 0.85
 	MinSimilarityThreshold     = 0.5

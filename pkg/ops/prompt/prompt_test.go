@@ -1,4 +1,4 @@
-package ops
+package prompt
 
 import (
 	"encoding/json"
@@ -12,18 +12,18 @@ import (
 // TestPrompt_accessors: a prompt made of shared turns and its own reads
 // as one list, every way it can be read.
 func TestPrompt_accessors(t *testing.T) {
-	sys := ChatMessage{Role: history.RoleSystem, Content: "s"}
-	q := ChatMessage{Role: history.RoleUser, Content: "q"}
-	a := ChatMessage{Role: history.RoleAssistant, Content: "a"}
+	sys := Message{Role: history.RoleSystem, Content: "s"}
+	q := Message{Role: history.RoleUser, Content: "q"}
+	a := Message{Role: history.RoleAssistant, Content: "a"}
 	tests := []struct {
 		name string
 		p    Prompt
-		want []ChatMessage
+		want []Message
 	}{
-		{"zero", Prompt{}, []ChatMessage{}},
-		{"own turns only", PromptOf(sys, q), []ChatMessage{sys, q}},
-		{"shared only", Prompt{head: []ChatMessage{sys, q}}, []ChatMessage{sys, q}},
-		{"shared then own", Prompt{head: []ChatMessage{sys, q}, tail: []ChatMessage{a, q}}, []ChatMessage{sys, q, a, q}},
+		{"zero", Prompt{}, []Message{}},
+		{"own turns only", Of(sys, q), []Message{sys, q}},
+		{"shared only", Prompt{head: []Message{sys, q}}, []Message{sys, q}},
+		{"shared then own", Prompt{head: []Message{sys, q}, tail: []Message{a, q}}, []Message{sys, q, a, q}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,7 +33,7 @@ func TestPrompt_accessors(t *testing.T) {
 			if tt.p.Len() != len(tt.want) {
 				t.Fatalf("Len = %d, want %d", tt.p.Len(), len(tt.want))
 			}
-			var all []ChatMessage
+			var all []Message
 			for i, m := range tt.p.All() {
 				if i != len(all) || tt.p.At(i) != m {
 					t.Fatalf("All yields %d: %v; At gives %v", i, m, tt.p.At(i))
@@ -69,15 +69,15 @@ func TestPrompt_accessors(t *testing.T) {
 // TestPrompt_copies: PromptOf copies what it is given, and Slice returns a
 // copy: changing either changes nothing in the prompt.
 func TestPrompt_copies(t *testing.T) {
-	in := []ChatMessage{{Role: history.RoleUser, Content: "q"}}
-	p := PromptOf(in...)
+	in := []Message{{Role: history.RoleUser, Content: "q"}}
+	p := Of(in...)
 	in[0].Content = "changed"
 	s := p.Slice()
 	s[0].Content = "changed too"
 	if p.At(0).Content != "q" {
 		t.Fatalf("prompt changed to %q", p.At(0).Content)
 	}
-	shared := []ChatMessage{{Role: history.RoleSystem, Content: "s"}}
+	shared := []Message{{Role: history.RoleSystem, Content: "s"}}
 	p = Prompt{head: shared}
 	s = p.Slice()
 	s[0].Content = "x"

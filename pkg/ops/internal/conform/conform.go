@@ -1,9 +1,14 @@
-package ops
+// Package conform shapes a JSON value recovered from a model's text
+// towards the JSON Schema it is meant to satisfy, before it is validated:
+// the keys of its objects matched to the schema's property names, its
+// values coerced to the schema's types where nothing is lost
+// (docs/decisions.md#reference-a5). It also picks expected fields out of a
+// text's JSON (request_fields). The parse stage of pkg/ops uses it.
+package conform
 
 import (
 	"encoding/json"
 	"math"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +42,14 @@ type conformer struct {
 	root      map[string]any // the whole schema, for $ref
 	fuzzy     bool
 	threshold float64
+}
+
+// Value returns v shaped towards schema, a JSON Schema decoded by
+// encoding/json (local $refs resolve inside it): see conformer. fuzzy and
+// threshold are the key matching's (see matchKeys).
+func Value(v any, schema map[string]any, fuzzy bool, threshold float64) any {
+	c := conformer{root: schema, fuzzy: fuzzy, threshold: threshold}
+	return c.conform(v, schema, 0)
 }
 
 // conform returns v shaped towards the schema s (see conformer).
@@ -343,34 +356,6 @@ func integerText(s string) (string, bool) {
 
 // numberText returns the finite number s writes (decimal, optionally
 // signed and with an exponent, surrounded by spaces).
-// Number returns v as a float64 when it is a finite number of any Go
-// numeric type or a json.Number: how options and metadata that came
-// through JSON, or from Go code, are read as numbers.
-func Number(v any) (float64, bool) {
-	var f float64
-	if n, ok := v.(json.Number); ok {
-		var err error
-		if f, err = n.Float64(); err != nil {
-			return 0, false
-		}
-	} else {
-		rv := reflect.ValueOf(v)
-		switch {
-		case !rv.IsValid():
-			return 0, false
-		case rv.CanFloat():
-			f = rv.Float()
-		case rv.CanInt():
-			f = float64(rv.Int())
-		case rv.CanUint():
-			f = float64(rv.Uint())
-		default:
-			return 0, false
-		}
-	}
-	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
-}
-
 func numberText(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" || len(s) > 64 {

@@ -1,4 +1,4 @@
-package ops
+package prompt
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -66,7 +67,7 @@ func TestRenderInstruction(t *testing.T) {
 			name:    "current instruction carries tools, schema and a JSON example",
 			content: map[string]any{"instruction": "Q", "response_format": schema, "tool_schemas": []any{"add(a, b)"}},
 			full:    true,
-			want: "Instruction:\nQ\n\nTools:\n- add(a, b)\n\nResponseSchema:\n" + indentJSON(schema) +
+			want: "Instruction:\nQ\n\nTools:\n- add(a, b)\n\nResponseSchema:\n" + jsonval.Indent(schema) +
 				"\n\nResponseFormat:\nAnswer with one JSON value that satisfies ResponseSchema, inside a ```json code block, like this example:\n" +
 				"```json\n{\n  \"answer\": \"<the answer>\",\n  \"confidence\": 0,\n  \"tags\": [\n    \"<string>\"\n  ]\n}\n```",
 		},
@@ -97,19 +98,19 @@ func TestBuildPrompt(t *testing.T) {
 		system  string
 		history []history.Message
 		current history.Message
-		want    []ChatMessage
+		want    []Message
 	}{
 		{
 			name:    "system is a real system message",
 			system:  "SYS",
 			current: ins("q1"),
-			want:    []ChatMessage{{history.RoleSystem, "SYS"}, {history.RoleUser, "Instruction:\nq1"}},
+			want:    []Message{{history.RoleSystem, "SYS"}, {history.RoleUser, "Instruction:\nq1"}},
 		},
 		{
 			name:    "consecutive instructions are all kept",
 			history: []history.Message{ins("q1"), ins("q2"), res("a2"), ins("q3")},
 			current: ins("q4"),
-			want: []ChatMessage{
+			want: []Message{
 				{history.RoleUser, "Instruction:\nq1"}, {history.RoleUser, "Instruction:\nq2"}, {history.RoleAssistant, "a2"},
 				{history.RoleUser, "Instruction:\nq3"}, {history.RoleUser, "Instruction:\nq4"},
 			},
@@ -118,13 +119,13 @@ func TestBuildPrompt(t *testing.T) {
 			name:    "consecutive responses are joined",
 			history: []history.Message{history.NewSystemMessage("ignored in walk", t0), ins("q1"), res("a"), res("b")},
 			current: ins("q2"),
-			want:    []ChatMessage{{history.RoleUser, "Instruction:\nq1"}, {history.RoleAssistant, "a\n\nb"}, {history.RoleUser, "Instruction:\nq2"}},
+			want:    []Message{{history.RoleUser, "Instruction:\nq1"}, {history.RoleAssistant, "a\n\nb"}, {history.RoleUser, "Instruction:\nq2"}},
 		},
 		{
 			name:    "action output folds into the next instruction",
 			history: []history.Message{ins("q1"), res("a1"), areq, aresp, ins("q2")},
 			current: ins("q3"),
-			want: []ChatMessage{
+			want: []Message{
 				{history.RoleUser, "Instruction:\nq1"}, {history.RoleAssistant, "a1"},
 				{history.RoleUser, "Instruction:\nq2\n\nContext:\n" + folded}, {history.RoleUser, "Instruction:\nq3"},
 			},
@@ -134,12 +135,12 @@ func TestBuildPrompt(t *testing.T) {
 			system:  "SYS",
 			history: []history.Message{areq, aresp, aresp},
 			current: ins("q"),
-			want:    []ChatMessage{{history.RoleSystem, "SYS"}, {history.RoleUser, "Instruction:\nq\n\nContext:\n" + folded}},
+			want:    []Message{{history.RoleSystem, "SYS"}, {history.RoleUser, "Instruction:\nq\n\nContext:\n" + folded}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := buildPrompt(tt.system, tt.history, tt.current).Slice()
+			got := Build(tt.system, tt.history, tt.current).Slice()
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d messages %q, want %d %q", len(got), got, len(tt.want), tt.want)
 			}
@@ -167,7 +168,7 @@ func TestSchemaExample(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := compactJSON(schemaExample(tt.schema, 0)); got != tt.want {
+			if got := jsonval.Compact(schemaExample(tt.schema, 0)); got != tt.want {
 				t.Fatalf("got %s, want %s", got, tt.want)
 			}
 		})
@@ -176,40 +177,7 @@ func TestSchemaExample(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		deep = map[string]any{"type": "array", "items": deep}
 	}
-	if got := compactJSON(schemaExample(deep, 0)); strings.Count(got, "[") > maxExampleDepth+1 {
+	if got := jsonval.Compact(schemaExample(deep, 0)); strings.Count(got, "[") > maxExampleDepth+1 {
 		t.Fatalf("example nesting not bounded: %s", got)
-	}
-}
-
-func TestMatchFields(t *testing.T) {
-	tests := []struct {
-		text   string
-		fields []string
-		want   string
-	}{
-		{"```json\n{'Answr': 'four', confidance: 0.9, extra: 1,}\n```", []string{"answer", "confidence"}, `{"answer":"four","confidence":0.9}`},
-		{`{"answer": "x", "reason": "y"}`, []string{"answer"}, `{"answer":"x"}`},
-		{"no json at all", []string{"answer"}, `{}`},
-		{`{"zzz": 1}`, []string{"answer"}, `{}`},
-	}
-	for _, tt := range tests {
-		if got := compactJSON(matchFields(tt.text, tt.fields)); got != tt.want {
-			t.Errorf("matchFields(%q, %v) = %s, want %s", tt.text, tt.fields, got, tt.want)
-		}
-	}
-}
-
-func TestJaroWinkler(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want float64
-	}{
-		{"martha", "marhta", 0.961}, {"dwayne", "duane", 0.84}, {"abc", "abc", 1}, {"abc", "xyz", 0}, {"", "", 1},
-	}
-	for _, tt := range tests {
-		got := jaroWinkler(tt.a, tt.b)
-		if d := got - tt.want; d > 0.001 || d < -0.001 {
-			t.Errorf("jaroWinkler(%q, %q) = %.4f, want %.3f", tt.a, tt.b, got, tt.want)
-		}
 	}
 }

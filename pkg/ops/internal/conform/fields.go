@@ -1,13 +1,13 @@
-package ops
+package conform
 
 import "github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
 
-// matchFields maps the first JSON object recovered from text onto the
+// Fields maps the first JSON object recovered from text onto the
 // expected field names (request_fields, ADR-0021 D3): exact keys first,
 // then by normalized name and by similarity (see matchKeys, with
 // DefaultSimilarityThreshold). Only expected fields that were found are
 // returned; {} when text holds no JSON object.
-func matchFields(text string, fields []string) map[string]any {
+func Fields(text string, fields []string) map[string]any {
 	out := map[string]any{}
 	cands, err := jsonrecover.Recover(text)
 	if err != nil {
