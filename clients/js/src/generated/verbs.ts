@@ -97,12 +97,12 @@ export abstract class VerbMethods {
     return this.call("branch.delete", branch, data, opts);
   }
 
-  /** branch.get: Return the branch (branch named by the branchid attribute; no data needed). */
+  /** branch.get: Return the branch (named by the branchid attribute) at its head, or as it was at a history sequence (at_seq) or a time (at_time). */
   branchGet(branch: string, data: BranchGetRequest = {}, opts?: CallOptions): Call<BranchGetResult> {
     return this.call("branch.get", branch, data, opts);
   }
 
-  /** branch.history: A page of history events with seq > after. */
+  /** branch.history: A page of history events with seq > after, and with at_seq or at_time none after that point. */
   branchHistory(branch: string, data: BranchHistoryRequest = {}, opts?: CallOptions): Call<BranchHistoryResult> {
     return this.call("branch.history", branch, data, opts);
   }
