@@ -270,6 +270,22 @@ type BranchHistoryRequest struct {
 	AtTime *time.Time `json:"at_time,omitempty"`
 }
 
+// MaxImportEvents is the most events one branch.import request carries.
+const MaxImportEvents = 1000
+
+// BranchImportRequest is the data of a branch.import request: one page
+// of another branch's history (an export's events, oldest first) to
+// append to the request's branch.
+type BranchImportRequest struct {
+	// Events are 1 to 1000 events, in order. Their seq (the source's)
+	// only orders them; their branch_id is replaced by the request's.
+	Events []Event `json:"events"`
+	// Head is the sequence of the branch's last event that the page
+	// continues (the previous page's answer); 0 for the first page,
+	// which starts with the branch.created and creates the branch.
+	Head uint64 `json:"head,omitempty"`
+}
+
 // BranchGetRequest is the data of a branch.get request. The zero value
 // asks for the branch's head.
 type BranchGetRequest struct {

@@ -538,6 +538,8 @@ export interface EventData {
   "lionbus.branch.get.result": BranchGetResult;
   "lionbus.branch.history.request": BranchHistoryRequest;
   "lionbus.branch.history.result": BranchHistoryResult;
+  "lionbus.branch.import.request": BranchImportRequest;
+  "lionbus.branch.import.result": BranchImportResult;
   "lionbus.chat.request": ChatRequest;
   "lionbus.chat.result": ChatResult;
   "lionbus.chat_and_record.request": ChatAndRecordRequest;
@@ -864,6 +866,47 @@ export interface HistoryEvent {
   branch_id?: Id;
   clear?: boolean;
   model_calls?: number;
+}
+/**
+ * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ */
+export interface BranchImportRequest {
+  /**
+   * 1 to 1000 history events, in order; their seq only orders them, their branch_id is replaced by the branch's.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  events: [HistoryEvent, ...HistoryEvent[]];
+  /**
+   * The seq of the branch's last event that this page continues (the previous page's head); 0 or absent for the first page.
+   */
+  head?: number;
+  [k: string]: unknown;
+}
+/**
+ * Result of branch.import.
+ */
+export interface BranchImportResult {
+  value: {
+    branch_id: Id;
+    /**
+     * The seq of the branch's last event: the head of the next page.
+     */
+    head: number;
+    /**
+     * Events this request appended.
+     */
+    imported: number;
+    /**
+     * Events of the page the branch already held (a page sent again).
+     */
+    present: number;
+  };
+  branch_id: Id;
+  usage?: Usage;
+  duration_ms: number;
+  replayed?: boolean;
 }
 /**
  * Result of chat: the response text.
