@@ -15,6 +15,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // relocated is the JSON of branch src as it reads on another cluster
@@ -101,9 +102,8 @@ func TestBranchExport_import_on_a_second_server_gives_the_same_branch(t *testing
 			// Importing again into the same id is refused, and changes
 			// nothing.
 			_, err = dst.Client.ImportBranch(bustest.Ctx(t), bytes.NewReader(file.Bytes()), target, client.ImportOptions{PageBytes: 2 << 10})
-			var re *client.RemoteError
-			if !errors.As(err, &re) || re.Code != ops.CodeBranchExists {
-				t.Fatalf("second import = %v, want branch_exists", err)
+			if !errors.Is(err, wire.ErrBranchExists) {
+				t.Fatalf("second import = %v, want wire.ErrBranchExists", err)
 			}
 			if again := readHistory(t, dst, target, 1000, nil); len(again) != len(dstEvents) {
 				t.Fatalf("the refused import changed the history: %d events, want %d", len(again), len(dstEvents))

@@ -73,7 +73,9 @@ type ImportOptions struct {
 var ErrImportEventTooLarge = errors.New("client: history event larger than an import request can carry")
 
 // ImportBranch rebuilds, as branchID (the export's own branch id when
-// empty), the branch exported in file, through branch.import requests of
+// empty), which must not exist (else an error matching
+// wire.ErrBranchExists), the branch exported in file, through
+// branch.import requests of
 // at most [wire.MaxImportEvents] events and opt.PageBytes bytes. The
 // file is checked as it is read (see [histexport.Reader]); since a bad
 // line is only found when it is reached, verify the file first
@@ -89,6 +91,13 @@ func (c *Client) ImportBranch(ctx context.Context, file io.Reader, branchID stri
 	}
 	if branchID == "" {
 		branchID = r.Header().BranchID
+	}
+	// branch.import continues a first page the branch already holds (a
+	// redelivery); an import from scratch wants a new branch.
+	if _, err := c.BranchGet(ctx, branchID, opts...); err == nil {
+		return nil, fmt.Errorf("%w: %q: import into a new branch id, or delete it first", wire.ErrBranchExists, branchID)
+	} else if !errors.Is(err, wire.ErrBranchNotFound) {
+		return nil, err
 	}
 	var (
 		head  uint64
