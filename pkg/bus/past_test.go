@@ -20,7 +20,7 @@ import (
 // a second branch interleaved (so the branch's sequences have gaps), and
 // returns the whole history of id read through branch.history in pages
 // of pageSize events.
-func pastBranch(t *testing.T, b *bustest.Bus, id string, n, pageSize int) []history.Event {
+func pastBranch(t testing.TB, b *bustest.Bus, id string, n, pageSize int) []history.Event {
 	t.Helper()
 	b.CreateBranch(t, id+"-other")
 	b.CreateBranch(t, id)
@@ -42,7 +42,7 @@ func pastBranch(t *testing.T, b *bustest.Bus, id string, n, pageSize int) []hist
 
 // readHistory reads the history of id through branch.history pages of
 // pageSize events, with extra in every request.
-func readHistory(t *testing.T, b *bustest.Bus, id string, pageSize int, extra map[string]any) []history.Event {
+func readHistory(t testing.TB, b *bustest.Bus, id string, pageSize int, extra map[string]any) []history.Event {
 	t.Helper()
 	var all []history.Event
 	var after uint64
@@ -66,7 +66,7 @@ func readHistory(t *testing.T, b *bustest.Bus, id string, pageSize int, extra ma
 
 // asJSON is v as generic JSON, for comparing what two paths produced
 // whatever their Go types.
-func asJSON(t *testing.T, v any) any {
+func asJSON(t testing.TB, v any) any {
 	t.Helper()
 	raw, ok := v.(json.RawMessage)
 	if !ok {
@@ -207,6 +207,43 @@ func TestBranchGet_at_a_point_the_branch_never_saw_is_a_clear_error(t *testing.T
 					t.Fatalf("%s %v: code %s, want %s", verb, tt.data, got, tt.want)
 				}
 			})
+		}
+	}
+}
+
+// TestBranchGet_at_sequences_across_history_pages: a read of the past
+// reads the history in pages (64 events, doubling); at the events around
+// each page boundary, and at a sample of the others, branch.get is the
+// fold up to it.
+func TestBranchGet_at_sequences_across_history_pages(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{})
+	b.StartWorker(t, nil, nil, nil, worker.Config{})
+	const id = "past-pages"
+	evs := pastBranch(t, b, id, 220, 1000)
+	if len(evs) < 64+128+10 {
+		t.Fatalf("%d events: too few to cross two page boundaries", len(evs))
+	}
+	check := map[int]bool{}
+	for _, edge := range []int{64, 64 + 128, 64 + 128 + 256} {
+		for _, i := range []int{edge - 2, edge - 1, edge, edge + 1} {
+			if i < len(evs) {
+				check[i] = true
+			}
+		}
+	}
+	for i := 0; i < len(evs); i += 17 {
+		check[i] = true
+	}
+	check[len(evs)-2] = true
+	for i := range check {
+		want, err := history.Replay(evs[:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := bustest.MustResult(t, b.Do(t, "branch.get", id, map[string]any{"at_seq": evs[i].Seq}), nil)
+		if got, w := asJSON(t, res.Value), asJSON(t, want); !reflect.DeepEqual(got, w) {
+			t.Fatalf("branch.get at event %d (seq %d) differs from the fold", i, evs[i].Seq)
 		}
 	}
 }

@@ -58,10 +58,13 @@ func (e *Engine) checkHead(ctx context.Context, id string, p pastPoint) (*histor
 	return head, nil
 }
 
+// pastFirstPage is the first page loadAt reads.
+const pastFirstPage = 64
+
 // loadAt returns the branch as it was at p: the fold, by [history.Branch.Apply],
 // of its history events from the first up to the last that p includes.
-// The history is read in pages of [history.MaxHistoryPage] events; nothing
-// but the branch being folded is kept. It answers CodeBranchNotFound when
+// The history is read in pages of 64 events doubling up to
+// [history.MaxHistoryPage]; nothing but the branch being folded is kept. It answers CodeBranchNotFound when
 // the branch did not exist yet at p.
 func (e *Engine) loadAt(ctx context.Context, id string, p pastPoint) (*history.Branch, error) {
 	head, err := e.checkHead(ctx, id, p)
@@ -73,8 +76,11 @@ func (e *Engine) loadAt(ctx context.Context, id string, p pastPoint) (*history.B
 	}
 	b := &history.Branch{}
 	var after uint64
-	for {
-		evs, err := e.store.History(ctx, id, after, history.MaxHistoryPage)
+	// Pages grow from pastFirstPage to history.MaxHistoryPage, so that a
+	// point near the start reads little beyond it.
+	limit := pastFirstPage
+	for ; ; limit = min(2*limit, history.MaxHistoryPage) {
+		evs, err := e.store.History(ctx, id, after, limit)
 		if err != nil {
 			if errors.Is(err, history.ErrBranchNotFound) {
 				return nil, Errorf(CodeBranchNotFound, "branch %q not found", id)
@@ -89,7 +95,7 @@ func (e *Engine) loadAt(ctx context.Context, id string, p pastPoint) (*history.B
 				return nil, Errorf(CodeInternal, "fold history of branch %q: %v", id, err)
 			}
 		}
-		if len(evs) == 0 || (p.AtSeq != 0 && b.Seq >= p.AtSeq) {
+		if len(evs) < limit || (p.AtSeq != 0 && b.Seq >= p.AtSeq) {
 			return pastResult(id, b, p)
 		}
 		after = evs[len(evs)-1].Seq
