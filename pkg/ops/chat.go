@@ -8,6 +8,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // MaxParseRetries is the upper clamp of num_parse_retries (ADR-0021 D3);
@@ -18,30 +19,11 @@ const (
 )
 
 // chatData is the request data shared by chat, chat_and_record and
-// communicate; the field names are the ADR's parameter names.
+// communicate: the wire's [wire.CommunicateRequest] (whose fields are the
+// ADR's parameter names; chat and chat_and_record read theirs from it),
+// with what check derives from it.
 type chatData struct {
-	Instruction     any               `json:"instruction"`
-	Guidance        any               `json:"guidance"`
-	Context         any               `json:"context"`
-	ResponseFormat  json.RawMessage   `json:"response_format"`
-	ChatModel       *history.ModelRef `json:"chat_model"`
-	ParseModel      *history.ModelRef `json:"parse_model"`
-	SkipValidation  bool              `json:"skip_validation"`
-	ClearMessages   bool              `json:"clear_messages"`
-	RequestFields   json.RawMessage   `json:"request_fields"`
-	NumParseRetries *int              `json:"num_parse_retries"`
-	Sender          string            `json:"sender"`
-	Recipient       string            `json:"recipient"`
-	PlainContent    string            `json:"plain_content"`
-	// Stream asks for the model's answer as chunks too, on the request's
-	// chunk stream, as it arrives (a provider that cannot stream answers
-	// at once); the result is the same.
-	Stream bool `json:"stream"`
-
-	// RetryInitialDelay (seconds) and RetryBackoff set the schedule of the
-	// reformat rounds (see retrySchedule); nil keeps the default.
-	RetryInitialDelay *float64 `json:"retry_initial_delay"`
-	RetryBackoff      *float64 `json:"retry_backoff"`
+	wire.CommunicateRequest
 
 	// tools are the tool schemas of the instruction; only a Middle's
 	// caller sets them (communicate's request data has no such field).
