@@ -128,7 +128,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	// The outer policy, against the caller's response_format only.
 	if p.validator != nil {
-		if verr := p.validator.validate(callerView(value, sch, p)); verr != nil {
+		if verr := p.validator.Validate(callerView(value, sch, p)); verr != nil {
 			switch p.handle {
 			case handleRaise:
 				return nil, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
