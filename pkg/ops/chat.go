@@ -143,6 +143,7 @@ func (d *chatData) models(b *history.Branch) (chat, parse history.ModelRef, err 
 // exchange runs one chat turn on b without recording it: it builds the
 // instruction and the prompt and calls the chat model.
 type exchange struct {
+	e      *Engine
 	branch *history.Branch
 	data   *chatData
 	chat   history.ModelRef
@@ -184,28 +185,29 @@ func (e *Engine) prepareData(ctx context.Context, req Request, d *chatData) (*ex
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{branch: b, data: d}
+	x := &exchange{e: e, branch: b, data: d}
 	if x.chat, x.parse, err = d.models(b); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-// run calls the chat model once with the branch history (or none, when
+// call calls the chat model once with the branch history (or none, when
 // clear_messages) followed by the instruction.
-func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
+func (x *exchange) call(ctx context.Context, req Request) error {
+	e := x.e
 	past := x.branch.Messages
 	if x.data.ClearMessages {
 		past = nil
 	}
 	x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
-	msgs, err := e.prompt(x, past)
+	msgs, err := x.prompt(past)
 	if err != nil {
 		return err
 	}
 	var comp *Completion
 	if x.data.Stream {
-		comp, err = e.streamExchange(ctx, req, x, msgs)
+		comp, err = x.stream(ctx, req, msgs)
 	} else {
 		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}
@@ -225,7 +227,7 @@ func (e *Engine) chatVerb(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	v, err := marshalValue(x.comp.Text)
@@ -247,7 +249,7 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 		return e.replayCommitted(ctx, req, seq, replayMessages)
 	}
 	start := e.clock()
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	v, err := marshalValue(x.comp.Text)

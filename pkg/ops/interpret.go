@@ -91,7 +91,7 @@ func (e *Engine) interpret(ctx context.Context, req Request, d *interpretData) (
 	if err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	v, err := marshalValue(strings.TrimSpace(x.comp.Text))

@@ -255,7 +255,7 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
-		res, err = m.e.communicateRun(ctx, req, x)
+		res, err = x.communicate(ctx, req)
 	}
 	if err != nil {
 		return nil, asError(ctx, err)

@@ -102,7 +102,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	if err != nil {
 		if v, ok := e.parseFailureValue(ctx, p, in, err); ok {
-			return e.operateValue(out, v, finish)
+			return operateValue(out, v, finish)
 		}
 		return nil, err
 	}
@@ -138,18 +138,18 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 				out.Value = json.RawMessage("null")
 				return finish()
 			default:
-				return e.operateValue(out, value, finish) // return_value, as it is
+				return operateValue(out, value, finish) // return_value, as it is
 			}
 		}
 	}
 	// invoke_actions off, or no actions: no look at the requests.
 	if p.action == nil || obj == nil {
-		return e.operateValue(out, value, finish)
+		return operateValue(out, value, finish)
 	}
 	// Requests come only from the structured result.
 	rawReqs, ok := obj[FieldActionRequests]
 	if !ok || rawReqs == nil {
-		return e.operateValue(out, value, finish)
+		return operateValue(out, value, finish)
 	}
 	ap := *p.action
 	if err := roundTrip(rawReqs, &ap.requests); err != nil {
@@ -165,7 +165,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	if len(ap.requests) == 0 {
 		// An empty list dispatches and enriches nothing.
-		return e.operateValue(out, value, finish)
+		return operateValue(out, value, finish)
 	}
 	// The act stage, with the branch as the middle left it (its tools,
 	// narrowed to the selection).
@@ -199,11 +199,11 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 		// Enriched in place, never replaced by the list.
 		obj[FieldActionResponses] = responses
 	}
-	return e.operateValue(out, value, finish)
+	return operateValue(out, value, finish)
 }
 
 // operateValue sets out's value to v and finishes it.
-func (e *Engine) operateValue(out *Result, v any, finish func() (*Result, error)) (*Result, error) {
+func operateValue(out *Result, v any, finish func() (*Result, error)) (*Result, error) {
 	raw, err := marshalValue(v)
 	if err != nil {
 		return nil, err

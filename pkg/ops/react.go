@@ -194,7 +194,8 @@ func (e *Engine) react(ctx context.Context, req Request) (*Result, error) {
 	if err := p.check(b); err != nil {
 		return nil, err
 	}
-	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return e.reactRun(ctx, req, b, p) })
+	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
+	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return l.run(ctx, b, p) })
 }
 
 // reactLoop holds the state of one react.
@@ -209,10 +210,10 @@ type reactLoop struct {
 	analyses []json.RawMessage
 }
 
-// reactRun runs p's rounds.
-func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p *reactPlan) (res *Result, err error) {
+// run runs p's rounds on b.
+func (l *reactLoop) run(ctx context.Context, b *history.Branch, p *reactPlan) (res *Result, err error) {
+	e, req := l.e, l.req
 	t0 := e.clock()
-	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
 	if p.d.Stream && e.chunks != nil {
 		cs, oerr := e.openChunks(ctx, req, "react")
 		if oerr != nil {
@@ -228,7 +229,7 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p
 	nested := withNestedTurn(ctx)
 	ins := p.ins
 	if p.d.Interpret {
-		if ins, err = e.reactInterpret(nested, b, l, p); err != nil {
+		if ins, err = l.interpret(nested, b, p); err != nil {
 			return nil, err
 		}
 	}
@@ -263,17 +264,17 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p
 	return out, nil
 }
 
-// reactInterpret rewrites the instruction with interpret, unless round 0
+// interpret rewrites the instruction with interpret, unless round 0
 // is committed already (a redelivery): the rewrite only shapes round 0,
 // which is then answered from history, so the model is not called again.
-func (e *Engine) reactInterpret(ctx context.Context, b *history.Branch, l *reactLoop, p *reactPlan) (instructData, error) {
+func (l *reactLoop) interpret(ctx context.Context, b *history.Branch, p *reactPlan) (instructData, error) {
 	ins, req := p.ins, l.req
 	if _, done := b.Commits.Seq(stageID(l.roundID(0), "middle")); done {
 		return ins, nil
 	}
 	text := jsonval.Text(ins.Instruction)
 	ireq := Request{ID: stageID(req.ID, reactStage+"/interpret"), Verb: req.Verb, BranchID: b.ID, TraceParent: req.TraceParent, Attempt: req.Attempt}
-	res, err := e.interpret(ctx, ireq, &interpretData{wire.InterpretRequest{
+	res, err := l.e.interpret(ctx, ireq, &interpretData{wire.InterpretRequest{
 		Text: text, Domain: p.d.InterpretDomain, Style: p.d.InterpretStyle, SampleWriting: p.d.InterpretSample,
 		InterpretModel: p.d.InterpretModel, ChatModel: p.d.ChatModel,
 	}})

@@ -203,19 +203,31 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 		return e.replayRunCommitted(ctx, req, x.branch, seq, replayRun)
 	}
 	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) {
-		res, _, err := e.runStream(ctx, req, x, prov, logDir)
+		res, _, err := (&cliRun{e: e, req: req, x: x, prov: prov, logDir: logDir}).stream(ctx)
 		return res, err
 	})
 }
 
-// runStream runs the stream of a run on x: the instruction first, stored
+// cliRun is one run of a CLI model on an exchange: run's, or
+// run_and_collect's. logDir is the run log directory of a run with
+// stream_persist, "" for none.
+type cliRun struct {
+	e      *Engine
+	req    Request
+	x      *exchange
+	prov   CLIProvider
+	logDir string
+}
+
+// stream runs the stream of a run on x: the instruction first, stored
 // in its own event (see storeInstruction) and emitted as chunk 1, then the
 // chunks; on every exit the provider's stream is over (the provider stops
 // and reaps its process) before the outcome is recorded, in the final
 // event under req.ID. logDir is the run log directory of a run with
 // stream_persist, "" for none. It returns the result and the state (for
 // run_and_collect).
-func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, logDir string) (*Result, *transcript.Fold, error) {
+func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) {
+	e, req, x, prov, logDir := r.e, r.req, r.x, r.prov, r.logDir
 	t0 := e.clock()
 	past := x.branch.Messages
 	if x.data.ClearMessages {
@@ -235,15 +247,15 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	var err error
 	if !stored {
 		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
-		if msgs, err = e.prompt(x, past); err != nil {
+		if msgs, err = x.prompt(past); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := e.storeInstruction(ctx, req, x); err != nil {
+	if err := r.storeInstruction(ctx); err != nil {
 		return nil, nil, err
 	}
 	if stored {
-		if msgs, err = e.prompt(x, withoutMessage(past, x.ins.ID)); err != nil {
+		if msgs, err = x.prompt(withoutMessage(past, x.ins.ID)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -257,7 +269,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
 	}}
 
-	sinks, closeSinks, err := e.openRunSinks(ctx, x.streamRequest(req), x.branch, logDir)
+	sinks, closeSinks, err := r.openSinks(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,7 +369,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	if logDir != "" {
 		// Under the id the log was opened with (the caller's, for a
 		// middle's run).
-		e.finishRunLog(cctx, logDir, x.streamRequest(req), x.branch.ID)
+		r.finishLog(cctx)
 	}
 	return out2, st, cerr
 }
@@ -388,7 +400,8 @@ const stageInstruction = "instruction"
 // (emitting its message.added again, as a replay does) and streams again.
 // An instruction event without a final event is an attempt that did not
 // end (yet).
-func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange) error {
+func (r *cliRun) storeInstruction(ctx context.Context) error {
+	e, req, x := r.e, r.req, r.x
 	id := stageID(req.ID, stageInstruction)
 	signal := func() {
 		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Message: &x.ins})
@@ -494,10 +507,11 @@ type sinkError struct{ err error }
 func (e *sinkError) Error() string { return e.err.Error() }
 func (e *sinkError) Unwrap() error { return e.err }
 
-// openRunSinks opens the request's chunk stream and, with a run log
+// openSinks opens the request's chunk stream and, with a run log
 // directory, the run log in it (after the first snapshot), and the
 // function that closes them (once; later calls do nothing).
-func (e *Engine) openRunSinks(ctx context.Context, req Request, b *history.Branch, logDir string) (ChunkSink, func(context.Context) error, error) {
+func (r *cliRun) openSinks(ctx context.Context) (ChunkSink, func(context.Context) error, error) {
+	e, req, b, logDir := r.e, r.x.streamRequest(r.req), r.x.branch, r.logDir
 	var streams []ChunkStream
 	if e.chunks != nil {
 		cs, err := e.openChunks(ctx, req, "run")
@@ -545,10 +559,11 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *history.Branc
 	return sink, closeAll, nil
 }
 
-// finishRunLog writes the final snapshot of a persisted run, then removes
+// finishLog writes the final snapshot of a persisted run, then removes
 // its live log, in dir. Failures are logged: they never change the run's
 // outcome.
-func (e *Engine) finishRunLog(ctx context.Context, dir string, req Request, branchID string) {
+func (r *cliRun) finishLog(ctx context.Context) {
+	e, dir, req, branchID := r.e, r.logDir, r.x.streamRequest(r.req), r.x.branch.ID
 	if e.runLog == nil {
 		return
 	}
