@@ -41,7 +41,7 @@
 // decodes a verb's data into its wire type. The branch model is package
 // history, prompt rendering package prompt; the parts behind the verbs
 // are internal: conform (model JSON shaped to a schema), jsonrecover
-// (JSON found in text), schema (compiling request schemas), lndlmiddle
+// (JSON found in text), schema (compiling request schemas, generating operate's), lndlmiddle
 // (the LNDL middle's rounds) and transcript (a CLI run's chunks folded
 // into messages). Test doubles are package opstest's.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
+	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -211,7 +212,7 @@ func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, err
 		if name == "" {
 			continue
 		}
-		if slices.Contains(generatedFields, name) {
+		if slices.Contains(schema.GeneratedFields, name) {
 			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s: %q is a field operate generates", name, name)
 		}
 		var s map[string]any

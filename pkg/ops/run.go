@@ -227,43 +227,11 @@ type cliRun struct {
 // stream_persist, "" for none. It returns the result and the state (for
 // run_and_collect).
 func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) {
-	e, req, x, prov, logDir := r.e, r.req, r.x, r.prov, r.logDir
+	e, x, prov := r.e, r.x, r.prov
 	t0 := e.clock()
-	past := x.branch.Messages
-	if x.data.ClearMessages {
-		past = nil
-	}
-	resume := x.branch.Settings.ProviderSession
-	if resume != "" {
-		// A resumed session holds what it recorded: the prompt carries
-		// only what came after it.
-		past = afterSession(past, resume)
-	}
-	// A first attempt builds (and bounds) its prompt before it stores the
-	// instruction, so that a refused prompt records nothing; a redelivery
-	// reads its stored instruction first and leaves it out of the history.
-	_, stored := x.branch.Commits.Seq(stageID(req.ID, stageInstruction))
-	var msgs Prompt
-	var err error
-	if !stored {
-		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
-		if msgs, err = x.prompt(past); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := r.storeInstruction(ctx); err != nil {
+	call, err := r.call(ctx)
+	if err != nil {
 		return nil, nil, err
-	}
-	if stored {
-		if msgs, err = x.prompt(withoutMessage(past, x.ins.ID)); err != nil {
-			return nil, nil, err
-		}
-	}
-	attempt := max(req.Attempt, 1)
-	call := Call{
-		Model: x.chat, Messages: msgs, Instruction: prompt.InstructionText(x.ins.Content),
-		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
-		Resume: resume,
 	}
 	st := &transcript.Fold{Model: x.chat, Clock: e.clock, OnReconnect: func(notice string) {
 		e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
@@ -306,12 +274,77 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	canceled := errors.Is(context.Cause(ctx), ErrCanceledByClient)
+	operr, fatal := r.outcome(ctx, err, st, timedOut, canceled)
+	if fatal != nil {
+		closeSinks(cctx)
+		return nil, nil, fatal
+	}
+	if comp != nil && comp.SessionID != "" && st.Session == "" {
+		st.Session = comp.SessionID
+	}
+	st.Flush()
+	st.MarkSession()
+	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
+		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
+	}
+	res, err := r.record(cctx, st, operr, canceled, t0)
+	return res, st, err
+}
+
+// call builds the run's model call: the prompt of the history (after the
+// resumed session's part, if any) and the instruction, which it stores in
+// its own event first (see storeInstruction).
+func (r *cliRun) call(ctx context.Context) (Call, error) {
+	e, req, x := r.e, r.req, r.x
+	past := x.branch.Messages
+	if x.data.ClearMessages {
+		past = nil
+	}
+	resume := x.branch.Settings.ProviderSession
+	if resume != "" {
+		// A resumed session holds what it recorded: the prompt carries
+		// only what came after it.
+		past = afterSession(past, resume)
+	}
+	// A first attempt builds (and bounds) its prompt before it stores the
+	// instruction, so that a refused prompt records nothing; a redelivery
+	// reads its stored instruction first and leaves it out of the history.
+	_, stored := x.branch.Commits.Seq(stageID(req.ID, stageInstruction))
+	var msgs Prompt
+	var err error
+	if !stored {
+		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
+		if msgs, err = x.prompt(past); err != nil {
+			return Call{}, err
+		}
+	}
+	if err := r.storeInstruction(ctx); err != nil {
+		return Call{}, err
+	}
+	if stored {
+		if msgs, err = x.prompt(withoutMessage(past, x.ins.ID)); err != nil {
+			return Call{}, err
+		}
+	}
+	attempt := max(req.Attempt, 1)
+	call := Call{
+		Model: x.chat, Messages: msgs, Instruction: prompt.InstructionText(x.ins.Content),
+		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
+		Resume: resume,
+	}
+	return call, nil
+}
+
+// outcome is what the stream's end err makes of the run: operr, the
+// request's error recorded with what arrived, or fatal, an error that
+// records nothing (chunks that could not be delivered, a worker that
+// stops).
+func (r *cliRun) outcome(ctx context.Context, err error, st *transcript.Fold, timedOut, canceled bool) (operr *Error, fatal error) {
+	x := r.x
 	var se *sinkError
-	var operr *Error
 	switch {
 	case errors.As(err, &se):
-		closeSinks(cctx)
-		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
+		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
 	case err == nil, errors.Is(err, transcript.ErrBenignEOS):
 	case errors.Is(err, transcript.ErrStreamFailed):
 		operr = &Error{Code: CodeProvider, Message: transcript.ClassifyError(x.chat.Provider, st.Failure), Err: err}
@@ -325,8 +358,7 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 			break
 		}
 		// The worker stops: nothing recorded, the request runs again.
-		closeSinks(cctx)
-		return nil, nil, asError(ctx, err)
+		return nil, asError(ctx, err)
 	default:
 		// The provider failed without an error chunk (a CLI exiting non-zero):
 		// the partial text is kept too.
@@ -337,22 +369,20 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 		}
 		operr = &Error{Code: CodeProvider, Message: transcript.ClassifyError(x.chat.Provider, msg), Err: err}
 	}
-	if comp != nil && comp.SessionID != "" && st.Session == "" {
-		st.Session = comp.SessionID
-	}
-	st.Flush()
-	st.MarkSession()
-	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
-		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
-	}
+	return operr, nil
+}
 
+// record commits what the run recorded, with its result (or operr), in
+// the final event under the request id, and finishes the run log.
+func (r *cliRun) record(cctx context.Context, st *transcript.Fold, operr *Error, canceled bool, t0 time.Time) (*Result, error) {
+	e, req, x, logDir := r.e, r.req, r.x, r.logDir
 	val := RunValue{Responses: nonNil(st.Responses), SessionID: st.Session, Chunks: st.Chunks, Canceled: canceled && operr == nil}
 	if joined := transcript.JoinResponses(st.Responses); joined != "" {
 		val.Text = &joined
 	}
 	v, merr := marshalValue(val)
 	if merr != nil {
-		return nil, nil, merr
+		return nil, merr
 	}
 	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.Usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
 	if logDir != "" && e.runLog != nil {
@@ -371,7 +401,7 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 		// middle's run).
 		r.finishLog(cctx)
 	}
-	return out2, st, cerr
+	return out2, cerr
 }
 
 // afterSession returns the messages of history after the last one the

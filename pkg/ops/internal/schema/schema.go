@@ -1,7 +1,8 @@
 // Package schema compiles the JSON Schemas a request brings
 // (response_format, the schemas operate generates from it) within bounds,
 // refusing every reference outside the schema, and keeps the compiled ones
-// by content.
+// by content; it also generates operate's request and response schemas
+// ([Generate]).
 package schema
 
 import (
