@@ -3,16 +3,10 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
-
-// MaxMismatchQuote is how much of a result a handle_validation "raise"
-// error quotes, in bytes of compact JSON.
-const MaxMismatchQuote = 200
 
 // operate is the composed operation of ADR-0022: prepare the request
 // (D1), generate the request and response schemas (D2), make ONE call to
@@ -94,7 +88,7 @@ func (o *operation) run(ctx context.Context) (*Result, error) {
 	mres, err := o.mid.Exchange(ctx, in)
 	o.out = &Result{BranchID: o.b.ID}
 	if err != nil {
-		if v, ok := o.e.parseFailureValue(ctx, o.p, in, err); ok {
+		if v, ok := o.parseFailureValue(ctx, in, err); ok {
 			return o.value(v)
 		}
 		return nil, err
@@ -148,30 +142,6 @@ func (o *operation) middleInput(ctx context.Context) (MiddleInput, error) {
 		}
 	}
 	return in, nil
-}
-
-// policy applies handle_validation against the caller's response_format
-// only; done reports that it decided the result (or the error).
-func (o *operation) policy(value any) (res *Result, done bool, err error) {
-	if o.p.validator == nil {
-		return nil, false, nil
-	}
-	verr := o.p.validator.Validate(callerView(value, o.sch, o.p))
-	if verr == nil {
-		return nil, false, nil
-	}
-	switch o.p.handle {
-	case handleRaise:
-		return nil, true, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
-			"the result does not match response_format: %s; result: %s", shortError(verr, 300),
-			Truncate(jsonval.Compact(value), MaxMismatchQuote))}
-	case handleReturnNone:
-		o.out.Value = json.RawMessage("null")
-		res, err = o.finish()
-	default:
-		res, err = o.value(value) // return_value, as it is
-	}
-	return res, true, err
 }
 
 // act runs the action requests of the result's object obj (value) through
@@ -258,26 +228,6 @@ func (o *operation) finish() (*Result, error) {
 		o.out.DurationMS = o.e.clock().Sub(o.t0).Milliseconds()
 	}
 	return o.out, nil
-}
-
-// callerView is what the outer policy validates: the value without the
-// fields operate generated, which the caller's schema does not know.
-func callerView(v any, sch *operateSchemas, p *operatePlan) any {
-	obj, ok := v.(map[string]any)
-	if !ok || sch == nil {
-		return v
-	}
-	view := make(map[string]any, len(obj))
-	for k, x := range obj {
-		if _, field := p.fields[k]; field {
-			continue
-		}
-		if (k == FieldReason && p.reason) || (p.actions && (k == FieldActionRequired || k == FieldActionRequests)) {
-			continue
-		}
-		view[k] = x
-	}
-	return view
 }
 
 // describedTools replaces the name-only schemas of toolSchemas with what
