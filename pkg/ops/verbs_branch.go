@@ -5,20 +5,14 @@ import (
 	"errors"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // DefaultHistoryLimit is the page size of branch.history when the request
 // names none; the largest is MaxHistoryPage.
 const DefaultHistoryLimit = 100
 
-type branchCreateData struct {
-	BranchID   string            `json:"branch_id"`
-	System     string            `json:"system"`
-	ChatModel  *history.ModelRef `json:"chat_model"`
-	ParseModel *history.ModelRef `json:"parse_model"`
-	Tools      []string          `json:"tools"`
-	Metadata   map[string]any    `json:"metadata"`
-}
+type branchCreateData = wire.BranchCreateRequest
 
 // branchCreate starts a branch. The id is data.branch_id or the request's
 // branch id (they must agree when both are given), else a UUID derived from
@@ -117,9 +111,7 @@ func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 	return branchResult(b, false)
 }
 
-type branchCloneData struct {
-	BranchID string `json:"branch_id"`
-}
+type branchCloneData = wire.BranchCloneRequest
 
 // branchClone copies the request's branch (settings, messages and model-call
 // count; message ids are kept) into a new branch: data.branch_id or a UUID
@@ -198,10 +190,7 @@ func (e *Engine) branchDelete(ctx context.Context, req Request) (*Result, error)
 	return &Result{Value: v, BranchID: req.BranchID}, nil
 }
 
-type branchHistoryData struct {
-	After uint64 `json:"after"`
-	Limit int    `json:"limit"`
-}
+type branchHistoryData = wire.BranchHistoryRequest
 
 // HistoryPage is the value of a branch.history result.
 type HistoryPage struct {
