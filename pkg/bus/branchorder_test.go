@@ -64,18 +64,22 @@ func TestBranchOrder_parallel_requests_overlap(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []client.SubmitOption
+		hold     time.Duration
 		wantMost func(int) bool
 	}{
-		{"parallel", []client.SubmitOption{client.WithParallel()}, func(most int) bool { return most == n }},
-		{"ordered (default)", nil, func(most int) bool { return most == 1 }},
+		// Parallel, every call waits until all n have arrived (or 10 s):
+		// on a loaded machine the n requests may take a while to reach
+		// the model, and they must all overlap.
+		{"parallel", []client.SubmitOption{client.WithParallel()}, 10 * time.Second, func(most int) bool { return most == n }},
+		// Ordered, the calls never overlap: each holds 150 ms, then lets
+		// the next one in.
+		{"ordered (default)", nil, 150 * time.Millisecond, func(most int) bool { return most == 1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := bustest.New(t, provision.Config{LeaseTTL: 3 * time.Second})
-			// Ordered, the calls never overlap: each holds 150 ms, then
-			// lets the next one in.
-			model := &overlapModel{hold: 150 * time.Millisecond, want: n, calls: map[string]int{}, arrived: make(chan struct{})}
+			model := &overlapModel{hold: tt.hold, want: n, calls: map[string]int{}, arrived: make(chan struct{})}
 			for range 2 {
 				b.StartWorker(t, nil, nil, map[string]ops.Provider{"overlap": model}, worker.Config{MaxInFlight: n})
 			}

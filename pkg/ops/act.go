@@ -79,11 +79,12 @@ type ActionRequest = wire.ActionRequest
 // ([wire.ActionResponse]).
 type ActionResponse = wire.ActionResponse
 
-// actData is the request data of act.
+// actData is the request data of act ([wire.ActRequest]).
 type actData struct {
-	ActionRequests []ActionRequest `json:"action_requests"`
-	Strategy       *string         `json:"strategy"`
-	SuppressErrors *bool           `json:"suppress_errors"`
+	wire.ActRequest
+	// Strategy is read as sent, over the wire type's: present, it must
+	// name a strategy ("" too is refused).
+	Strategy *string `json:"strategy"`
 }
 
 // maxActionIDLength bounds the caller's id of an action request.

@@ -8,6 +8,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // MaxParseRetries is the upper clamp of num_parse_retries (ADR-0021 D3);
@@ -18,30 +19,11 @@ const (
 )
 
 // chatData is the request data shared by chat, chat_and_record and
-// communicate; the field names are the ADR's parameter names.
+// communicate: the wire's [wire.CommunicateRequest] (whose fields are the
+// ADR's parameter names; chat and chat_and_record read theirs from it),
+// with what check derives from it.
 type chatData struct {
-	Instruction     any               `json:"instruction"`
-	Guidance        any               `json:"guidance"`
-	Context         any               `json:"context"`
-	ResponseFormat  json.RawMessage   `json:"response_format"`
-	ChatModel       *history.ModelRef `json:"chat_model"`
-	ParseModel      *history.ModelRef `json:"parse_model"`
-	SkipValidation  bool              `json:"skip_validation"`
-	ClearMessages   bool              `json:"clear_messages"`
-	RequestFields   json.RawMessage   `json:"request_fields"`
-	NumParseRetries *int              `json:"num_parse_retries"`
-	Sender          string            `json:"sender"`
-	Recipient       string            `json:"recipient"`
-	PlainContent    string            `json:"plain_content"`
-	// Stream asks for the model's answer as chunks too, on the request's
-	// chunk stream, as it arrives (a provider that cannot stream answers
-	// at once); the result is the same.
-	Stream bool `json:"stream"`
-
-	// RetryInitialDelay (seconds) and RetryBackoff set the schedule of the
-	// reformat rounds (see retrySchedule); nil keeps the default.
-	RetryInitialDelay *float64 `json:"retry_initial_delay"`
-	RetryBackoff      *float64 `json:"retry_backoff"`
+	wire.CommunicateRequest
 
 	// tools are the tool schemas of the instruction; only a Middle's
 	// caller sets them (communicate's request data has no such field).
@@ -161,6 +143,7 @@ func (d *chatData) models(b *history.Branch) (chat, parse history.ModelRef, err 
 // exchange runs one chat turn on b without recording it: it builds the
 // instruction and the prompt and calls the chat model.
 type exchange struct {
+	e      *Engine
 	branch *history.Branch
 	data   *chatData
 	chat   history.ModelRef
@@ -202,28 +185,29 @@ func (e *Engine) prepareData(ctx context.Context, req Request, d *chatData) (*ex
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{branch: b, data: d}
+	x := &exchange{e: e, branch: b, data: d}
 	if x.chat, x.parse, err = d.models(b); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-// run calls the chat model once with the branch history (or none, when
+// call calls the chat model once with the branch history (or none, when
 // clear_messages) followed by the instruction.
-func (e *Engine) run(ctx context.Context, req Request, x *exchange) error {
+func (x *exchange) call(ctx context.Context, req Request) error {
+	e := x.e
 	past := x.branch.Messages
 	if x.data.ClearMessages {
 		past = nil
 	}
 	x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
-	msgs, err := e.prompt(x, past)
+	msgs, err := x.prompt(past)
 	if err != nil {
 		return err
 	}
 	var comp *Completion
 	if x.data.Stream {
-		comp, err = e.streamExchange(ctx, req, x, msgs)
+		comp, err = x.stream(ctx, req, msgs)
 	} else {
 		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}
@@ -243,7 +227,7 @@ func (e *Engine) chatVerb(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	v, err := marshalValue(x.comp.Text)
@@ -265,7 +249,7 @@ func (e *Engine) chatAndRecord(ctx context.Context, req Request) (*Result, error
 		return e.replayCommitted(ctx, req, seq, replayMessages)
 	}
 	start := e.clock()
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	v, err := marshalValue(x.comp.Text)

@@ -34,12 +34,15 @@ func (e *Engine) communicate(ctx context.Context, req Request) (*Result, error) 
 	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		return e.replayCommitted(ctx, req, seq, replayRun)
 	}
-	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) { return e.communicateRun(ctx, req, x) })
+	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) { return x.communicate(ctx, req) })
 }
 
-func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (*Result, error) {
+// communicate makes x's exchange, parses the answer and records it (see
+// the verb communicate).
+func (x *exchange) communicate(ctx context.Context, req Request) (*Result, error) {
+	e := x.e
 	t0 := e.clock()
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	var value any
@@ -48,7 +51,7 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 	case x.data.SkipValidation:
 		value = x.comp.Text
 	case x.data.validator != nil:
-		v, err := e.parseStructured(ctx, req, x)
+		v, err := x.parseStructured(ctx, req)
 		if err != nil {
 			oe := asError(ctx, err)
 			if oe.Code != CodeParse {
@@ -84,7 +87,8 @@ func (e *Engine) communicateRun(ctx context.Context, req Request, x *exchange) (
 // reformat replaces the response's metadata.model_response (the first one
 // is kept as original_model_response). A parse failure is a CodeParse
 // *Error wrapping the stage's failure.
-func (e *Engine) parseStructured(ctx context.Context, req Request, x *exchange) (any, error) {
+func (x *exchange) parseStructured(ctx context.Context, req Request) (any, error) {
+	e := x.e
 	past := append(append([]history.Message(nil), x.branch.Messages...), x.ins, x.res)
 	if x.data.ClearMessages {
 		past = []history.Message{x.ins, x.res}

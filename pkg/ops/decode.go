@@ -17,6 +17,9 @@ func decodeData(data json.RawMessage, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
+		if errors.As(err, &te) {
+			te.Field = fieldPath(te.Field, v)
+		}
 		switch {
 		case isOutOfRange(err):
 			return Errorf(CodeInvalidRequest, "data %s", outOfRangeMessage(err))
@@ -30,6 +33,40 @@ func decodeData(data json.RawMessage, v any) error {
 		return Errorf(CodeInvalidRequest, "bad data: %v", err)
 	}
 	return nil
+}
+
+// fieldPath is the JSON path of a decoding error's field in v: without the
+// names of the structs v embeds (the wire's request types embed one
+// another), which encoding/json puts in the path.
+func fieldPath(field string, v any) string {
+	embedded := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			if f := t.Field(i); f.Anonymous && !embedded[f.Name] {
+				embedded[f.Name] = true
+				walk(f.Type)
+			}
+		}
+	}
+	walk(reflect.TypeOf(v))
+	if len(embedded) == 0 {
+		return field
+	}
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if !embedded[p] {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ".")
 }
 
 // isOutOfRange reports whether err is encoding/json refusing a number that

@@ -34,6 +34,17 @@
 //     one of [Middles];
 //   - [Operations] holds the named operations served as "op.NAME".
 //
+// # Packages
+//
+// The protocol's types (each verb's request and result, codes, chunks,
+// signals) are package [github.com/lionbus/lionbus/pkg/wire]'s: the engine
+// decodes a verb's data into its wire type. The branch model is package
+// history, prompt rendering package prompt; the parts behind the verbs
+// are internal: conform (model JSON shaped to a schema), jsonrecover
+// (JSON found in text), schema (compiling request schemas, generating operate's), lndlmiddle
+// (the LNDL middle's rounds) and transcript (a CLI run's chunks folded
+// into messages). Test doubles are package opstest's.
+//
 // # History and snapshots
 //
 // The branch model lives in package [github.com/lionbus/lionbus/pkg/ops/history]:

@@ -4,29 +4,17 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // MaxInterpretHint is the longest domain or style hint interpret takes, in
 // bytes.
 const MaxInterpretHint = 256
 
-// interpretData is the request data of interpret: the raw text to rewrite
-// and the hints that shape the rewrite.
+// interpretData is the request data of interpret ([wire.InterpretRequest]):
+// the raw text to rewrite and the hints that shape the rewrite.
 type interpretData struct {
-	// Text is the user's raw instruction or question. Required.
-	Text string `json:"text"`
-	// Domain names the field the text belongs to; default "general".
-	Domain string `json:"domain"`
-	// Style is the style wanted of the rewritten prompt; default "concise".
-	Style string `json:"style"`
-	// SampleWriting is an example of the writing wanted, shown to the
-	// model as it is.
-	SampleWriting string `json:"sample_writing"`
-	// InterpretModel is the model making the rewrite; it wins over
-	// ChatModel. Both absent: the branch's chat model.
-	InterpretModel *history.ModelRef `json:"interpret_model"`
-	ChatModel      *history.ModelRef `json:"chat_model"`
+	wire.InterpretRequest
 }
 
 // interpretInstruction is what interpret asks of the model.
@@ -72,10 +60,9 @@ func (d *interpretData) chat() *chatData {
 	if model == nil {
 		model = d.ChatModel
 	}
-	return &chatData{
-		Instruction: interpretInstruction, Guidance: guidance,
-		Context: []any{"User input: " + d.Text}, ChatModel: model,
-	}
+	c := &chatData{}
+	c.Instruction, c.Guidance, c.Context, c.ChatModel = interpretInstruction, guidance, []any{"User input: " + d.Text}, model
+	return c
 }
 
 // interpretVerb is interpret: one unrecorded call of the chat model (or
@@ -104,7 +91,7 @@ func (e *Engine) interpret(ctx context.Context, req Request, d *interpretData) (
 	if err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, req, x); err != nil {
+	if err := x.call(ctx, req); err != nil {
 		return nil, err
 	}
 	v, err := marshalValue(strings.TrimSpace(x.comp.Text))

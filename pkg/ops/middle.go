@@ -226,12 +226,12 @@ func (in MiddleInput) exchange(name string) (Request, *chatData, error) {
 	if verb == "" {
 		verb = name
 	}
-	return Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}, &chatData{
-		Instruction: in.Instruction, Guidance: in.Guidance, Context: in.Context, PlainContent: in.PlainContent,
-		Sender: in.Sender, Recipient: in.Recipient, ResponseFormat: in.ResponseFormat,
-		ChatModel: in.ChatModel, ParseModel: in.ParseModel, NumParseRetries: in.NumParseRetries,
-		ClearMessages: in.ClearMessages, SkipValidation: in.SkipValidation, tools: in.ToolSchemas,
-	}, nil
+	d := &chatData{tools: in.ToolSchemas}
+	d.Instruction, d.Guidance, d.Context, d.PlainContent = in.Instruction, in.Guidance, in.Context, in.PlainContent
+	d.Sender, d.Recipient, d.ResponseFormat = in.Sender, in.Recipient, in.ResponseFormat
+	d.ChatModel, d.ParseModel, d.NumParseRetries = in.ChatModel, in.ParseModel, in.NumParseRetries
+	d.ClearMessages, d.SkipValidation = in.ClearMessages, in.SkipValidation
+	return Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}, d, nil
 }
 
 // communicateMiddle is communicate as a middle: the same exchange, parse and
@@ -255,7 +255,7 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		res, err = m.e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
-		res, err = m.e.communicateRun(ctx, req, x)
+		res, err = x.communicate(ctx, req)
 	}
 	if err != nil {
 		return nil, asError(ctx, err)

@@ -3,15 +3,10 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
-
-// MaxMismatchQuote is how much of a result a handle_validation "raise"
-// error quotes, in bytes of compact JSON.
-const MaxMismatchQuote = 200
 
 // operate is the composed operation of ADR-0022: prepare the request
 // (D1), generate the request and response schemas (D2), make ONE call to
@@ -63,93 +58,104 @@ func (e *Engine) operateWith(ctx context.Context, req Request, d *operateData) (
 	if err != nil {
 		return nil, err
 	}
-	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return e.operateRun(ctx, req, b, p, sch, mid) })
+	o := &operation{e: e, req: req, b: b, p: p, sch: sch, mid: mid}
+	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return o.run(ctx) })
 }
 
-// operateRun runs the stages after preparation.
-func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch, p *operatePlan, sch *operateSchemas, mid Middle) (*Result, error) {
-	t0 := e.clock()
-	in := p.chat
-	in.RequestID, in.BranchID, in.Verb, in.Attempt = stageID(req.ID, "middle"), b.ID, req.Verb, req.Attempt
-	in.StreamID = req.ID
-	if sch != nil {
-		raw, err := marshalValue(sch.request)
-		if err != nil {
-			return nil, err
-		}
-		in.ResponseFormat = raw
-	}
-	if p.action != nil {
-		// The selected (or all) branch tools replace the tool schemas of
-		// the instruction.
-		in.ToolSchemas = toolSchemas(p.tools, b.Settings.Tools)
-		if d, ok := e.tools.invoker.(ToolDescriber); ok {
-			in.ToolSchemas = describedTools(ctx, d, in.ToolSchemas)
-		}
+// operation is one operate after preparation: its stages, run in order
+// by run, and the result they build.
+type operation struct {
+	e   *Engine
+	req Request
+	b   *history.Branch
+	p   *operatePlan
+	sch *operateSchemas
+	mid Middle
+	t0  time.Time
+	out *Result
+}
+
+// run runs the stages: one call of the middle, the outer policy, then the
+// actions the result asks for.
+func (o *operation) run(ctx context.Context) (*Result, error) {
+	o.t0 = o.e.clock()
+	in, err := o.middleInput(ctx)
+	if err != nil {
+		return nil, err
 	}
 	// Exactly one call, never retried here; the middle owns
 	// clear_messages and persistence.
-	mres, err := mid.Exchange(ctx, in)
-	out := &Result{BranchID: b.ID}
-	finish := func() (*Result, error) {
-		if out.Value == nil {
-			out.Value = json.RawMessage("null")
-		}
-		if !out.Replayed {
-			out.DurationMS = e.clock().Sub(t0).Milliseconds()
-		}
-		return out, nil
-	}
+	mres, err := o.mid.Exchange(ctx, in)
+	o.out = &Result{BranchID: o.b.ID}
 	if err != nil {
-		if v, ok := e.parseFailureValue(ctx, p, in, err); ok {
-			return e.operateValue(out, v, finish)
+		if v, ok := o.parseFailureValue(ctx, in, err); ok {
+			return o.value(v)
 		}
 		return nil, err
 	}
 	if mres == nil {
-		return nil, Errorf(CodeInternal, "middle %s returned no result", p.middle)
+		return nil, Errorf(CodeInternal, "middle %s returned no result", o.p.middle)
 	}
-	out.Usage, out.Replayed, out.Value = mres.Usage, mres.Replayed, mres.Value
-	out.LNDLRounds, out.RunLog = mres.LNDLRounds, mres.RunLog
+	o.out.Usage, o.out.Replayed, o.out.Value = mres.Usage, mres.Replayed, mres.Value
+	o.out.LNDLRounds, o.out.RunLog = mres.LNDLRounds, mres.RunLog
 	// skip_validation returns the raw result at once.
-	if p.skip {
-		return finish()
+	if o.p.skip {
+		return o.finish()
 	}
 	var value any
 	if len(mres.Value) > 0 {
 		if err := json.Unmarshal(mres.Value, &value); err != nil {
-			return nil, Errorf(CodeInternal, "middle %s returned a value that is not JSON: %v", p.middle, err)
+			return nil, Errorf(CodeInternal, "middle %s returned a value that is not JSON: %v", o.p.middle, err)
 		}
 	}
 	obj, _ := value.(map[string]any)
-	if obj != nil && p.actions {
+	if obj != nil && o.p.actions {
 		// Only the runtime fills action_responses.
 		delete(obj, FieldActionResponses)
 	}
-	// The outer policy, against the caller's response_format only.
-	if p.validator != nil {
-		if verr := p.validator.validate(callerView(value, sch, p)); verr != nil {
-			switch p.handle {
-			case handleRaise:
-				return nil, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
-					"the result does not match response_format: %s; result: %s", shortError(verr, 300),
-					Truncate(jsonval.Compact(value), MaxMismatchQuote))}
-			case handleReturnNone:
-				out.Value = json.RawMessage("null")
-				return finish()
-			default:
-				return e.operateValue(out, value, finish) // return_value, as it is
-			}
+	if res, done, err := o.policy(value); done {
+		return res, err
+	}
+	return o.act(ctx, value, obj)
+}
+
+// middleInput is the middle's input: the plan's, under the stage id
+// "<id>/middle", asking for the generated request schema, with the tools
+// of the action stage.
+func (o *operation) middleInput(ctx context.Context) (MiddleInput, error) {
+	in := o.p.chat
+	in.RequestID, in.BranchID, in.Verb, in.Attempt = stageID(o.req.ID, "middle"), o.b.ID, o.req.Verb, o.req.Attempt
+	in.StreamID = o.req.ID
+	if o.sch != nil {
+		raw, err := marshalValue(o.sch.request)
+		if err != nil {
+			return in, err
+		}
+		in.ResponseFormat = raw
+	}
+	if o.p.action != nil {
+		// The selected (or all) branch tools replace the tool schemas of
+		// the instruction.
+		in.ToolSchemas = toolSchemas(o.p.tools, o.b.Settings.Tools)
+		if d, ok := o.e.tools.invoker.(ToolDescriber); ok {
+			in.ToolSchemas = describedTools(ctx, d, in.ToolSchemas)
 		}
 	}
+	return in, nil
+}
+
+// act runs the action requests of the result's object obj (value) through
+// the act stage, under "<id>/act", and adds their action_responses to it.
+func (o *operation) act(ctx context.Context, value any, obj map[string]any) (*Result, error) {
+	e, req, b, p := o.e, o.req, o.b, o.p
 	// invoke_actions off, or no actions: no look at the requests.
 	if p.action == nil || obj == nil {
-		return e.operateValue(out, value, finish)
+		return o.value(value)
 	}
 	// Requests come only from the structured result.
 	rawReqs, ok := obj[FieldActionRequests]
 	if !ok || rawReqs == nil {
-		return e.operateValue(out, value, finish)
+		return o.value(value)
 	}
 	ap := *p.action
 	if err := roundTrip(rawReqs, &ap.requests); err != nil {
@@ -165,7 +171,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	}
 	if len(ap.requests) == 0 {
 		// An empty list dispatches and enriches nothing.
-		return e.operateValue(out, value, finish)
+		return o.value(value)
 	}
 	// The act stage, with the branch as the middle left it (its tools,
 	// narrowed to the selection).
@@ -187,7 +193,7 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 	if err := json.Unmarshal(ares.Value, &responses); err != nil {
 		return nil, Errorf(CodeInternal, "act stage value: %v", err)
 	}
-	out.Replayed = out.Replayed && ares.Replayed
+	o.out.Replayed = o.out.Replayed && ares.Replayed
 	if len(responses) > 0 {
 		// Every non-null response, denials and suppressed errors
 		// included, is offered to the context providers before the
@@ -199,37 +205,29 @@ func (e *Engine) operateRun(ctx context.Context, req Request, b *history.Branch,
 		// Enriched in place, never replaced by the list.
 		obj[FieldActionResponses] = responses
 	}
-	return e.operateValue(out, value, finish)
+	return o.value(value)
 }
 
-// operateValue sets out's value to v and finishes it.
-func (e *Engine) operateValue(out *Result, v any, finish func() (*Result, error)) (*Result, error) {
+// value sets the result's value to v and finishes it.
+func (o *operation) value(v any) (*Result, error) {
 	raw, err := marshalValue(v)
 	if err != nil {
 		return nil, err
 	}
-	out.Value = raw
-	return finish()
+	o.out.Value = raw
+	return o.finish()
 }
 
-// callerView is what the outer policy validates: the value without the
-// fields operate generated, which the caller's schema does not know.
-func callerView(v any, sch *operateSchemas, p *operatePlan) any {
-	obj, ok := v.(map[string]any)
-	if !ok || sch == nil {
-		return v
+// finish completes the result: null for no value, the duration unless
+// it was replayed.
+func (o *operation) finish() (*Result, error) {
+	if o.out.Value == nil {
+		o.out.Value = json.RawMessage("null")
 	}
-	view := make(map[string]any, len(obj))
-	for k, x := range obj {
-		if _, field := p.fields[k]; field {
-			continue
-		}
-		if (k == FieldReason && p.reason) || (p.actions && (k == FieldActionRequired || k == FieldActionRequests)) {
-			continue
-		}
-		view[k] = x
+	if !o.out.Replayed {
+		o.out.DurationMS = o.e.clock().Sub(o.t0).Milliseconds()
 	}
-	return view
+	return o.out, nil
 }
 
 // describedTools replaces the name-only schemas of toolSchemas with what

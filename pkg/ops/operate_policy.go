@@ -2,10 +2,17 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
+
+// MaxMismatchQuote is how much of a result a handle_validation "raise"
+// error quotes, in bytes of compact JSON.
+const MaxMismatchQuote = 200
 
 // parseFailureValue applies handle_validation to a parse failure of the
 // communicate middle: the exchange was recorded,
@@ -14,7 +21,8 @@ import (
 // action runs. ok is false when the policy is "raise", the failure is
 // not a parse failure of the communicate middle, or the recorded answer
 // cannot be read: the failure stands.
-func (e *Engine) parseFailureValue(ctx context.Context, p *operatePlan, in MiddleInput, err error) (v any, ok bool) {
+func (o *operation) parseFailureValue(ctx context.Context, in MiddleInput, err error) (v any, ok bool) {
+	e, p := o.e, o.p
 	var oe *Error
 	if p.handle == handleRaise || p.middle != MiddleCommunicate || !errors.As(err, &oe) || oe.Code != CodeParse {
 		return nil, false
@@ -42,4 +50,48 @@ func (e *Engine) parseFailureValue(ctx context.Context, p *operatePlan, in Middl
 		}
 	}
 	return nil, false
+}
+
+// policy applies handle_validation against the caller's response_format
+// only; done reports that it decided the result (or the error).
+func (o *operation) policy(value any) (res *Result, done bool, err error) {
+	if o.p.validator == nil {
+		return nil, false, nil
+	}
+	verr := o.p.validator.Validate(callerView(value, o.sch, o.p))
+	if verr == nil {
+		return nil, false, nil
+	}
+	switch o.p.handle {
+	case handleRaise:
+		return nil, true, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
+			"the result does not match response_format: %s; result: %s", shortError(verr, 300),
+			Truncate(jsonval.Compact(value), MaxMismatchQuote))}
+	case handleReturnNone:
+		o.out.Value = json.RawMessage("null")
+		res, err = o.finish()
+	default:
+		res, err = o.value(value) // return_value, as it is
+	}
+	return res, true, err
+}
+
+// callerView is what the outer policy validates: the value without the
+// fields operate generated, which the caller's schema does not know.
+func callerView(v any, sch *operateSchemas, p *operatePlan) any {
+	obj, ok := v.(map[string]any)
+	if !ok || sch == nil {
+		return v
+	}
+	view := make(map[string]any, len(obj))
+	for k, x := range obj {
+		if _, field := p.fields[k]; field {
+			continue
+		}
+		if (k == FieldReason && p.reason) || (p.actions && (k == FieldActionRequired || k == FieldActionRequests)) {
+			continue
+		}
+		view[k] = x
+	}
+	return view
 }

@@ -7,46 +7,20 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
+	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// operateData is the request data of operate (ADR-0022 D1). The field
-// names are the ADR's parameter names of Branch.operate.
+// operateData is the request data of operate (ADR-0022 D1): the wire's
+// [wire.OperateRequest], whose field names are the ADR's parameter names
+// of Branch.operate, and what operate reads as sent to refuse it with its
+// own message.
 type operateData struct {
-	// Instruct is the instruction as one object; when absent it is built
-	// from Instruction, Guidance and Context.
-	Instruct     *instructData `json:"instruct"`
-	Instruction  any           `json:"instruction"`
-	Guidance     any           `json:"guidance"`
-	Context      any           `json:"context"`
-	PlainContent string        `json:"plain_content"`
-	Sender       string        `json:"sender"`
-	Recipient    string        `json:"recipient"`
+	wire.OperateRequest
 
-	ChatModel       *history.ModelRef `json:"chat_model"`
-	ParseModel      *history.ModelRef `json:"parse_model"`
-	NumParseRetries *int              `json:"num_parse_retries"`
-	ResponseFormat  json.RawMessage   `json:"response_format"`
-
-	Reason         *bool                      `json:"reason"`
-	Actions        *bool                      `json:"actions"`
-	ActionStrategy *string                    `json:"action_strategy"`
-	Tools          []string                   `json:"tools"`
-	FieldModels    map[string]json.RawMessage `json:"field_models"`
-
-	HandleValidation string `json:"handle_validation"`
-	SkipValidation   bool   `json:"skip_validation"`
-	ClearMessages    bool   `json:"clear_messages"`
-	Middle           string `json:"middle"`
-	Stream           bool   `json:"stream"`
-	// StreamPersist selects run parameters (run_and_collect) and is
-	// handed to the run.
-	StreamPersist *bool `json:"stream_persist"`
-	// StreamPersistDir is the run log directory of the persisted run, the
-	// original's persistence directory: nil means the
-	// worker's; it needs stream_persist true.
-	StreamPersistDir *string `json:"stream_persist_dir"`
-	InvokeActions    *bool   `json:"invoke_actions"`
-	// RoundBudget is the LNDL middle's round budget (ADR-0024 D1).
+	// RoundBudget is read as sent, over the wire type's: a budget that is
+	// not an integer from 1 to 10 gets round_budget's own error
+	// (lndlmiddle.ParseRoundBudget), not the decoder's.
 	RoundBudget json.RawMessage `json:"round_budget"`
 
 	// Removed or refused names: present at all,
@@ -59,14 +33,7 @@ type operateData struct {
 
 // instructData is the instruct object: the instruction with its own
 // reason, actions and action_strategy.
-type instructData struct {
-	Instruction    any     `json:"instruction"`
-	Guidance       any     `json:"guidance"`
-	Context        any     `json:"context"`
-	Reason         *bool   `json:"reason"`
-	Actions        *bool   `json:"actions"`
-	ActionStrategy *string `json:"action_strategy"`
-}
+type instructData = wire.Instruct
 
 // operatePlan is what the preparer makes of operateData: the typed
 // parameters of the stages (ADR-0022 D1's chat, parse and action
@@ -161,10 +128,9 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 			handleRaise, handleReturnValue, handleReturnNone, Truncate(p.handle, 64))
 	}
 	// The instruction's checks are communicate's.
-	chat := chatData{
-		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
-		Sender: d.Sender, Recipient: d.Recipient, ResponseFormat: d.ResponseFormat, NumParseRetries: d.NumParseRetries,
-	}
+	var chat chatData
+	chat.Instruction, chat.Guidance, chat.Context, chat.PlainContent = ins.Instruction, ins.Guidance, ins.Context, d.PlainContent
+	chat.Sender, chat.Recipient, chat.ResponseFormat, chat.NumParseRetries = d.Sender, d.Recipient, d.ResponseFormat, d.NumParseRetries
 	if err := chat.check(); err != nil {
 		return nil, err
 	}
@@ -246,7 +212,7 @@ func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, err
 		if name == "" {
 			continue
 		}
-		if slices.Contains(generatedFields, name) {
+		if slices.Contains(schema.GeneratedFields, name) {
 			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s: %q is a field operate generates", name, name)
 		}
 		var s map[string]any

@@ -75,14 +75,14 @@ func (p *parseSpec) local(text string) (any, *parseFailure) {
 		return nil, &parseFailure{code: CodeExtraction, err: err, text: text}
 	}
 	for _, c := range cands {
-		if p.validator.validate(c) == nil {
+		if p.validator.Validate(c) == nil {
 			return c, nil
 		}
 	}
 	var first error
 	for _, cand := range cands {
 		v := conform.Value(cand, p.schema, p.fuzzy, p.threshold)
-		err := p.validator.validate(v)
+		err := p.validator.Validate(v)
 		if err == nil {
 			return v, nil
 		}

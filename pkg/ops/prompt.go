@@ -21,7 +21,8 @@ func PromptOf(msgs ...ChatMessage) Prompt { return prompt.Of(msgs...) }
 
 // prompt builds the prompt of x's model call, history then x.ins (see
 // prompt.Memo), and refuses one of more than the engine's MaxPromptBytes.
-func (e *Engine) prompt(x *exchange, history []history.Message) (Prompt, error) {
+func (x *exchange) prompt(history []history.Message) (Prompt, error) {
+	e := x.e
 	msgs := e.prompts.Build(x.branch.ID, x.branch.Settings.System, history, x.ins)
 	if err := checkPrompt(x.branch.ID, msgs, e.maxPrompt); err != nil {
 		return Prompt{}, err

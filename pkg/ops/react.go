@@ -8,6 +8,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Bounds of react's extension rounds.
@@ -27,43 +28,11 @@ const (
 	reactAnswerStage = "answer"
 )
 
-// reactData is the request data of react. The instruction fields, the
-// tools and the models are operate's; the rest steers the loop.
+// reactData is the request data of react ([wire.ReactRequest]). The
+// instruction fields, the tools and the models are operate's; the rest
+// steers the loop.
 type reactData struct {
-	Instruct    *instructData `json:"instruct"`
-	Instruction any           `json:"instruction"`
-	Guidance    any           `json:"guidance"`
-	Context     any           `json:"context"`
-	Sender      string        `json:"sender"`
-	Recipient   string        `json:"recipient"`
-
-	// ChatModel makes every round; AnalysisModel, when given, makes the
-	// analysis rounds instead. ParseModel is operate's.
-	ChatModel       *history.ModelRef `json:"chat_model"`
-	AnalysisModel   *history.ModelRef `json:"analysis_model"`
-	ParseModel      *history.ModelRef `json:"parse_model"`
-	NumParseRetries *int              `json:"num_parse_retries"`
-
-	// ResponseFormat is the JSON Schema of the final answer; absent, the
-	// answer is text. HandleValidation is operate's policy for it.
-	ResponseFormat   json.RawMessage `json:"response_format"`
-	HandleValidation string          `json:"handle_validation"`
-
-	Tools          []string `json:"tools"`
-	ActionStrategy *string  `json:"action_strategy"`
-
-	// Interpret rewrites the instruction with interpret first, with the
-	// hints and the model below.
-	Interpret       bool              `json:"interpret"`
-	InterpretDomain string            `json:"interpret_domain"`
-	InterpretStyle  string            `json:"interpret_style"`
-	InterpretSample string            `json:"interpret_sample"`
-	InterpretModel  *history.ModelRef `json:"interpret_model"`
-
-	ExtensionAllowed *bool `json:"extension_allowed"`
-	MaxExtensions    *int  `json:"max_extensions"`
-	ReturnAnalysis   bool  `json:"return_analysis"`
-	Stream           bool  `json:"stream"`
+	wire.ReactRequest
 }
 
 // reactAnalysis is what react reads of an analysis round's value.
@@ -175,23 +144,23 @@ func (p *reactPlan) roundData(ins instructData, strategy *string) *operateData {
 	if model == nil {
 		model = d.ChatModel
 	}
-	return &operateData{
-		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, Reason: ins.Reason,
-		Sender: d.Sender, Recipient: d.Recipient, ChatModel: model, ParseModel: d.ParseModel,
-		NumParseRetries: d.NumParseRetries, ResponseFormat: reactAnalysisSchema, Actions: &on,
-		ActionStrategy: strategy, Tools: d.Tools, HandleValidation: handleRaise,
-	}
+	od := &operateData{}
+	od.Instruction, od.Guidance, od.Context, od.Reason = ins.Instruction, ins.Guidance, ins.Context, ins.Reason
+	od.Sender, od.Recipient, od.ChatModel, od.ParseModel = d.Sender, d.Recipient, model, d.ParseModel
+	od.NumParseRetries, od.ResponseFormat, od.Actions = d.NumParseRetries, reactAnalysisSchema, &on
+	od.ActionStrategy, od.Tools, od.HandleValidation = strategy, d.Tools, handleRaise
+	return od
 }
 
 // answerData is the operate data of the final round: no actions, the
 // caller's response_format (text without one).
 func (p *reactPlan) answerData(instruction string) *operateData {
 	d := p.d
-	return &operateData{
-		Instruction: instruction, Sender: d.Sender, Recipient: d.Recipient,
-		ChatModel: d.ChatModel, ParseModel: d.ParseModel, NumParseRetries: d.NumParseRetries,
-		ResponseFormat: d.ResponseFormat, HandleValidation: d.HandleValidation,
-	}
+	od := &operateData{}
+	od.Instruction, od.Sender, od.Recipient = instruction, d.Sender, d.Recipient
+	od.ChatModel, od.ParseModel, od.NumParseRetries = d.ChatModel, d.ParseModel, d.NumParseRetries
+	od.ResponseFormat, od.HandleValidation = d.ResponseFormat, d.HandleValidation
+	return od
 }
 
 // react is the reason-and-act loop: an optional interpret of the
@@ -225,7 +194,8 @@ func (e *Engine) react(ctx context.Context, req Request) (*Result, error) {
 	if err := p.check(b); err != nil {
 		return nil, err
 	}
-	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return e.reactRun(ctx, req, b, p) })
+	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
+	return e.runLifecycle(ctx, req, b.ID, func() (*Result, error) { return l.run(ctx, b, p) })
 }
 
 // reactLoop holds the state of one react.
@@ -240,10 +210,10 @@ type reactLoop struct {
 	analyses []json.RawMessage
 }
 
-// reactRun runs p's rounds.
-func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p *reactPlan) (res *Result, err error) {
+// run runs p's rounds on b.
+func (l *reactLoop) run(ctx context.Context, b *history.Branch, p *reactPlan) (res *Result, err error) {
+	e, req := l.e, l.req
 	t0 := e.clock()
-	l := &reactLoop{e: e, req: req, branchID: b.ID, replayed: true}
 	if p.d.Stream && e.chunks != nil {
 		cs, oerr := e.openChunks(ctx, req, "react")
 		if oerr != nil {
@@ -259,7 +229,7 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p
 	nested := withNestedTurn(ctx)
 	ins := p.ins
 	if p.d.Interpret {
-		if ins, err = e.reactInterpret(nested, b, l, p); err != nil {
+		if ins, err = l.interpret(nested, b, p); err != nil {
 			return nil, err
 		}
 	}
@@ -294,20 +264,20 @@ func (e *Engine) reactRun(ctx context.Context, req Request, b *history.Branch, p
 	return out, nil
 }
 
-// reactInterpret rewrites the instruction with interpret, unless round 0
+// interpret rewrites the instruction with interpret, unless round 0
 // is committed already (a redelivery): the rewrite only shapes round 0,
 // which is then answered from history, so the model is not called again.
-func (e *Engine) reactInterpret(ctx context.Context, b *history.Branch, l *reactLoop, p *reactPlan) (instructData, error) {
+func (l *reactLoop) interpret(ctx context.Context, b *history.Branch, p *reactPlan) (instructData, error) {
 	ins, req := p.ins, l.req
 	if _, done := b.Commits.Seq(stageID(l.roundID(0), "middle")); done {
 		return ins, nil
 	}
 	text := jsonval.Text(ins.Instruction)
 	ireq := Request{ID: stageID(req.ID, reactStage+"/interpret"), Verb: req.Verb, BranchID: b.ID, TraceParent: req.TraceParent, Attempt: req.Attempt}
-	res, err := e.interpret(ctx, ireq, &interpretData{
+	res, err := l.e.interpret(ctx, ireq, &interpretData{wire.InterpretRequest{
 		Text: text, Domain: p.d.InterpretDomain, Style: p.d.InterpretStyle, SampleWriting: p.d.InterpretSample,
 		InterpretModel: p.d.InterpretModel, ChatModel: p.d.ChatModel,
-	})
+	}})
 	if err != nil {
 		return ins, err
 	}

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/transcript"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -134,22 +133,10 @@ var ErrCanceledByClient = errors.New("request cancelled by the client")
 // option).
 var errRunTimeout = errors.New("run() stream timeout exceeded")
 
-// Stream control: an error chunk ends the stream as a failure, a benign
-// one as a normal end.
-var (
-	errStreamFailed = errors.New("ops: the model reported an error in the stream")
-	errBenignEOS    = errors.New("ops: the stream ended (benign_eos)")
-)
-
-// emptyErrorText is what a stream error without text reports.
-const emptyErrorText = "(empty error)"
-
 // Keys of a run's result value and of its messages' metadata.
 const (
-	MetaThinking     = "thinking"
-	MetaSessionID    = "session_id"
-	metaBenignEOS    = "benign_eos"
-	metaReconnect    = "reconnect_notice"
+	MetaThinking     = transcript.MetaThinking
+	MetaSessionID    = transcript.MetaSessionID
 	metaInstruction  = "instruction"
 	metaResultSource = "run"
 )
@@ -216,211 +203,41 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 		return e.replayRunCommitted(ctx, req, x.branch, seq, replayRun)
 	}
 	return e.runLifecycle(ctx, req, x.branch.ID, func() (*Result, error) {
-		res, _, err := e.runStream(ctx, req, x, prov, logDir)
+		res, _, err := (&cliRun{e: e, req: req, x: x, prov: prov, logDir: logDir}).stream(ctx)
 		return res, err
 	})
 }
 
-// runState accumulates one run's stream into messages.
-type runState struct {
-	e     *Engine
-	model history.ModelRef
-
-	msgs      []history.Message
-	responses []string
-	text      strings.Builder
-	thinking  []string
-	meta      map[string]any
-	pending   map[string]int // tool_id → index of its action request in msgs
-	session   string
-	usage     *Usage
-	failure   string // the error chunk's text, when one ended the stream
-	chunks    uint64
+// cliRun is one run of a CLI model on an exchange: run's, or
+// run_and_collect's. logDir is the run log directory of a run with
+// stream_persist, "" for none.
+type cliRun struct {
+	e      *Engine
+	req    Request
+	x      *exchange
+	prov   CLIProvider
+	logDir string
 }
 
-// flush records the accumulated text as an assistant response, with the
-// thinking and the result metadata; without text it records nothing and
-// keeps them pending.
-func (s *runState) flush() {
-	if s.text.Len() == 0 {
-		return
-	}
-	text := s.text.String()
-	m := history.NewAssistantResponse(text, nil, s.e.clock())
-	m.Metadata = map[string]any{history.MetaModel: s.model.String()}
-	if len(s.thinking) > 0 {
-		m.Metadata[MetaThinking] = strings.Join(s.thinking, "\n")
-		s.thinking = nil
-	}
-	if len(s.meta) > 0 {
-		m.Metadata[history.MetaModelResponse] = s.meta
-		s.meta = nil
-	}
-	s.msgs = append(s.msgs, m)
-	s.responses = append(s.responses, text)
-	s.text.Reset()
-}
-
-// take folds one chunk into the state. It returns errBenignEOS or
-// errStreamFailed when the chunk ends the stream.
-func (s *runState) take(c Chunk) error {
-	switch c.Kind {
-	case ChunkSystem:
-		if id, _ := c.Metadata[MetaSessionID].(string); id != "" {
-			s.session = id
-		}
-	case ChunkThinking:
-		if c.Content != "" {
-			s.thinking = append(s.thinking, c.Content)
-		}
-	case ChunkText:
-		s.text.WriteString(c.Content)
-	case ChunkToolUse:
-		s.flush()
-		m := history.NewActionRequest(c.ToolName, c.ToolInput, s.e.clock())
-		if c.ToolID != "" {
-			m.Metadata = map[string]any{"tool_id": c.ToolID}
-			if s.pending == nil {
-				s.pending = map[string]int{}
-			}
-			s.pending[c.ToolID] = len(s.msgs)
-		}
-		s.msgs = append(s.msgs, m)
-	case ChunkToolResult:
-		i, ok := s.pending[c.ToolID]
-		if !ok || c.ToolID == "" {
-			return nil // an unmatched result is ignored
-		}
-		delete(s.pending, c.ToolID)
-		errText := ""
-		if c.IsError {
-			errText = "the tool reported an error"
-		}
-		m := history.NewActionResponse(&s.msgs[i], c.ToolOutput, errText, s.e.clock())
-		if c.IsError {
-			m.Metadata = map[string]any{"is_error": true}
-		}
-		s.msgs = append(s.msgs, m)
-	case ChunkResult:
-		s.mergeResult(c.Metadata)
-		if id, _ := c.Metadata[MetaSessionID].(string); id != "" {
-			s.session = id
-		}
-	case ChunkError:
-		if b, _ := c.Metadata[metaBenignEOS].(bool); b {
-			return errBenignEOS
-		}
-		if b, _ := c.Metadata[metaReconnect].(bool); b {
-			s.e.log.Info().Str("notice", Truncate(c.Content, 200)).Msg("run: the model reconnects")
-			return nil
-		}
-		s.flush()
-		s.failure = c.Content
-		if strings.TrimSpace(s.failure) == "" {
-			s.failure = emptyErrorText
-		}
-		return errStreamFailed
-	}
-	return nil
-}
-
-// mergeResult merges a result chunk's metadata: numeric usage fields,
-// total_cost_usd and num_turns are summed, other keys overwritten.
-func (s *runState) mergeResult(md map[string]any) {
-	if len(md) == 0 {
-		return
-	}
-	if s.meta == nil {
-		s.meta = map[string]any{}
-	}
-	for k, v := range md {
-		switch k {
-		case "usage":
-			u, _ := v.(map[string]any)
-			old, _ := s.meta[k].(map[string]any)
-			if old == nil {
-				old = map[string]any{}
-			}
-			for uk, uv := range u {
-				if n, ok := Number(uv); ok {
-					o, _ := Number(old[uk])
-					old[uk] = o + n
-				} else {
-					old[uk] = jsonval.Copy(uv)
-				}
-			}
-			s.meta[k] = old
-			s.addUsage(u)
-		case "total_cost_usd", "num_turns":
-			if n, ok := Number(v); ok {
-				o, _ := Number(s.meta[k])
-				s.meta[k] = o + n
-				continue
-			}
-			s.meta[k] = jsonval.Copy(v)
-		default:
-			s.meta[k] = jsonval.Copy(v)
-		}
-	}
-}
-
-func (s *runState) addUsage(u map[string]any) {
-	in, okIn := Number(u["input_tokens"])
-	out, okOut := Number(u["output_tokens"])
-	if !okIn && !okOut {
-		return
-	}
-	addUsage(&s.usage, &Usage{InputTokens: int(in), OutputTokens: int(out), TotalTokens: int(in + out)})
-}
-
-// runStream runs the stream of a run on x: the instruction first, stored
+// stream runs the stream of a run on x: the instruction first, stored
 // in its own event (see storeInstruction) and emitted as chunk 1, then the
 // chunks; on every exit the provider's stream is over (the provider stops
 // and reaps its process) before the outcome is recorded, in the final
 // event under req.ID. logDir is the run log directory of a run with
 // stream_persist, "" for none. It returns the result and the state (for
 // run_and_collect).
-func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov CLIProvider, logDir string) (*Result, *runState, error) {
+func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) {
+	e, x, prov := r.e, r.x, r.prov
 	t0 := e.clock()
-	past := x.branch.Messages
-	if x.data.ClearMessages {
-		past = nil
-	}
-	resume := x.branch.Settings.ProviderSession
-	if resume != "" {
-		// A resumed session holds what it recorded: the prompt carries
-		// only what came after it.
-		past = afterSession(past, resume)
-	}
-	// A first attempt builds (and bounds) its prompt before it stores the
-	// instruction, so that a refused prompt records nothing; a redelivery
-	// reads its stored instruction first and leaves it out of the history.
-	_, stored := x.branch.Commits.Seq(stageID(req.ID, stageInstruction))
-	var msgs Prompt
-	var err error
-	if !stored {
-		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
-		if msgs, err = e.prompt(x, past); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := e.storeInstruction(ctx, req, x); err != nil {
+	call, err := r.call(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	if stored {
-		if msgs, err = e.prompt(x, withoutMessage(past, x.ins.ID)); err != nil {
-			return nil, nil, err
-		}
-	}
-	attempt := max(req.Attempt, 1)
-	call := Call{
-		Model: x.chat, Messages: msgs, Instruction: prompt.InstructionText(x.ins.Content),
-		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
-		Resume: resume,
-	}
-	st := &runState{e: e, model: x.chat}
+	st := &transcript.Fold{Model: x.chat, Clock: e.clock, OnReconnect: func(notice string) {
+		e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
+	}}
 
-	sinks, closeSinks, err := e.openRunSinks(ctx, x.streamRequest(req), x.branch, logDir)
+	sinks, closeSinks, err := r.openSinks(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -432,8 +249,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		if err := out.Emit(ctx, c); err != nil {
 			return &sinkError{err}
 		}
-		st.chunks++
-		return st.take(c)
+		return st.Take(c)
 	}
 
 	// The instruction, stored already, is emitted first, before any chunk
@@ -458,15 +274,80 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	canceled := errors.Is(context.Cause(ctx), ErrCanceledByClient)
+	operr, fatal := r.outcome(ctx, err, st, timedOut, canceled)
+	if fatal != nil {
+		closeSinks(cctx)
+		return nil, nil, fatal
+	}
+	if comp != nil && comp.SessionID != "" && st.Session == "" {
+		st.Session = comp.SessionID
+	}
+	st.Flush()
+	st.MarkSession()
+	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
+		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
+	}
+	res, err := r.record(cctx, st, operr, canceled, t0)
+	return res, st, err
+}
+
+// call builds the run's model call: the prompt of the history (after the
+// resumed session's part, if any) and the instruction, which it stores in
+// its own event first (see storeInstruction).
+func (r *cliRun) call(ctx context.Context) (Call, error) {
+	e, req, x := r.e, r.req, r.x
+	past := x.branch.Messages
+	if x.data.ClearMessages {
+		past = nil
+	}
+	resume := x.branch.Settings.ProviderSession
+	if resume != "" {
+		// A resumed session holds what it recorded: the prompt carries
+		// only what came after it.
+		past = afterSession(past, resume)
+	}
+	// A first attempt builds (and bounds) its prompt before it stores the
+	// instruction, so that a refused prompt records nothing; a redelivery
+	// reads its stored instruction first and leaves it out of the history.
+	_, stored := x.branch.Commits.Seq(stageID(req.ID, stageInstruction))
+	var msgs Prompt
+	var err error
+	if !stored {
+		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
+		if msgs, err = x.prompt(past); err != nil {
+			return Call{}, err
+		}
+	}
+	if err := r.storeInstruction(ctx); err != nil {
+		return Call{}, err
+	}
+	if stored {
+		if msgs, err = x.prompt(withoutMessage(past, x.ins.ID)); err != nil {
+			return Call{}, err
+		}
+	}
+	attempt := max(req.Attempt, 1)
+	call := Call{
+		Model: x.chat, Messages: msgs, Instruction: prompt.InstructionText(x.ins.Content),
+		BranchID: x.branch.ID, RequestID: req.ID, Index: x.branch.ModelCalls, Attempt: attempt,
+		Resume: resume,
+	}
+	return call, nil
+}
+
+// outcome is what the stream's end err makes of the run: operr, the
+// request's error recorded with what arrived, or fatal, an error that
+// records nothing (chunks that could not be delivered, a worker that
+// stops).
+func (r *cliRun) outcome(ctx context.Context, err error, st *transcript.Fold, timedOut, canceled bool) (operr *Error, fatal error) {
+	x := r.x
 	var se *sinkError
-	var operr *Error
 	switch {
 	case errors.As(err, &se):
-		closeSinks(cctx)
-		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
-	case err == nil, errors.Is(err, errBenignEOS):
-	case errors.Is(err, errStreamFailed):
-		operr = &Error{Code: CodeProvider, Message: classifyStreamError(x.chat.Provider, st.failure), Err: err}
+		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
+	case err == nil, errors.Is(err, transcript.ErrBenignEOS):
+	case errors.Is(err, transcript.ErrStreamFailed):
+		operr = &Error{Code: CodeProvider, Message: transcript.ClassifyError(x.chat.Provider, st.Failure), Err: err}
 	case timedOut:
 		operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: %v after %s", errRunTimeout, mustTimeout(x.chat)), Err: err}
 	case canceled:
@@ -477,8 +358,7 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 			break
 		}
 		// The worker stops: nothing recorded, the request runs again.
-		closeSinks(cctx)
-		return nil, nil, asError(ctx, err)
+		return nil, asError(ctx, err)
 	default:
 		// The provider failed without an error chunk (a CLI exiting non-zero):
 		// the partial text is kept too.
@@ -487,62 +367,45 @@ func (e *Engine) runStream(ctx context.Context, req Request, x *exchange, prov C
 		if errors.As(err, &pe) {
 			msg = pe.Error()
 		}
-		operr = &Error{Code: CodeProvider, Message: classifyStreamError(x.chat.Provider, msg), Err: err}
+		operr = &Error{Code: CodeProvider, Message: transcript.ClassifyError(x.chat.Provider, msg), Err: err}
 	}
-	if comp != nil && comp.SessionID != "" && st.session == "" {
-		st.session = comp.SessionID
-	}
-	st.flush()
-	st.markSession()
-	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
-		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
-	}
+	return operr, nil
+}
 
-	val := RunValue{Responses: nonNil(st.responses), SessionID: st.session, Chunks: st.chunks, Canceled: canceled && operr == nil}
-	if joined := joinResponses(st.responses); joined != "" {
+// record commits what the run recorded, with its result (or operr), in
+// the final event under the request id, and finishes the run log.
+func (r *cliRun) record(cctx context.Context, st *transcript.Fold, operr *Error, canceled bool, t0 time.Time) (*Result, error) {
+	e, req, x, logDir := r.e, r.req, r.x, r.logDir
+	val := RunValue{Responses: nonNil(st.Responses), SessionID: st.Session, Chunks: st.Chunks, Canceled: canceled && operr == nil}
+	if joined := transcript.JoinResponses(st.Responses); joined != "" {
 		val.Text = &joined
 	}
 	v, merr := marshalValue(val)
 	if merr != nil {
-		return nil, nil, merr
+		return nil, merr
 	}
-	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
+	res := &Result{Value: v, BranchID: x.branch.ID, Usage: st.Usage, DurationMS: e.clock().Sub(t0).Milliseconds()}
 	if logDir != "" && e.runLog != nil {
 		// Where the log went, under the id it was opened with.
 		loc := e.runLog.Location(logDir, x.streamRequest(req))
 		res.RunLog = &loc
 	}
 	// The instruction and the clearing are in the instruction's event.
-	ev := history.Event{Messages: st.msgs, ModelCalls: x.calls}
-	if st.session != "" && st.session != x.branch.Settings.ProviderSession {
-		ev.Settings = &history.Settings{ProviderSession: st.session}
+	ev := history.Event{Messages: st.Msgs, ModelCalls: x.calls}
+	if st.Session != "" && st.Session != x.branch.Settings.ProviderSession {
+		ev.Settings = &history.Settings{ProviderSession: st.Session}
 	}
 	out2, cerr := e.commitEvent(cctx, req, x.branch.ID, ev, res, operr)
 	if logDir != "" {
 		// Under the id the log was opened with (the caller's, for a
 		// middle's run).
-		e.finishRunLog(cctx, logDir, x.streamRequest(req), x.branch.ID)
+		r.finishLog(cctx)
 	}
-	return out2, st, cerr
-}
-
-// markSession records, on every message the run recorded, the provider
-// session that holds it (metadata session_id), so that a later run
-// resuming the session sends only what came after (see afterSession).
-func (s *runState) markSession() {
-	if s.session == "" {
-		return
-	}
-	for i := range s.msgs {
-		if s.msgs[i].Metadata == nil {
-			s.msgs[i].Metadata = map[string]any{}
-		}
-		s.msgs[i].Metadata[MetaSessionID] = s.session
-	}
+	return out2, cerr
 }
 
 // afterSession returns the messages of history after the last one the
-// provider session holds (marked by markSession): what a run resuming it
+// provider session holds (marked by transcript.Fold.MarkSession): what a run resuming it
 // has to send. With no marked message, nothing of history is sent: the
 // session holds what its runs recorded before messages were marked.
 func afterSession(history []wire.Message, session string) []wire.Message {
@@ -567,7 +430,8 @@ const stageInstruction = "instruction"
 // (emitting its message.added again, as a replay does) and streams again.
 // An instruction event without a final event is an attempt that did not
 // end (yet).
-func (e *Engine) storeInstruction(ctx context.Context, req Request, x *exchange) error {
+func (r *cliRun) storeInstruction(ctx context.Context) error {
+	e, req, x := r.e, r.req, r.x
 	id := stageID(req.ID, stageInstruction)
 	signal := func() {
 		e.emit(ctx, Signal{Type: SignalMessageAdded, Verb: req.Verb, BranchID: x.branch.ID, RequestID: req.ID, Message: &x.ins})
@@ -673,10 +537,11 @@ type sinkError struct{ err error }
 func (e *sinkError) Error() string { return e.err.Error() }
 func (e *sinkError) Unwrap() error { return e.err }
 
-// openRunSinks opens the request's chunk stream and, with a run log
+// openSinks opens the request's chunk stream and, with a run log
 // directory, the run log in it (after the first snapshot), and the
 // function that closes them (once; later calls do nothing).
-func (e *Engine) openRunSinks(ctx context.Context, req Request, b *history.Branch, logDir string) (ChunkSink, func(context.Context) error, error) {
+func (r *cliRun) openSinks(ctx context.Context) (ChunkSink, func(context.Context) error, error) {
+	e, req, b, logDir := r.e, r.x.streamRequest(r.req), r.x.branch, r.logDir
 	var streams []ChunkStream
 	if e.chunks != nil {
 		cs, err := e.openChunks(ctx, req, "run")
@@ -724,10 +589,11 @@ func (e *Engine) openRunSinks(ctx context.Context, req Request, b *history.Branc
 	return sink, closeAll, nil
 }
 
-// finishRunLog writes the final snapshot of a persisted run, then removes
+// finishLog writes the final snapshot of a persisted run, then removes
 // its live log, in dir. Failures are logged: they never change the run's
 // outcome.
-func (e *Engine) finishRunLog(ctx context.Context, dir string, req Request, branchID string) {
+func (r *cliRun) finishLog(ctx context.Context) {
+	e, dir, req, branchID := r.e, r.logDir, r.x.streamRequest(r.req), r.x.branch.ID
 	if e.runLog == nil {
 		return
 	}
@@ -758,58 +624,9 @@ func mustTimeout(m history.ModelRef) time.Duration {
 	return d
 }
 
-// joinResponses joins the non-empty texts with a blank line.
-func joinResponses(texts []string) string {
-	var parts []string
-	for _, t := range texts {
-		if strings.TrimSpace(t) != "" {
-			parts = append(parts, t)
-		}
-	}
-	return strings.Join(parts, "\n\n")
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
-}
-
-// providerErrorKinds classify a stream error's text by pattern, as the
-// reference's classify_provider_error does.
-var providerErrorKinds = []struct {
-	kind     string
-	patterns []string
-}{
-	{"quota", []string{"quota", "billing", "credit balance", "rate limit", "rate_limit", "429"}},
-	{"auth", []string{"authentication", "unauthorized", "invalid api key", "api key", "401", "login"}},
-	{"context", []string{"context length", "context window", "too many tokens", "prompt is too long"}},
-	{"capacity", []string{"overloaded", "capacity", "529", "503", "unavailable"}},
-	{"unsupported_model", []string{"model not found", "unsupported model", "unknown model", "not_found_error"}},
-	{"safety", []string{"safety", "content policy", "refus"}},
-	{"stream_disconnect", []string{"disconnect", "connection reset", "broken pipe", "eof"}},
-	{"permission", []string{"permission", "forbidden", "403"}},
-}
-
-// classifyStreamError returns the message of a classified provider error
-// for text: "provider P (kind): text".
-func classifyStreamError(provider, text string) string {
-	if strings.TrimSpace(text) == "" {
-		text = emptyErrorText
-	}
-	low := strings.ToLower(text)
-	kind := "provider_error"
-	for _, k := range providerErrorKinds {
-		for _, p := range k.patterns {
-			if strings.Contains(low, p) {
-				kind = k.kind
-				break
-			}
-		}
-		if kind != "provider_error" {
-			break
-		}
-	}
-	return fmt.Sprintf("provider %s (%s): %s", provider, kind, Truncate(text, 2000))
 }

@@ -42,7 +42,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	if seq, ok := x.branch.Commits.Seq(req.ID); ok {
 		res, err = m.e.replayRunCommitted(ctx, req, x.branch, seq, replayMessages)
 	} else {
-		res, _, err = m.e.runStream(ctx, req, x, prov, logDir)
+		res, _, err = (&cliRun{e: m.e, req: req, x: x, prov: prov, logDir: logDir}).stream(ctx)
 	}
 	if err != nil {
 		return nil, asError(ctx, err)

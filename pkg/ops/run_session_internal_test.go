@@ -36,18 +36,3 @@ func TestAfterSession(t *testing.T) {
 		}
 	}
 }
-
-// markSession records the session on every message of the run.
-func TestRunState_markSession(t *testing.T) {
-	t.Parallel()
-	s := &runState{msgs: []wire.Message{{ID: "a"}, {ID: "b", Metadata: map[string]any{"tool_id": "t1"}}}, session: "S1"}
-	s.markSession()
-	for _, m := range s.msgs {
-		if m.Metadata[MetaSessionID] != "S1" {
-			t.Errorf("message %s: metadata %v", m.ID, m.Metadata)
-		}
-	}
-	if s.msgs[1].Metadata["tool_id"] != "t1" {
-		t.Errorf("metadata lost: %v", s.msgs[1].Metadata)
-	}
-}

@@ -30,11 +30,12 @@ func chunkEmitter(ctx context.Context) func(Chunk) error {
 	return f
 }
 
-// streamExchange is the model call of an exchange with "stream": true:
+// stream is the model call of an exchange with "stream": true:
 // the provider streams (when it can) into the request's chunk stream,
 // numbered from 1, and the completion is the same as without streaming.
 // Without a chunk outlet the call is an ordinary one.
-func (e *Engine) streamExchange(ctx context.Context, req Request, x *exchange, msgs Prompt) (*Completion, error) {
+func (x *exchange) stream(ctx context.Context, req Request, msgs Prompt) (*Completion, error) {
+	e := x.e
 	if e.chunks == nil {
 		return e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
 	}

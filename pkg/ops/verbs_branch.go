@@ -5,20 +5,14 @@ import (
 	"errors"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // DefaultHistoryLimit is the page size of branch.history when the request
 // names none; the largest is MaxHistoryPage.
 const DefaultHistoryLimit = 100
 
-type branchCreateData struct {
-	BranchID   string            `json:"branch_id"`
-	System     string            `json:"system"`
-	ChatModel  *history.ModelRef `json:"chat_model"`
-	ParseModel *history.ModelRef `json:"parse_model"`
-	Tools      []string          `json:"tools"`
-	Metadata   map[string]any    `json:"metadata"`
-}
+type branchCreateData = wire.BranchCreateRequest
 
 // branchCreate starts a branch. The id is data.branch_id or the request's
 // branch id (they must agree when both are given), else a UUID derived from
@@ -105,16 +99,19 @@ func (e *Engine) load(ctx context.Context, id string) (*history.Branch, error) {
 	return b, nil
 }
 
+type branchGetData = wire.BranchGetRequest
+
 // branchGet returns the folded branch: at its head, or as it was at
 // data.at_seq or data.at_time (see loadAt).
 func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 	if err := requireBranchID(req); err != nil {
 		return nil, err
 	}
-	var at pastPoint
-	if err := decodeData(req.Data, &at); err != nil {
+	var d branchGetData
+	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
+	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
 	if err := at.check(); err != nil {
 		return nil, err
 	}
@@ -129,9 +126,7 @@ func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 	return branchResult(b, false)
 }
 
-type branchCloneData struct {
-	BranchID string `json:"branch_id"`
-}
+type branchCloneData = wire.BranchCloneRequest
 
 // branchClone copies the request's branch (settings, messages and model-call
 // count; message ids are kept) into a new branch: data.branch_id or a UUID
@@ -210,11 +205,7 @@ func (e *Engine) branchDelete(ctx context.Context, req Request) (*Result, error)
 	return &Result{Value: v, BranchID: req.BranchID}, nil
 }
 
-type branchHistoryData struct {
-	After uint64 `json:"after"`
-	Limit int    `json:"limit"`
-	pastPoint
-}
+type branchHistoryData = wire.BranchHistoryRequest
 
 // HistoryPage is the value of a branch.history result.
 type HistoryPage struct {
@@ -247,11 +238,12 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 	case d.Limit > history.MaxHistoryPage:
 		d.Limit = history.MaxHistoryPage
 	}
-	if err := d.check(); err != nil {
+	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
+	if err := at.check(); err != nil {
 		return nil, err
 	}
-	if !d.isHead() {
-		if _, err := e.checkHead(ctx, req.BranchID, d.pastPoint); err != nil {
+	if !at.isHead() {
+		if _, err := e.checkHead(ctx, req.BranchID, at); err != nil {
 			return nil, err
 		}
 	}
@@ -267,12 +259,12 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 	}
 	more := len(evs) == d.Limit
 	for i, ev := range evs {
-		if !d.includes(ev) {
+		if !at.includes(ev) {
 			evs, more = evs[:i], false
 			break
 		}
 	}
-	if d.AtSeq != 0 && len(evs) > 0 && evs[len(evs)-1].Seq >= d.AtSeq {
+	if at.AtSeq != 0 && len(evs) > 0 && evs[len(evs)-1].Seq >= at.AtSeq {
 		more = false
 	}
 	page := HistoryPage{Events: evs, Next: d.After, More: more}

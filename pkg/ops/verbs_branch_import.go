@@ -16,9 +16,21 @@ import (
 // every request's is (the worker's request limit, 1 MiB by default).
 const MaxImportEvents = wire.MaxImportEvents
 
-type branchImportData struct {
-	Events []history.Event `json:"events"`
-	Head   uint64          `json:"head"`
+type branchImportData = wire.BranchImportRequest
+
+// importPage is a branch.import page as the engine appends it.
+type importPage struct {
+	Events []history.Event
+	Head   uint64
+}
+
+// historyEvent is ev as the store keeps it.
+func historyEvent(ev wire.Event) history.Event {
+	return history.Event{
+		Seq: ev.Seq, Type: history.EventType(ev.Type), RequestID: ev.RequestID, Time: ev.Time,
+		Settings: ev.Settings, Messages: ev.Messages, Result: ev.Result, BranchID: ev.BranchID,
+		Clear: ev.Clear, ModelCalls: ev.ModelCalls,
+	}
 }
 
 // branchImport appends a page of another branch's history (an export's
@@ -134,7 +146,7 @@ func (e *Engine) notAPrefix(id string, head uint64) error {
 }
 
 // checkImportPage checks a page before anything is written.
-func checkImportPage(d *branchImportData) error {
+func checkImportPage(d *importPage) error {
 	switch {
 	case len(d.Events) == 0:
 		return Errorf(CodeInvalidRequest, "data.events is empty: a page holds 1 to %d events", MaxImportEvents)
@@ -170,17 +182,19 @@ func checkImportPage(d *branchImportData) error {
 // the events' content, metadata, notes and options as exactly as the
 // store keeps numbers (integers as int64 or uint64, others as float64),
 // so that an imported branch holds the same values as its source.
-func decodeImport(data json.RawMessage) (*branchImportData, error) {
+func decodeImport(data json.RawMessage) (*importPage, error) {
 	if err := decodeData(data, &branchImportData{}); err != nil {
 		return nil, err
 	}
-	var d branchImportData
+	var w branchImportData
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&d); err != nil {
+	if err := dec.Decode(&w); err != nil {
 		return nil, Errorf(CodeInvalidRequest, "bad data: %v", err)
 	}
-	for i := range d.Events {
+	d := &importPage{Events: make([]history.Event, len(w.Events)), Head: w.Head}
+	for i, x := range w.Events {
+		d.Events[i] = historyEvent(x)
 		ev := &d.Events[i]
 		for j := range ev.Messages {
 			ev.Messages[j].Content = numbersIn(ev.Messages[j].Content)
@@ -195,7 +209,7 @@ func decodeImport(data json.RawMessage) (*branchImportData, error) {
 			}
 		}
 	}
-	return &d, nil
+	return d, nil
 }
 
 func numbersIn(m map[string]any) map[string]any {

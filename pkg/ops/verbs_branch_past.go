@@ -14,10 +14,10 @@ import (
 type pastPoint struct {
 	// AtSeq is a history sequence: the branch as the events with
 	// seq <= AtSeq fold it. 0 means the head.
-	AtSeq uint64 `json:"at_seq"`
+	AtSeq uint64
 	// AtTime is a time: the branch as the events up to the first one
 	// stamped after it fold it. nil means the head.
-	AtTime *time.Time `json:"at_time"`
+	AtTime *time.Time
 }
 
 // isHead reports whether p names the branch's head.

@@ -2,12 +2,12 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // The values of parse's handle_validation: what a request gets when the
@@ -23,16 +23,13 @@ const (
 // similarity_threshold, handle_validation and max_retries of the original's
 // parse, and retry_initial_delay and retry_backoff of its parse parameters
 // (ADR-0022 D1).
+//
+// They are the wire's [wire.ParseRequest].
 type parseData struct {
-	Text                *string           `json:"text"`
-	ResponseFormat      json.RawMessage   `json:"response_format"`
-	ParseModel          *history.ModelRef `json:"parse_model"`
-	FuzzyMatch          *bool             `json:"fuzzy_match"`
-	SimilarityThreshold *float64          `json:"similarity_threshold"`
-	HandleValidation    string            `json:"handle_validation"`
-	MaxRetries          *int              `json:"max_retries"`
-	RetryInitialDelay   *float64          `json:"retry_initial_delay"`
-	RetryBackoff        *float64          `json:"retry_backoff"`
+	wire.ParseRequest
+	// Text is read as sent, over the wire type's, so that an absent text
+	// is told from an empty one.
+	Text *string `json:"text"`
 }
 
 // spec checks d and returns the parse stage it asks for.

@@ -1,10 +1,12 @@
-package ops
+package schema
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // containerDepth is the number of nested objects and arrays of v.
@@ -27,14 +29,14 @@ func containerDepth(v any) int {
 }
 
 // FuzzCheckRawDepth: on valid JSON, the byte scan refuses exactly what is
-// nested deeper than MaxSchemaDepth, as the decoded walk does.
+// nested deeper than MaxDepth, as the decoded walk does.
 func FuzzCheckRawDepth(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, `"x"`, `{"a":"{[{[{["}`, `["\"[", {"b":["]"]}]`,
-		strings.Repeat("[", MaxSchemaDepth) + strings.Repeat("]", MaxSchemaDepth),
-		strings.Repeat("[", MaxSchemaDepth+1) + strings.Repeat("]", MaxSchemaDepth+1),
-		strings.Repeat(`{"a":`, MaxSchemaDepth) + `"\\\""` + strings.Repeat("}", MaxSchemaDepth),
-		strings.Repeat(`{"a":`, MaxSchemaDepth+1) + "1" + strings.Repeat("}", MaxSchemaDepth+1),
+		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
+		strings.Repeat(`{"a":`, MaxDepth) + `"\\\""` + strings.Repeat("}", MaxDepth),
+		strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1),
 	} {
 		f.Add([]byte(s))
 	}
@@ -43,12 +45,12 @@ func FuzzCheckRawDepth(f *testing.F) {
 		if json.Unmarshal(raw, &doc) != nil {
 			return // not JSON: the decoder refuses it anyway
 		}
-		tooDeep := containerDepth(doc) > MaxSchemaDepth
-		err := checkRawDepth(raw)
-		if (err != nil) != tooDeep || err != nil && !errors.Is(err, ErrSchemaTooComplex) {
-			t.Fatalf("checkRawDepth(%q) = %v, want too deep %v (depth %d)", raw, err, tooDeep, containerDepth(doc))
+		tooDeep := containerDepth(doc) > MaxDepth
+		err := CheckRawDepth(raw)
+		if (err != nil) != tooDeep || err != nil && !errors.Is(err, ErrTooComplex) {
+			t.Fatalf("CheckRawDepth(%q) = %v, want too deep %v (depth %d)", raw, err, tooDeep, containerDepth(doc))
 		}
-		if shapeErr := checkShape(doc); tooDeep && shapeErr == nil {
+		if shapeErr := wire.CheckSchemaShape(doc); tooDeep && shapeErr == nil {
 			t.Fatalf("the decoded walk accepts %q, %d deep", raw, containerDepth(doc))
 		}
 	})

@@ -1,4 +1,4 @@
-package ops
+package schema
 
 import (
 	"encoding/json"
@@ -46,12 +46,12 @@ func TestCompileResponseSchema_bounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := compileResponseSchema([]byte(tt.schema))
+			_, err := Compile([]byte(tt.schema))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
-			if tt.tooBig != errors.Is(err, ErrSchemaTooComplex) {
-				t.Fatalf("err = %v, want ErrSchemaTooComplex %v", err, tt.tooBig)
+			if tt.tooBig != errors.Is(err, ErrTooComplex) {
+				t.Fatalf("err = %v, want ErrTooComplex %v", err, tt.tooBig)
 			}
 		})
 	}
@@ -61,25 +61,25 @@ func TestCompileResponseSchema_bounds(t *testing.T) {
 // compiled once; another text is compiled again.
 func TestCompileResponseSchema_cached_by_content(t *testing.T) {
 	a := []byte(`{"type":"object","properties":{"cache_probe_a":{"type":"integer"}}}`)
-	s1, err := compileResponseSchema(a)
+	s1, err := Compile(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := compileResponseSchema(append([]byte(nil), a...))
+	s2, err := Compile(append([]byte(nil), a...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s1 != s2 {
 		t.Fatal("the same schema was compiled twice")
 	}
-	s3, err := compileResponseSchema([]byte(`{"type":"object","properties":{"cache_probe_b":{"type":"integer"}}}`))
+	s3, err := Compile([]byte(`{"type":"object","properties":{"cache_probe_b":{"type":"integer"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s3 == s1 {
 		t.Fatal("another schema got the cached one")
 	}
-	if err := s1.validate(map[string]any{"cache_probe_a": "x"}); err == nil {
+	if err := s1.Validate(map[string]any{"cache_probe_a": "x"}); err == nil {
 		t.Fatal("the cached schema does not validate")
 	}
 }
@@ -87,7 +87,7 @@ func TestCompileResponseSchema_cached_by_content(t *testing.T) {
 func TestCompiledSchemas_evicts_least_recently_used(t *testing.T) {
 	c := newCompiledSchemas(2)
 	k := func(b byte) [32]byte { return [32]byte{b} }
-	s := func() *responseSchema { return &responseSchema{} }
+	s := func() *Compiled { return &Compiled{} }
 	a, b2, c3 := s(), s(), s()
 	c.put(k(1), a)
 	c.put(k(2), b2)
