@@ -190,10 +190,20 @@ func TestBranchImport_keeps_numbers_exactly(t *testing.T) {
 		], "result": {"value": "ok"}}
 	]}`
 	bustest.MustResult(t, b.Do(t, "branch.import", "numbers", json.RawMessage(page)), nil)
-	res := bustest.MustResult(t, b.Do(t, "branch.get", "numbers", nil), nil)
-	for _, want := range []string{`"big":12345678901234567890`, `"neg":-9007199254740993`, `"n":[1,2.5,18446744073709551615]`, `"v":9007199254740993`} {
-		if !bytes.Contains(res.Value, []byte(want)) {
-			t.Errorf("branch.get holds no %s:\n%s", want, res.Value)
+	// Exported and imported again, the numbers are still exact.
+	var file bytes.Buffer
+	if _, err := b.Client.ExportBranch(bustest.Ctx(t), "numbers", &file, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Client.ImportBranch(bustest.Ctx(t), &file, "numbers-again", client.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"numbers", "numbers-again"} {
+		res := bustest.MustResult(t, b.Do(t, "branch.get", id, nil), nil)
+		for _, want := range []string{`"big":12345678901234567890`, `"neg":-9007199254740993`, `"n":[1,2.5,18446744073709551615]`, `"v":9007199254740993`} {
+			if !bytes.Contains(res.Value, []byte(want)) {
+				t.Errorf("branch.get %s holds no %s:\n%s", id, want, res.Value)
+			}
 		}
 	}
 }

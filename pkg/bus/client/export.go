@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ func (c *Client) BranchImport(ctx context.Context, branchID string, req wire.Bra
 // the header. It returns the number of events written. Events appended
 // while it reads are exported as far as its last page reached.
 func (c *Client) ExportBranch(ctx context.Context, branchID string, w io.Writer, exporter string, opts ...SubmitOption) (int, error) {
-	first, err := c.BranchHistory(ctx, branchID, wire.BranchHistoryRequest{Limit: historyPage}, opts...)
+	first, err := c.historyExact(ctx, branchID, 0, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -51,13 +52,33 @@ func (c *Client) ExportBranch(ctx context.Context, branchID string, w io.Writer,
 		if !page.More {
 			break
 		}
-		next, err := c.BranchHistory(ctx, branchID, wire.BranchHistoryRequest{After: page.Next, Limit: historyPage}, opts...)
+		next, err := c.historyExact(ctx, branchID, page.Next, opts)
 		if err != nil {
 			return n, err
 		}
 		page = next.Value
 	}
 	return n, ew.Close()
+}
+
+// historyExact reads a page of branch.history keeping every number of
+// the events as the answer wrote it (json.Number), so that an export
+// holds integers beyond float64's precision exactly.
+func (c *Client) historyExact(ctx context.Context, branchID string, after uint64, opts []SubmitOption) (*wire.BranchHistoryResult, error) {
+	reply, err := c.Do(ctx, wire.VerbBranchHistory, branchID, wire.BranchHistoryRequest{After: after, Limit: historyPage}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := reply.Err(); err != nil {
+		return nil, err
+	}
+	var r wire.BranchHistoryResult
+	dec := json.NewDecoder(bytes.NewReader(reply.Data))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("client: decode %s answer: %w", wire.VerbBranchHistory, err)
+	}
+	return &r, nil
 }
 
 // ImportOptions tune [Client.ImportBranch].
