@@ -77,8 +77,8 @@ func (a *app) newRoot() *cobra.Command {
 	})
 	root.AddGroup(&cobra.Group{ID: "requests", Title: "Requests:"}, &cobra.Group{ID: "admin", Title: "Administration:"})
 
-	branch := a.group("branch", "Administer branches: create, get, history, clone, clear, delete, list",
-		errors.New("branch needs a subcommand: create, get, history, clone, clear, delete or list"),
+	branch := a.group("branch", "Administer branches: create, get, history, clone, clear, delete, list, export, verify, import",
+		errors.New("branch needs a subcommand: create, get, history, clone, clear, delete, list, export, verify or import"),
 		func(name string) string { return fmt.Sprintf("unknown command %q", "branch "+name) })
 	branch.GroupID = "requests"
 	root.AddCommand(branch)
@@ -93,6 +93,11 @@ func (a *app) newRoot() *cobra.Command {
 		root.AddCommand(cmd)
 	}
 	branch.AddCommand(a.tabular(a.leaf("list", "List the branches that have history", branchListLong, a.branchList)))
+	branch.AddCommand(
+		a.leaf("export BRANCH", "Write a branch's history as a verifiable export (JSON lines)", historyLong, a.branchExport),
+		a.leaf("verify FILE", "Check an export: names the first edited, dropped or reordered line", historyLong, a.branchVerify),
+		a.leaf("import FILE", "Verify an export, then rebuild its branch here (branch.import)", historyLong, a.branchImport),
+	)
 
 	for _, cmd := range []*cobra.Command{
 		a.leaf("result ID", "Print the stored answer of request ID (--wait to wait for it)", resultLong, a.result),

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -90,12 +91,29 @@ var commands = []command{
 			}
 		},
 	},
-	branchVerb("get", "show a branch: settings and messages"),
+	{
+		name: "branch get", args: "[BRANCH]", summary: "show a branch: settings and messages (now, or as it was at --at-seq or --at-time)",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			at := definePastFlags(fs, "show the branch as it was at this history sequence (the fold of its events up to it)")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				req.verb = "branch.get"
+				seq, tm, err := at()
+				if err != nil {
+					return err
+				}
+				return req.set(wire.BranchGetRequest{AtSeq: seq, AtTime: tm})
+			}
+		},
+	},
 	{
 		name: "branch history", args: "[BRANCH]", summary: "list a page of a branch's history events",
 		define: func(fs *flag.FlagSet) func(*request, []string) error {
 			after := fs.Int("after", 0, "list events after this sequence")
 			limit := fs.Int("limit", 0, "at most this many events (default 100, at most 1000)")
+			at := definePastFlags(fs, "list no event after this history sequence")
 			return func(req *request, args []string) error {
 				if err := branchArg(req, args); err != nil {
 					return err
@@ -104,7 +122,11 @@ var commands = []command{
 				if *after < 0 || *limit < 0 {
 					return errors.New("--after and --limit must not be negative")
 				}
-				return req.set(wire.BranchHistoryRequest{After: uint64(*after), Limit: *limit})
+				seq, tm, err := at()
+				if err != nil {
+					return err
+				}
+				return req.set(wire.BranchHistoryRequest{After: uint64(*after), Limit: *limit, AtSeq: seq, AtTime: tm})
 			}
 		},
 	},
@@ -189,6 +211,26 @@ func branchVerb(name, summary string) command {
 				return nil
 			}
 		},
+	}
+}
+
+// definePastFlags declares --at-seq and --at-time on fs; the function it
+// returns gives their values once parsed (0 and nil when not given).
+func definePastFlags(fs *flag.FlagSet, seqUsage string) func() (uint64, *time.Time, error) {
+	seq := fs.Uint64("at-seq", 0, seqUsage)
+	at := fs.String("at-time", "", "as it was at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z); excludes --at-seq")
+	return func() (uint64, *time.Time, error) {
+		if *at == "" {
+			return *seq, nil, nil
+		}
+		if *seq != 0 {
+			return 0, nil, errors.New("--at-seq and --at-time exclude each other")
+		}
+		t, err := time.Parse(time.RFC3339Nano, *at)
+		if err != nil {
+			return 0, nil, fmt.Errorf("--at-time %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", *at)
+		}
+		return 0, &t, nil
 	}
 }
 

@@ -122,6 +122,7 @@ func TestDeps_sdks_link_no_engine(t *testing.T) {
 		{pkg: mod + "pkg/tools", forbidden: engine, required: []string{mod + "pkg/wire"}},
 		{pkg: mod + "pkg/bus/client", forbidden: engine, required: []string{mod + "pkg/wire"}},
 		{pkg: mod + "pkg/bus/protocol", forbidden: engine, required: []string{mod + "pkg/wire"}},
+		{pkg: mod + "pkg/bus/histexport", forbidden: append([]string{"github.com/nats-io/"}, engine...), required: []string{mod + "pkg/wire"}},
 		{pkg: mod + "cmd/publisher", forbidden: []string{mod + "pkg/ops"}, required: []string{mod + "pkg/wire"}},
 		{pkg: mod + "pkg/wire", forbidden: []string{"github.com/", "golang.org/"}},
 		{pkg: mod + "pkg/tools/toolschema", forbidden: []string{mod + "pkg/ops", mod + "pkg/lndl"}, required: []string{"github.com/santhosh-tekuri/jsonschema/v6"}},

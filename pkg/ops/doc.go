@@ -58,8 +58,9 @@
 // # Verbs
 //
 // [Engine.Do] serves branch.create, branch.get, branch.clone, branch.clear,
-// branch.delete, branch.history, chat, chat_and_record, communicate, parse,
-// act, operate, run, interpret, react and the registered named operations
+// branch.delete, branch.history, branch.import, chat, chat_and_record,
+// communicate, parse, act, operate, run, interpret, react and the
+// registered named operations
 // (op.NAME). react runs operate rounds as sub-requests under ids derived
 // from its own ("<id>/react/<n>"), so it is idempotent as operate is. The request
 // data of each verb is described by schemas/lionbus.<verb>.request.json and its

@@ -163,6 +163,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"branch.clear":    (*Engine).branchClear,
 		"branch.delete":   (*Engine).branchDelete,
 		"branch.history":  (*Engine).branchHistory,
+		"branch.import":   (*Engine).branchImport,
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,

@@ -30,6 +30,8 @@ func TestVerbData_fields_declared_once(t *testing.T) {
 		{"branch.create", branchCreateData{}, wire.BranchCreateRequest{}, nil},
 		{"branch.clone", branchCloneData{}, wire.BranchCloneRequest{}, nil},
 		{"branch.history", branchHistoryData{}, wire.BranchHistoryRequest{}, nil},
+		{"branch.get", branchGetData{}, wire.BranchGetRequest{}, nil},
+		{"branch.import", branchImportData{}, wire.BranchImportRequest{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.verb, func(t *testing.T) {

@@ -99,12 +99,27 @@ func (e *Engine) load(ctx context.Context, id string) (*history.Branch, error) {
 	return b, nil
 }
 
-// branchGet returns the folded branch.
+type branchGetData = wire.BranchGetRequest
+
+// branchGet returns the folded branch: at its head, or as it was at
+// data.at_seq or data.at_time (see loadAt).
 func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 	if err := requireBranchID(req); err != nil {
 		return nil, err
 	}
-	b, err := e.load(ctx, req.BranchID)
+	var d branchGetData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
+	if err := at.check(); err != nil {
+		return nil, err
+	}
+	load := e.load
+	if !at.isHead() {
+		load = func(ctx context.Context, id string) (*history.Branch, error) { return e.loadAt(ctx, id, at) }
+	}
+	b, err := load(ctx, req.BranchID)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +219,9 @@ type HistoryPage struct {
 }
 
 // branchHistory returns at most data.limit events (default
-// DefaultHistoryLimit, at most MaxHistoryPage) after data.after.
+// DefaultHistoryLimit, at most MaxHistoryPage) after data.after, and,
+// with data.at_seq or data.at_time, none after that point: the events a
+// branch.get at that point folds.
 func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error) {
 	if err := requireBranchID(req); err != nil {
 		return nil, err
@@ -221,6 +238,15 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 	case d.Limit > history.MaxHistoryPage:
 		d.Limit = history.MaxHistoryPage
 	}
+	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
+	if err := at.check(); err != nil {
+		return nil, err
+	}
+	if !at.isHead() {
+		if _, err := e.checkHead(ctx, req.BranchID, at); err != nil {
+			return nil, err
+		}
+	}
 	evs, err := e.store.History(ctx, req.BranchID, d.After, d.Limit)
 	if err != nil {
 		if errors.Is(err, history.ErrBranchNotFound) {
@@ -231,7 +257,17 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 	if len(evs) > d.Limit {
 		evs = evs[:d.Limit]
 	}
-	page := HistoryPage{Events: evs, Next: d.After, More: len(evs) == d.Limit}
+	more := len(evs) == d.Limit
+	for i, ev := range evs {
+		if !at.includes(ev) {
+			evs, more = evs[:i], false
+			break
+		}
+	}
+	if at.AtSeq != 0 && len(evs) > 0 && evs[len(evs)-1].Seq >= at.AtSeq {
+		more = false
+	}
+	page := HistoryPage{Events: evs, Next: d.After, More: more}
 	if len(evs) > 0 {
 		page.Next = evs[len(evs)-1].Seq
 	}

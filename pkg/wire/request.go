@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Prompt is what every instruction verb (communicate, chat,
 // chat_and_record, operate, react, run) takes: the task, how to go about
@@ -258,10 +261,44 @@ type BranchHistoryRequest struct {
 	After uint64 `json:"after,omitempty"`
 	// Limit is the most events returned; 0 means 100, at most 1000.
 	Limit int `json:"limit,omitempty"`
+	// AtSeq, when not 0, returns no event after this sequence: the
+	// events a branch.get at AtSeq folds. It must not be beyond the
+	// branch's head.
+	AtSeq uint64 `json:"at_seq,omitempty"`
+	// AtTime, when not nil, returns the events up to the first one
+	// stamped after it. It excludes AtSeq.
+	AtTime *time.Time `json:"at_time,omitempty"`
 }
 
-// BranchGetRequest is the data of a branch.get request: none.
-type BranchGetRequest struct{}
+// MaxImportEvents is the most events one branch.import request carries.
+const MaxImportEvents = 1000
+
+// BranchImportRequest is the data of a branch.import request: one page
+// of another branch's history (an export's events, oldest first) to
+// append to the request's branch.
+type BranchImportRequest struct {
+	// Events are 1 to 1000 events, in order. Their seq (the source's)
+	// only orders them; their branch_id is replaced by the request's.
+	Events []Event `json:"events"`
+	// Head is the sequence of the branch's last event that the page
+	// continues (the previous page's answer); 0 for the first page,
+	// which starts with the branch.created and creates the branch.
+	Head uint64 `json:"head,omitempty"`
+}
+
+// BranchGetRequest is the data of a branch.get request. The zero value
+// asks for the branch's head.
+type BranchGetRequest struct {
+	// AtSeq, when not 0, asks for the branch as it was at this history
+	// sequence: the fold of its events with seq <= AtSeq, as an
+	// operation that ran then saw it. It must not be beyond the branch's
+	// head; before the branch's creation the answer is branch_not_found.
+	AtSeq uint64 `json:"at_seq,omitempty"`
+	// AtTime, when not nil, asks for the branch as it was at this time:
+	// the fold of its events up to the first one stamped after it. It
+	// excludes AtSeq.
+	AtTime *time.Time `json:"at_time,omitempty"`
+}
 
 // BranchClearRequest is the data of a branch.clear request: none.
 type BranchClearRequest struct{}

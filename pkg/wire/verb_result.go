@@ -108,6 +108,25 @@ type BranchDeleteResult struct {
 	ResultMeta
 }
 
+// BranchImported is the value of a branch.import result.
+type BranchImported struct {
+	// BranchID is the branch the events were imported into.
+	BranchID string `json:"branch_id"`
+	// Head is the sequence of the branch's last event afterwards: the
+	// head of the next page.
+	Head uint64 `json:"head"`
+	// Imported counts the events the request appended; Present the
+	// events of the page the branch already held (a page sent again).
+	Imported int `json:"imported"`
+	Present  int `json:"present"`
+}
+
+// BranchImportResult is the result of branch.import.
+type BranchImportResult struct {
+	Value BranchImported `json:"value"`
+	ResultMeta
+}
+
 // BranchHistoryResult is the result of branch.history.
 type BranchHistoryResult struct {
 	Value HistoryPage `json:"value"`

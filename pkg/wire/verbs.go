@@ -19,6 +19,7 @@ const (
 	VerbBranchClone   = "branch.clone"
 	VerbBranchDelete  = "branch.delete"
 	VerbBranchHistory = "branch.history"
+	VerbBranchImport  = "branch.import"
 )
 
 // VerbTypes pairs a verb with its request and result types: Request and
@@ -49,5 +50,6 @@ func Verbs() []VerbTypes {
 		{VerbBranchClone, BranchCloneRequest{}, BranchResult{}},
 		{VerbBranchDelete, BranchDeleteRequest{}, BranchDeleteResult{}},
 		{VerbBranchHistory, BranchHistoryRequest{}, BranchHistoryResult{}},
+		{VerbBranchImport, BranchImportRequest{}, BranchImportResult{}},
 	}
 }

@@ -62,6 +62,13 @@ test("every verb through the typed client", async (t) => {
   assert.equal(hist.value.events.length, 2);
   assert.equal(hist.value.more, true);
 
+  const whole = await lion.branchHistory(b, { after: 0, limit: 1000 });
+  const [start, ...rest] = whole.value.events;
+  assert.ok(start);
+  const imported = check("branch.import", await lion.branchImport(fresh("verbs-import"), { events: [start, ...rest] }));
+  assert.equal(imported.value.imported, whole.value.events.length);
+  assert.equal(imported.value.present, 0);
+
   const copy = fresh("verbs-copy");
   const cloned = check("branch.clone", await lion.branchClone(b, { branch_id: copy }));
   assert.equal(cloned.branch_id, copy);

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
+	"github.com/lionbus/lionbus/pkg/bus/histexport"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -180,4 +182,72 @@ func ExampleClient_BranchHistory() {
 	// 1 branch.created 0 messages
 	// 2 branch.messages 2 messages
 	// next 2 more false
+}
+
+// A branch read as it was at a history sequence, exported as a file that
+// anyone can verify, and rebuilt from it under another id.
+func ExampleClient_ExportBranch() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, stop, err := exampleClient(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	echo := &wire.ModelRef{Provider: "scripted", Model: "echo"}
+	if _, err := cl.BranchCreate(ctx, "", wire.BranchCreateRequest{BranchID: "journal", System: "Be brief.", ChatModel: echo}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var seqs []uint64
+	for _, text := range []string{"first", "second"} {
+		req := wire.ChatAndRecordRequest{}
+		req.Instruction = text
+		if _, err := cl.ChatAndRecord(ctx, "journal", req); err != nil {
+			fmt.Println(err)
+			return
+		}
+		b, err := cl.BranchGet(ctx, "journal")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		seqs = append(seqs, b.Value.Seq)
+	}
+	then, err := cl.BranchGetAt(ctx, "journal", wire.BranchGetRequest{AtSeq: seqs[0]})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("at the first exchange:", len(then.Value.Messages), "messages")
+
+	var file bytes.Buffer
+	n, err := cl.ExportBranch(ctx, "journal", &file, "example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum, err := histexport.Verify(bytes.NewReader(file.Bytes()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("exported", n, "events;", sum.Header.Format, sum.Lines, "lines")
+
+	res, err := cl.ImportBranch(ctx, &file, "journal-copy", client.ImportOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	copied, err := cl.BranchGet(ctx, res.BranchID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("imported into", res.BranchID+":", len(copied.Value.Messages), "messages")
+	// Output:
+	// at the first exchange: 3 messages
+	// exported 3 events; lionbus.history/1 5 lines
+	// imported into journal-copy: 5 messages
 }

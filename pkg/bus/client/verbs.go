@@ -95,6 +95,13 @@ func (c *Client) BranchGet(ctx context.Context, branchID string, opts ...SubmitO
 	return call[wire.BranchResult](ctx, c, wire.VerbBranchGet, branchID, wire.BranchGetRequest{}, opts)
 }
 
+// BranchGetAt answers the branch as it was at req.AtSeq or req.AtTime:
+// the fold of its history up to that point, what an operation that ran
+// then saw. The zero req asks for the head, as [Client.BranchGet].
+func (c *Client) BranchGetAt(ctx context.Context, branchID string, req wire.BranchGetRequest, opts ...SubmitOption) (*wire.BranchResult, error) {
+	return call[wire.BranchResult](ctx, c, wire.VerbBranchGet, branchID, req, opts)
+}
+
 // BranchClear removes the branch's messages except the system message.
 func (c *Client) BranchClear(ctx context.Context, branchID string, opts ...SubmitOption) (*wire.BranchResult, error) {
 	return call[wire.BranchResult](ctx, c, wire.VerbBranchClear, branchID, wire.BranchClearRequest{}, opts)

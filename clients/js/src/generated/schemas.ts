@@ -538,6 +538,8 @@ export interface EventData {
   "lionbus.branch.get.result": BranchGetResult;
   "lionbus.branch.history.request": BranchHistoryRequest;
   "lionbus.branch.history.result": BranchHistoryResult;
+  "lionbus.branch.import.request": BranchImportRequest;
+  "lionbus.branch.import.result": BranchImportResult;
   "lionbus.chat.request": ChatRequest;
   "lionbus.chat.result": ChatResult;
   "lionbus.chat_and_record.request": ChatAndRecordRequest;
@@ -785,9 +787,17 @@ export interface BranchDeleteResult {
   replayed?: boolean;
 }
 /**
- * Data of a branch.get request: return the branch (branch named by the branchid attribute; no data needed). The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ * Data of a branch.get request: return the branch (named by the branchid attribute) at its head, or as it was at a history sequence (at_seq) or a time (at_time). The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
 export interface BranchGetRequest {
+  /**
+   * Return the branch as it was at this history sequence: the fold of its events with seq <= at_seq (0 or absent: the head). Must not be beyond the branch's head; before its creation the answer is branch_not_found.
+   */
+  at_seq?: number;
+  /**
+   * Return the branch as it was at this time (RFC 3339): the fold of its events up to the first one stamped after it. Excludes at_seq.
+   */
+  at_time?: string;
   [k: string]: unknown;
 }
 /**
@@ -801,7 +811,7 @@ export interface BranchGetResult {
   replayed?: boolean;
 }
 /**
- * Data of a branch.history request: a page of history events with seq > after. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ * Data of a branch.history request: a page of history events with seq > after, and with at_seq or at_time none after that point. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
 export interface BranchHistoryRequest {
   /**
@@ -812,6 +822,14 @@ export interface BranchHistoryRequest {
    * At most this many events; 0 or absent means 100; values above 1000 are clamped to 1000.
    */
   limit?: number;
+  /**
+   * Return no event after this sequence (0 or absent: no bound): the events a branch.get at at_seq folds. Must not be beyond the branch's head.
+   */
+  at_seq?: number;
+  /**
+   * Return the events up to the first one stamped after this time (RFC 3339). Excludes at_seq.
+   */
+  at_time?: string;
   [k: string]: unknown;
 }
 /**
@@ -848,6 +866,47 @@ export interface HistoryEvent {
   branch_id?: Id;
   clear?: boolean;
   model_calls?: number;
+}
+/**
+ * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ */
+export interface BranchImportRequest {
+  /**
+   * 1 to 1000 history events, in order; their seq only orders them, their branch_id is replaced by the branch's.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  events: [HistoryEvent, ...HistoryEvent[]];
+  /**
+   * The seq of the branch's last event that this page continues (the previous page's head); 0 or absent for the first page.
+   */
+  head?: number;
+  [k: string]: unknown;
+}
+/**
+ * Result of branch.import.
+ */
+export interface BranchImportResult {
+  value: {
+    branch_id: Id;
+    /**
+     * The seq of the branch's last event: the head of the next page.
+     */
+    head: number;
+    /**
+     * Events this request appended.
+     */
+    imported: number;
+    /**
+     * Events of the page the branch already held (a page sent again).
+     */
+    present: number;
+  };
+  branch_id: Id;
+  usage?: Usage;
+  duration_ms: number;
+  replayed?: boolean;
 }
 /**
  * Result of chat: the response text.

@@ -17,6 +17,8 @@ import type {
   BranchGetResult,
   BranchHistoryRequest,
   BranchHistoryResult,
+  BranchImportRequest,
+  BranchImportResult,
   ChatAndRecordRequest,
   ChatAndRecordResult,
   ChatRequest,
@@ -44,6 +46,7 @@ export interface Verbs {
   "branch.delete": { request: BranchDeleteRequest; result: BranchDeleteResult };
   "branch.get": { request: BranchGetRequest; result: BranchGetResult };
   "branch.history": { request: BranchHistoryRequest; result: BranchHistoryResult };
+  "branch.import": { request: BranchImportRequest; result: BranchImportResult };
   "chat": { request: ChatRequest; result: ChatResult };
   "chat_and_record": { request: ChatAndRecordRequest; result: ChatAndRecordResult };
   "communicate": { request: CommunicateRequest; result: CommunicateResult };
@@ -58,7 +61,7 @@ export interface Verbs {
 export type Verb = keyof Verbs;
 
 /** The verbs, in the order of their schema files. */
-export const verbs: readonly Verb[] = ["act","branch.clear","branch.clone","branch.create","branch.delete","branch.get","branch.history","chat","chat_and_record","communicate","interpret","operate","parse","react","run"];
+export const verbs: readonly Verb[] = ["act","branch.clear","branch.clone","branch.create","branch.delete","branch.get","branch.history","branch.import","chat","chat_and_record","communicate","interpret","operate","parse","react","run"];
 
 /** The verbs that need no branchid attribute (their methods take the branch as an option). */
 export const branchlessVerbs: readonly Verb[] = ["branch.create"];
@@ -97,14 +100,19 @@ export abstract class VerbMethods {
     return this.call("branch.delete", branch, data, opts);
   }
 
-  /** branch.get: Return the branch (branch named by the branchid attribute; no data needed). */
+  /** branch.get: Return the branch (named by the branchid attribute) at its head, or as it was at a history sequence (at_seq) or a time (at_time). */
   branchGet(branch: string, data: BranchGetRequest = {}, opts?: CallOptions): Call<BranchGetResult> {
     return this.call("branch.get", branch, data, opts);
   }
 
-  /** branch.history: A page of history events with seq > after. */
+  /** branch.history: A page of history events with seq > after, and with at_seq or at_time none after that point. */
   branchHistory(branch: string, data: BranchHistoryRequest = {}, opts?: CallOptions): Call<BranchHistoryResult> {
     return this.call("branch.history", branch, data, opts);
+  }
+
+  /** branch.import: One page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. */
+  branchImport(branch: string, data: BranchImportRequest, opts?: CallOptions): Call<BranchImportResult> {
+    return this.call("branch.import", branch, data, opts);
   }
 
   /** chat: One unrecorded model call with the branch history. */
