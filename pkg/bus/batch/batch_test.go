@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -235,5 +236,256 @@ func TestBatch_thousand_items_fifty_fail_then_retry(t *testing.T) {
 	}
 	if seen() == 0 {
 		t.Fatal("no progress event")
+	}
+}
+
+// waitCounts waits until batch id's record satisfies ok.
+func waitCounts(t *testing.T, cl *client.Client, id string, what string, ok func(wire.BatchCounts) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errDone := fmt.Errorf("done")
+	err := cl.WatchBatch(ctx, id, func(b *wire.Batch) error {
+		if ok(b.Counts) {
+			return errDone
+		}
+		return nil
+	})
+	if err != errDone {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// A cancel starts no new item and cancels those in flight: every item
+// ends canceled, and only those that were in flight reached the model.
+func TestBatch_cancel(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	const n, conc = 100, 10
+	submit(t, b.Client, client.BatchSpec{ID: "cancel-me", Concurrency: conc}, jsonl(n, func(i int) string { return fmt.Sprintf("block %d", i) }))
+	sumChecker(t, b.NC, "lion.batch.progress.cancel-me")
+	waitCounts(t, b.Client, "cancel-me", "the items in flight", func(c wire.BatchCounts) bool { return c.Running == conc })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := b.Client.CancelBatch(ctx, "cancel-me"); err != nil {
+		t.Fatal(err)
+	}
+	end := waitEnded(t, b.Client, "cancel-me")
+	if want := (wire.BatchCounts{Total: n, Canceled: n}); end.State != wire.BatchCanceled || end.Counts != want {
+		t.Fatalf("ended %s %+v, want canceled %+v", end.State, end.Counts, want)
+	}
+	res := results(t, b.Client, "cancel-me")
+	if len(res) != n {
+		t.Fatalf("%d results, want %d", len(res), n)
+	}
+	for id, r := range res {
+		if r.Status != wire.ItemCanceled || r.Error == nil || r.Error.Code != string(wire.CodeCanceled) {
+			t.Fatalf("%s: %+v, want canceled", id, r)
+		}
+	}
+	calls := 0
+	for _, c := range model.snapshot() {
+		calls += c
+	}
+	if calls > conc {
+		t.Fatalf("%d model calls, want at most the %d items in flight", calls, conc)
+	}
+	// Cancelling an ended batch changes nothing.
+	again, err := b.Client.CancelBatch(ctx, "cancel-me")
+	if err != nil || again.State != wire.BatchCanceled {
+		t.Fatalf("cancel again: %+v, %v", again, err)
+	}
+}
+
+// A deadline expires the items not started; those in flight carry it and
+// time out, expired too.
+func TestBatch_deadline(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	const n, conc = 40, 4
+	// Two items answer, the rest block until the deadline.
+	instr := func(i int) string {
+		if i < 2 {
+			return fmt.Sprintf("echo %d", i)
+		}
+		return fmt.Sprintf("block %d", i)
+	}
+	submit(t, b.Client, client.BatchSpec{ID: "late", Concurrency: conc, Deadline: time.Now().Add(3 * time.Second)}, jsonl(n, instr))
+	end := waitEnded(t, b.Client, "late")
+	if want := (wire.BatchCounts{Total: n, Succeeded: 2, Expired: n - 2}); end.State != wire.BatchExpired || end.Counts != want {
+		t.Fatalf("ended %s %+v, want expired %+v", end.State, end.Counts, want)
+	}
+	res := results(t, b.Client, "late")
+	for i := range n {
+		r := res[fmt.Sprintf("item-%d", i)]
+		want := wire.ItemExpired
+		if i < 2 {
+			want = wire.ItemSucceeded
+		}
+		if r.Status != want {
+			t.Fatalf("item-%d: %+v, want %s", i, r, want)
+		}
+	}
+	calls := 0
+	for _, c := range model.snapshot() {
+		calls += c
+	}
+	if calls > 2+conc {
+		t.Fatalf("%d model calls, want at most %d (the items started before the deadline)", calls, 2+conc)
+	}
+}
+
+// A submitter that stopped half-way through the input and ran again
+// submits the batch once; submitting it yet again adds nothing; no item
+// runs twice.
+func TestBatch_resubmission(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	const n = 300
+	input := jsonl(n, func(i int) string { return fmt.Sprintf("echo %d", i) })
+	ctx, cancel := context.WithCancel(context.Background())
+	half := &cutReader{data: input, cut: len(input) / 2, cancel: cancel}
+	if _, err := b.Client.SubmitBatch(ctx, client.BatchSpec{ID: "again"}, half); err == nil {
+		t.Fatal("a submission stopped half-way succeeded")
+	}
+	if _, err := b.Client.Batch(context.Background(), "again"); err == nil {
+		t.Fatal("a batch exists after a submission stopped half-way")
+	}
+	first := submit(t, b.Client, client.BatchSpec{ID: "again"}, input)
+	if first.Total != n {
+		t.Fatalf("total %d, want %d", first.Total, n)
+	}
+	waitCounts(t, b.Client, "again", "some items done", func(c wire.BatchCounts) bool { return c.Succeeded > 0 })
+	second := submit(t, b.Client, client.BatchSpec{ID: "again"}, input)
+	if !second.Created.Equal(first.Created) {
+		t.Fatalf("resubmitted batch created %s, first %s", second.Created, first.Created)
+	}
+	end := waitEnded(t, b.Client, "again")
+	if want := (wire.BatchCounts{Total: n, Succeeded: n}); end.Counts != want {
+		t.Fatalf("ended %+v, want %+v", end.Counts, want)
+	}
+	if len(results(t, b.Client, "again")) != n {
+		t.Fatal("results missing")
+	}
+	calls := model.snapshot()
+	if len(calls) != n {
+		t.Fatalf("%d instructions reached the model, want %d", len(calls), n)
+	}
+	for instr, c := range calls {
+		if c != 1 {
+			t.Fatalf("%q called %d times", instr, c)
+		}
+	}
+}
+
+// cutReader returns data up to cut, then cancels the submission's context
+// and fails, as a submitter dying half-way would stop.
+type cutReader struct {
+	data   []byte
+	cut    int
+	off    int
+	cancel context.CancelFunc
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if r.off >= r.cut {
+		r.cancel()
+		return 0, context.Canceled
+	}
+	n := copy(p, r.data[r.off:r.cut])
+	r.off += n
+	return n, nil
+}
+
+// An interactive request is answered while a batch keeps its items in
+// flight: the batch holds no more than its concurrency of the worker's
+// slots, and puts no backlog in front of other requests.
+func TestBatch_interactive_request_during_batch(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	const n, conc = 5000, 32
+	submit(t, b.Client, client.BatchSpec{ID: "hog", Concurrency: conc}, jsonl(n, func(i int) string { return fmt.Sprintf("block %d", i) }))
+	waitCounts(t, b.Client, "hog", "the items in flight", func(c wire.BatchCounts) bool { return c.Running == conc })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := b.Client.Do(ctx, wire.VerbBranchCreate, "", map[string]any{"branch_id": "chat"}); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := b.Client.Do(ctx, wire.VerbCommunicate, "chat", map[string]any{"instruction": "interactive", "chat_model": "counted:echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := reply.Result()
+	if err != nil || string(res.Value) != `"interactive"` {
+		t.Fatalf("interactive answer %v, %v", res, err)
+	}
+	during, err := b.Client.Batch(ctx, "hog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during.State != wire.BatchRunning || during.Counts.Queued < n-2*conc {
+		t.Fatalf("batch %s %+v when the interactive request was answered, want running with most items queued", during.State, during.Counts)
+	}
+	if _, err := b.Client.CancelBatch(ctx, "hog"); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, b.Client, "hog")
+}
+
+// Bad input is refused with the line's number, and nothing is
+// submitted.
+func TestBatch_bad_input(t *testing.T) {
+	b := startBus(t, newCounted(), 0)
+	for _, tc := range []struct {
+		name, input string
+		line        int
+	}{
+		{"not JSON", "{\"custom_id\": \"a\", \"verb\": \"chat\", \"data\": {}}\nnope\n", 2},
+		{"no custom_id", `{"verb": "chat", "data": {}}`, 1},
+		{"unknown verb", `{"custom_id": "a", "verb": "branch.delete", "data": {}}`, 1},
+		{"duplicate custom_id", "{\"custom_id\": \"a\", \"verb\": \"chat\", \"data\": {}}\n\n{\"custom_id\": \"a\", \"verb\": \"chat\", \"data\": {}}", 3},
+		{"openai wrong url", `{"custom_id": "a", "method": "POST", "url": "/v1/embeddings", "body": {"model": "m", "input": "x"}}`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "bad-" + strings.ReplaceAll(tc.name, " ", "-")
+			_, err := b.Client.SubmitBatch(context.Background(), client.BatchSpec{ID: id}, strings.NewReader(tc.input))
+			var le *client.BatchInputError
+			if !errors.As(err, &le) || le.Line != tc.line || !errors.Is(err, client.ErrBadBatchInput) {
+				t.Fatalf("error %v, want a *BatchInputError at line %d", err, tc.line)
+			}
+			if _, err := b.Client.Batch(context.Background(), id); !errors.Is(err, client.ErrNoBatch) {
+				t.Fatalf("batch after bad input: %v", err)
+			}
+		})
+	}
+}
+
+// Lines in the OpenAI Batch input shape run as chats, the model named by
+// the body.
+func TestBatch_openai_shape(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	var in bytes.Buffer
+	for i := range 5 {
+		fmt.Fprintf(&in, `{"custom_id": "req-%d", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "counted:echo", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "question %d"}], "temperature": 0}}`+"\n", i, i)
+	}
+	submit(t, b.Client, client.BatchSpec{ID: "openai", KeepBranches: true}, in.Bytes())
+	end := waitEnded(t, b.Client, "openai")
+	if end.Counts.Succeeded != 5 {
+		t.Fatalf("ended %+v", end.Counts)
+	}
+	for id, r := range results(t, b.Client, "openai") {
+		var v string
+		_ = json.Unmarshal(r.Result.Value, &v)
+		if want := "question " + strings.TrimPrefix(id, "req-"); v != want {
+			t.Fatalf("%s answered %q, want %q", id, v, want)
+		}
+		// Kept: the item's branch is there.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		reply, err := b.Client.Do(ctx, wire.VerbBranchGet, r.BranchID, map[string]any{})
+		cancel()
+		if err != nil || reply.Err() != nil {
+			t.Fatalf("branch %s of %s: %v %v", r.BranchID, id, err, reply.Err())
+		}
 	}
 }
