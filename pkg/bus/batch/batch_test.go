@@ -489,3 +489,93 @@ func TestBatch_openai_shape(t *testing.T) {
 		}
 	}
 }
+
+// promptModel answers with the number of messages of its prompt and the
+// system message, so that a test sees what each item's branch held.
+type promptModel struct{}
+
+func (promptModel) Complete(_ context.Context, call ops.Call) (*ops.Completion, error) {
+	system := ""
+	if call.Messages.Len() > 0 && call.Messages.At(0).Role == "system" {
+		system = call.Messages.At(0).Content
+	}
+	return &ops.Completion{Text: fmt.Sprintf("%d messages, system %q", call.Messages.Len(), system)}, nil
+}
+
+// Each item runs on a branch of its own cloned from the template (its
+// system message), never on a shared growing branch; the branches are
+// deleted once the results are stored.
+func TestBatch_template_isolation(t *testing.T) {
+	b := bustest.New(t, provision.Config{})
+	b.StartService(t, nil, nil, map[string]ops.Provider{"prompt": promptModel{}}, worker.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reply, err := b.Client.Do(ctx, wire.VerbBranchCreate, "", map[string]any{"branch_id": "tmpl", "system": "you summarize", "chat_model": "prompt:x"})
+	if err != nil || reply.Err() != nil {
+		t.Fatalf("template: %v %v", err, reply.Err())
+	}
+	var in bytes.Buffer
+	for i := range 30 {
+		fmt.Fprintf(&in, `{"custom_id": "d%d", "verb": "communicate", "data": {"instruction": "doc %d", "skip_validation": true}}`+"\n", i, i)
+	}
+	submit(t, b.Client, client.BatchSpec{ID: "tmpl-batch", TemplateBranch: "tmpl", Concurrency: 8}, in.Bytes())
+	end := waitEnded(t, b.Client, "tmpl-batch")
+	if end.Counts.Succeeded != 30 {
+		t.Fatalf("ended %+v", end.Counts)
+	}
+	for id, r := range results(t, b.Client, "tmpl-batch") {
+		var v string
+		_ = json.Unmarshal(r.Result.Value, &v)
+		// The system message and the item's instruction, nothing else.
+		if want := `2 messages, system "you summarize"`; v != want {
+			t.Fatalf("%s saw %q, want %q", id, v, want)
+		}
+		reply, err := b.Client.Do(ctx, wire.VerbBranchGet, r.BranchID, map[string]any{})
+		if err != nil || !errors.Is(reply.Err(), wire.ErrBranchNotFound) {
+			t.Fatalf("branch %s of %s after the batch: %v %v, want branch_not_found", r.BranchID, id, err, reply.Err())
+		}
+	}
+	// The template is as it was.
+	reply, err = b.Client.Do(ctx, wire.VerbBranchGet, "tmpl", map[string]any{})
+	if err != nil || reply.Err() != nil {
+		t.Fatal(err, reply.Err())
+	}
+	var br struct {
+		Value struct {
+			Messages []json.RawMessage `json:"messages"`
+		} `json:"value"`
+	}
+	if err := json.Unmarshal(reply.Data, &br); err != nil || len(br.Value.Messages) != 1 {
+		t.Fatalf("template after the batch: %s (%v)", reply.Data, err)
+	}
+}
+
+// Two batches run side by side, each with its own concurrency of the
+// fleet: neither waits behind the other.
+func TestBatch_two_batches_share_the_fleet(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	const conc = 8
+	for _, id := range []string{"one", "two"} {
+		submit(t, b.Client, client.BatchSpec{ID: id, Concurrency: conc}, jsonl(500, func(i int) string { return fmt.Sprintf("block %s %d", id, i) }))
+	}
+	for _, id := range []string{"one", "two"} {
+		waitCounts(t, b.Client, id, id+"'s items in flight", func(c wire.BatchCounts) bool { return c.Running == conc })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range []string{"one", "two"} {
+		bt, err := b.Client.Batch(ctx, id)
+		if err != nil || bt.Counts.Running > conc {
+			t.Fatalf("%s: %+v %v: more than its concurrency in flight", id, bt, err)
+		}
+		if _, err := b.Client.CancelBatch(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"one", "two"} {
+		if end := waitEnded(t, b.Client, id); end.State != wire.BatchCanceled {
+			t.Fatalf("%s ended %s", id, end.State)
+		}
+	}
+}
