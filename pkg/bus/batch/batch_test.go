@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lionbus/lionbus/pkg/bus/batch"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -577,5 +578,18 @@ func TestBatch_two_batches_share_the_fleet(t *testing.T) {
 		if end := waitEnded(t, b.Client, id); end.State != wire.BatchCanceled {
 			t.Fatalf("%s ended %s", id, end.State)
 		}
+	}
+}
+
+// An input larger than what a pass keeps in memory is read from a
+// temporary file, with the same results.
+func TestBatch_input_spooled_to_a_file(t *testing.T) {
+	defer batch.SetMaxInMemoryInput(1)()
+	model := newCounted()
+	b := startBus(t, model, 1)
+	submit(t, b.Client, client.BatchSpec{ID: "spooled", Concurrency: 4}, jsonl(50, func(i int) string { return fmt.Sprintf("echo %d", i) }))
+	end := waitEnded(t, b.Client, "spooled")
+	if end.Counts.Succeeded != 50 || len(results(t, b.Client, "spooled")) != 50 {
+		t.Fatalf("ended %+v", end.Counts)
 	}
 }

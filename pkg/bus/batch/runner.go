@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -283,7 +285,7 @@ func (r *runner) pass(ctx context.Context, round int) error {
 	r.mu.Lock()
 	input, concurrency := r.b.Input, max(r.b.Concurrency, 1)
 	r.mu.Unlock()
-	obj, err := obs.Get(ctx, input)
+	obj, err := spool(ctx, obs, input)
 	if err != nil {
 		return err
 	}
@@ -345,6 +347,55 @@ func (r *runner) pass(ctx context.Context, round int) error {
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+// maxInMemoryInput is the largest input a pass reads into memory; a
+// larger one is copied into a temporary file. A variable for the tests.
+var maxInMemoryInput uint64 = 64 << 20
+
+// spool reads the object name of obs at once, into memory or (when larger
+// than maxInMemoryInput) a temporary file removed on Close: a pass reads
+// its lines as slots free, far slower than an object store read may wait.
+func spool(ctx context.Context, obs jetstream.ObjectStore, name string) (io.ReadCloser, error) {
+	obj, err := obs.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	info, err := obj.Info()
+	if err != nil {
+		return nil, err
+	}
+	if info.Size <= maxInMemoryInput {
+		b, err := io.ReadAll(obj)
+		if err != nil {
+			return nil, err
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	f, err := os.CreateTemp("", "lionbus-batch-*")
+	if err != nil {
+		return nil, err
+	}
+	tmp := &tempFile{f}
+	if _, err := io.Copy(f, obj); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// tempFile is a temporary file removed when closed.
+type tempFile struct{ *os.File }
+
+func (t *tempFile) Close() error {
+	err := t.File.Close()
+	_ = os.Remove(t.Name())
+	return err
 }
 
 // runItem runs one item: its branch (cloned from the template, or new),
