@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -66,6 +68,24 @@ func heapPeak() (stop func() float64) {
 	return func() float64 { close(done); wg.Wait(); return float64(peak.Load()) / (1 << 20) }
 }
 
+// writeHeap writes a heap profile to $LIONBUS_BENCH_HEAP, when set, as a
+// run ends (before its servers and workers are stopped).
+func writeHeap(b *testing.B) {
+	path := os.Getenv("LIONBUS_BENCH_HEAP")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // sleepModel answers after d, like an API model would.
 type sleepModel struct{ d time.Duration }
 
@@ -110,6 +130,7 @@ func runBatchBench(b *testing.B, n, workers, slots, concurrency int, model ops.P
 		b.Fatalf("batch: %v %+v", err, end)
 	}
 	elapsed := time.Since(start)
+	writeHeap(b)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "items/s")
 	b.ReportMetric(peak(), "peak-heap-MiB")
 	b.ReportMetric(submitted.Seconds(), "submit-s")
@@ -189,5 +210,49 @@ func BenchmarkBatch_model_1s(b *testing.B) {
 				runBatchBench(b, n, workers, 1024, 2000, sleepModel{d: time.Second}, "m:x")
 			}
 		})
+	}
+}
+
+// BenchmarkBatch_cluster: the batch of BenchmarkBatch_vs_OneByOne_batch
+// on a three-node cluster of nats-server processes with every stream and
+// bucket replicated three times (against one node: that benchmark).
+func BenchmarkBatch_cluster(b *testing.B) {
+	n := benchItems(b)
+	for range b.N {
+		nodes := bustest.StartClusterProcesses(b, 3)
+		url := bustest.ClusterURL(nodes)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		provs := bustest.Providers(b, map[string]ops.Provider{"m": sleepModel{}})
+		svc, err := bus.Start(ctx, bus.Config{
+			Connect:   client.ConnectConfig{URL: url},
+			Provision: provision.Config{Replicas: 3},
+			Providers: provs,
+			Worker:    worker.Config{MaxInFlight: 64},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = svc.Stop(context.Background()); svc.Close() })
+		nc, err := client.Connect(ctx, client.ConnectConfig{URL: url})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		cl, err := client.New(nc, client.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := cl.SubmitBatch(ctx, client.BatchSpec{ID: "bench", Concurrency: 64}, bytes.NewReader(echoItems(n, "m:x"))); err != nil {
+			b.Fatal(err)
+		}
+		var end *wire.Batch
+		if err := cl.WatchBatch(ctx, "bench", func(bt *wire.Batch) error { end = bt; return nil }); err != nil || end.Counts.Succeeded != n {
+			b.Fatalf("batch: %v %+v", err, end)
+		}
+		elapsed := time.Since(start)
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "items/s")
+		b.ReportMetric(elapsed.Seconds(), "total-s")
 	}
 }

@@ -229,8 +229,19 @@ func (r *runner) rebuild(ctx context.Context) error {
 		return err
 	}
 	items, fin := map[string]itemState{}, map[string]int{}
+	if info.NumPending == 0 {
+		r.mu.Lock()
+		r.items, r.fin = items, fin
+		r.mu.Unlock()
+		return nil
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return err
+	}
+	defer msgs.Stop()
 	for pending := info.NumPending; pending > 0; {
-		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		m, err := msgs.Next(jetstream.NextMaxWait(5 * time.Second))
 		if err != nil {
 			return err
 		}

@@ -467,6 +467,11 @@ func (c *Client) BatchResults(ctx context.Context, id string, after uint64, foll
 		return fmt.Errorf("client: batch results %s: %w", id, err)
 	}
 	pending := info.NumPending
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return fmt.Errorf("client: batch results %s: %w", id, err)
+	}
+	defer msgs.Stop()
 	for {
 		if pending == 0 {
 			if !follow {
@@ -490,7 +495,7 @@ func (c *Client) BatchResults(ctx context.Context, id string, after uint64, foll
 				pending = info.NumPending
 			}
 		}
-		m, err := cons.Next(jetstream.FetchMaxWait(time.Second))
+		m, err := msgs.Next(jetstream.NextMaxWait(time.Second))
 		if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
 			if ctx.Err() != nil {
 				return ctx.Err()
