@@ -22,6 +22,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
 	"github.com/lionbus/lionbus/pkg/tools/toolschema"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // tenantPasswords are the variables tenants.conf reads, set to a test
@@ -564,6 +565,32 @@ func TestSingleAccount_permissions(t *testing.T) {
 		}
 		waitFor(t, "the answer in the client's inbox", func() bool { return len(inbox()) == 1 })
 	})
+	t.Run("client/batch submitted, watched, results read", func(t *testing.T) {
+		var in strings.Builder
+		for i := range 10 {
+			in.WriteString(`{"custom_id": "c` + string(rune('0'+i)) + `", "verb": "chat", "data": {"instruction": "hi", "chat_model": "scripted:echo"}}` + "\n")
+		}
+		if _, err := cl.SubmitBatch(ctx, client.BatchSpec{ID: "perm"}, strings.NewReader(in.String())); err != nil {
+			t.Fatalf("SubmitBatch: %v", err)
+		}
+		var last *wire.Batch
+		if err := cl.WatchBatch(ctx, "perm", func(b *wire.Batch) error { last = b; return nil }); err != nil {
+			t.Fatalf("WatchBatch: %v", err)
+		}
+		if last.Counts.Succeeded != 10 {
+			t.Fatalf("batch ended %+v", last)
+		}
+		n := 0
+		if err := cl.BatchResults(ctx, "perm", 0, false, func(wire.BatchResult) error { n++; return nil }); err != nil || n != 10 {
+			t.Fatalf("BatchResults: %d, %v", n, err)
+		}
+		if list, err := cl.Batches(ctx); err != nil || len(list) != 1 {
+			t.Fatalf("Batches: %v, %v", list, err)
+		}
+		if _, err := cl.RetryBatch(ctx, "perm"); err != nil {
+			t.Fatalf("RetryBatch: %v", err)
+		}
+	})
 	t.Run("client/refused", func(t *testing.T) {
 		p := connectProbe(t, s, "client", "LIONBUS_CLIENT_PASSWORD", "_INBOX.client")
 		// Run logs, in any directory (0021-D5-06), are no client's to read.
@@ -573,7 +600,8 @@ func TestSingleAccount_permissions(t *testing.T) {
 		}
 		for _, subj := range []string{"lion.reply.x", "lion.history.b1", "_INBOX_worker.x.1", "$KV.lion_tools.x",
 			"$JS.API.STREAM.PURGE.LION_HISTORY", "$JS.API.STREAM.DELETE.LION_OPS", "$JS.API.CONSUMER.MSG.NEXT.LION_OPS.workers",
-			"lion.runlog.audit.x.snapshot", "$JS.API.STREAM.PURGE.LION_RUNLOG"} {
+			"lion.runlog.audit.x.snapshot", "$JS.API.STREAM.PURGE.LION_RUNLOG",
+			"lion.batch.result.perm.x", "$JS.API.STREAM.PURGE.LION_BATCH_RESULTS", "$JS.API.STREAM.DELETE.KV_lion_batches"} {
 			p.cannotPublish(subj)
 		}
 	})

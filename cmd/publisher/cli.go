@@ -134,6 +134,21 @@ func (a *app) newRoot() *cobra.Command {
 		a.leaf("ls", "One line per model with a budget", "", a.budgetCmd("ls")),
 		a.leaf("rm MODEL", "Remove a model's budget", "", a.budgetCmd("rm")),
 	)
+	batches := a.group("batch", "Batches: submit, get, watch, results, cancel, retry, list",
+		errors.New("batch needs a subcommand: submit, get, watch, results, cancel, retry or list"),
+		func(name string) string {
+			return fmt.Sprintf("unknown batch subcommand %q: want submit, get, watch, results, cancel, retry or list", name)
+		})
+	batches.Long = batchLong
+	batches.AddCommand(
+		a.leaf("submit FILE", "Submit a JSONL file of items as a batch; prints its id", "", a.batchSubmit),
+		a.leaf("get ID", "Print a batch's record (state, counts) as JSON", "", a.batchCmd("get")),
+		a.leaf("watch ID", "Show a batch's progress live until it ends", "", a.batchWatch),
+		a.leaf("results ID", "Print a batch's results as JSONL, in completion order", "", a.batchResults),
+		a.leaf("cancel ID", "Start no new item of a batch and cancel those in flight", "", a.batchCmd("cancel")),
+		a.leaf("retry ID", "Run a batch's failed and expired items again", "", a.batchRetry),
+		a.leaf("list", "One line per batch", "", a.batchList),
+	)
 	tools := a.group("tools", "The tool registry; call a tool directly",
 		errors.New("tools needs a subcommand: list, show or call"),
 		func(name string) string {
@@ -158,6 +173,8 @@ func (a *app) newRoot() *cobra.Command {
 			return nil
 		},
 	}
+	batches.GroupID = "requests"
+	root.AddCommand(batches)
 	for _, cmd := range []*cobra.Command{dlq, budgets, tools, lndl, a.contextCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)

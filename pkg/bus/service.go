@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lionbus/lionbus/pkg/bus/batch"
 	"github.com/lionbus/lionbus/pkg/bus/chunks"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
@@ -152,6 +153,15 @@ type Config struct {
 	// sink).
 	Worker worker.Config
 
+	// Batches configures the batch driver the service runs beside its
+	// worker (package batch); its Name defaults to the worker's name and
+	// its Logger to Logger with component=batch.
+	Batches batch.Config
+
+	// NoBatches runs no batch driver: the worker still serves the
+	// requests of batch items, but drives no batch.
+	NoBatches bool
+
 	// WorkerContext is the context the worker runs under: cancelling it
 	// stops the worker hard (in-flight requests are cancelled and left for
 	// redelivery). Nil means a context that only Stop ends.
@@ -175,6 +185,7 @@ type Service struct {
 	store  *store.Store
 	engine *ops.Engine
 	worker *worker.Worker
+	driver *batch.Driver
 	log    zerolog.Logger
 }
 
@@ -231,6 +242,21 @@ func Start(ctx context.Context, cfg Config) (_ *Service, err error) {
 	}
 	if err := s.worker.Start(wctx); err != nil {
 		return nil, err
+	}
+	if !cfg.NoBatches {
+		bcfg := cfg.Batches
+		if bcfg.Name == "" {
+			bcfg.Name = cfg.Worker.Name
+		}
+		if logs.Discards(bcfg.Logger) {
+			bcfg.Logger = s.log.With().Str("component", "batch").Logger()
+		}
+		if s.driver, err = batch.New(s.nc, s.res, bcfg); err != nil {
+			return nil, err
+		}
+		if err := s.driver.Start(wctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -445,6 +471,10 @@ func (s *Service) Ready(ctx context.Context) error {
 func (s *Service) Stop(ctx context.Context) error {
 	if s.worker == nil {
 		return nil
+	}
+	if s.driver != nil {
+		// The batches are let go first, for another worker to drive.
+		_ = s.driver.Stop(ctx)
 	}
 	return s.worker.Stop(ctx)
 }

@@ -78,6 +78,8 @@ func DeleteResource(t testing.TB, js jetstream.JetStream, r provision.Resource) 
 		err = js.DeleteConsumer(ctx, r.Stream, r.Name)
 	case provision.KindBucket:
 		err = js.DeleteKeyValue(ctx, r.Name)
+	case provision.KindObjectStore:
+		err = js.DeleteObjectStore(ctx, r.Name)
 	}
 	if err != nil {
 		t.Fatalf("bustest: delete %s: %v", r, err)

@@ -162,6 +162,35 @@ func (s Subjects) BudgetMembersBucket() string { return s.Prefix + "_budget_memb
 // pause a model (a provider's 429 or exhausted rate-limit headers).
 func (s Subjects) BudgetPause() string { return s.Prefix + ".budget.pause" }
 
+// BatchesBucket is the KV bucket of batch records, by batch id.
+func (s Subjects) BatchesBucket() string { return s.Prefix + "_batches" }
+
+// BatchInputBucket is the object store holding each batch's JSONL input.
+func (s Subjects) BatchInputBucket() string { return s.Prefix + "_batch_input" }
+
+// BatchResultsStream is the stream of batch item results.
+func (s Subjects) BatchResultsStream() string { return upper(s.Prefix) + "_BATCH_RESULTS" }
+
+// BatchResult is the subject of the result of item itemKey of batch
+// batchID, e.g. "lion.batch.result.b1.<key>".
+func (s Subjects) BatchResult(batchID, itemKey string) string {
+	return s.Prefix + ".batch.result." + batchID + "." + itemKey
+}
+
+// BatchResults matches the results of every item of batch batchID.
+func (s Subjects) BatchResults(batchID string) string {
+	return s.Prefix + ".batch.result." + batchID + ".*"
+}
+
+// BatchResultsWildcard matches the results of every batch.
+func (s Subjects) BatchResultsWildcard() string { return s.Prefix + ".batch.result.>" }
+
+// BatchProgress is the core subject where the worker driving batch batchID
+// publishes its record (JSON) whenever it writes it.
+func (s Subjects) BatchProgress(batchID string) string {
+	return s.Prefix + ".batch.progress." + batchID
+}
+
 func upper(s string) string {
 	b := []byte(s)
 	for i, c := range b {

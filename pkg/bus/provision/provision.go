@@ -32,6 +32,7 @@ const (
 	DefaultResultsMaxAge   = 24 * time.Hour
 	DefaultChunksMaxAge    = time.Hour
 	DefaultRunLogMaxAge    = 7 * 24 * time.Hour
+	DefaultBatchMaxAge     = 7 * 24 * time.Hour
 )
 
 // ToolResultsMaxAge is the max age of the tool results bucket when Ensure
@@ -167,6 +168,11 @@ type Config struct {
 	// single server, 3 in a typical cluster). Default 1.
 	Replicas int
 
+	// BatchMaxAge is how long a batch's record, input and item results
+	// are kept after they were last written: a batch must end within it
+	// (its deadline, if any, too). Default 7 days.
+	BatchMaxAge time.Duration
+
 	// RunLogMaxAge is how long the chunk logs and snapshots of runs with
 	// stream_persist are kept (a finished run's log is removed at once;
 	// an unfinished one's stays this long). Default 7 days.
@@ -207,6 +213,7 @@ func (c Config) WithDefaults() (Config, error) {
 		{"ResultsMaxAge", &c.ResultsMaxAge, DefaultResultsMaxAge},
 		{"ChunksMaxAge", &c.ChunksMaxAge, DefaultChunksMaxAge},
 		{"RunLogMaxAge", &c.RunLogMaxAge, DefaultRunLogMaxAge},
+		{"BatchMaxAge", &c.BatchMaxAge, DefaultBatchMaxAge},
 	}
 	for _, d := range durations {
 		switch {
@@ -297,6 +304,13 @@ type Resources struct {
 	// BudgetMembers is the bucket of the workers splitting the budgets,
 	// each entry living BudgetMemberTTL.
 	BudgetMembers jetstream.KeyValue
+	// BatchResults holds the result of every batch item, the last per
+	// item, in completion order.
+	BatchResults jetstream.Stream
+	// Batches is the bucket of batch records.
+	Batches jetstream.KeyValue
+	// BatchInput is the object store of batch inputs.
+	BatchInput jetstream.ObjectStore
 
 	// Drift lists tunable settings (ages, limits, ack wait, ...) of
 	// resources that already existed and differ from Config. They are left
@@ -371,6 +385,18 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Resources
 			return nil, err
 		}
 		*b.dst = kv
+	}
+	for _, o := range r.objectSpecs() {
+		obs, _, drift, err := ensureObjectStore(ctx, js, o.cfg)
+		r.Drift = append(r.Drift, drift...)
+		if errors.Is(err, ErrConfigConflict) {
+			conflicts = append(conflicts, err)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		*o.dst = obs
 	}
 	if len(conflicts) > 0 {
 		return nil, errors.Join(conflicts...)
@@ -621,4 +647,40 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", res, have.Replicas, want.Replicas))
 	}
 	return kv, false, drift, nil
+}
+
+// ensureObjectStore returns the object store of want, creating it when
+// missing, and whether it created it.
+func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig) (jetstream.ObjectStore, bool, []string, error) {
+	res := "object store " + want.Bucket
+	lookup := func(ctx context.Context) (jetstream.ObjectStore, error) { return js.ObjectStore(ctx, want.Bucket) }
+	obs, err := request(ctx, lookup)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		want.Metadata = creation(want.Metadata)
+		obs, err = request(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.CreateObjectStore(ctx, want) })
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			obs, err = request(ctx, lookup)
+		} else if err == nil {
+			return obs, true, nil, nil
+		}
+	}
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
+	}
+	st, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "OBJ_"+want.Bucket) })
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
+	}
+	have := st.CachedInfo().Config
+	if have.Storage != want.Storage {
+		return nil, false, nil, &ConflictError{Resource: res, Field: "storage", Existing: have.Storage.String(), Wanted: want.Storage.String()}
+	}
+	var drift []string
+	if have.MaxAge != want.TTL {
+		drift = append(drift, fmt.Sprintf("%s: max age is %v, configured %v (left unchanged)", res, have.MaxAge, want.TTL))
+	}
+	if want.Replicas > 0 && have.Replicas != want.Replicas {
+		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", res, have.Replicas, want.Replicas))
+	}
+	return obs, false, drift, nil
 }

@@ -24,6 +24,7 @@ const (
 	KindStream Kind = iota + 1
 	KindConsumer
 	KindBucket
+	KindObjectStore
 )
 
 // String returns "stream", "consumer" or "bucket".
@@ -35,6 +36,8 @@ func (k Kind) String() string {
 		return "consumer"
 	case KindBucket:
 		return "bucket"
+	case KindObjectStore:
+		return "object store"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -158,6 +161,18 @@ func (r *Resources) streamSpecs() []streamSpec {
 			Replicas:    cfg.Replicas,
 			AllowDirect: true,
 		}},
+		{dst: &r.BatchResults, cfg: jetstream.StreamConfig{
+			Name:              subj.BatchResultsStream(),
+			Description:       "lionbus batch item results, the last per item, in completion order",
+			Subjects:          []string{subj.BatchResultsWildcard()},
+			Retention:         jetstream.LimitsPolicy,
+			MaxAge:            cfg.BatchMaxAge,
+			MaxMsgsPerSubject: 1,
+			Duplicates:        cfg.DuplicateWindow,
+			Storage:           jetstream.FileStorage,
+			Replicas:          cfg.Replicas,
+			AllowDirect:       true,
+		}},
 		{dst: &r.RunLog, cfg: jetstream.StreamConfig{
 			Name:        subj.RunLogStream(),
 			Description: "lionbus run logs and snapshots of runs with stream_persist",
@@ -222,6 +237,35 @@ func (r *Resources) bucketSpecs() []bucketSpec {
 			Storage:  jetstream.FileStorage,
 			Replicas: cfg.Replicas,
 		}},
+		{&r.Batches, jetstream.KeyValueConfig{
+			Bucket:      subj.BatchesBucket(),
+			Description: "lionbus batch records by batch id",
+			History:     1,
+			TTL:         cfg.BatchMaxAge,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
+	}
+}
+
+// objectSpec is one object store Ensure provisions, and where its handle
+// goes.
+type objectSpec struct {
+	dst *jetstream.ObjectStore
+	cfg jetstream.ObjectStoreConfig
+}
+
+// objectSpecs returns the object stores of r's configuration.
+func (r *Resources) objectSpecs() []objectSpec {
+	cfg, subj := r.Config, r.Subjects
+	return []objectSpec{
+		{&r.BatchInput, jetstream.ObjectStoreConfig{
+			Bucket:      subj.BatchInputBucket(),
+			Description: "lionbus batch inputs (JSONL), by batch id",
+			TTL:         cfg.BatchMaxAge,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		}},
 	}
 }
 
@@ -235,6 +279,9 @@ func (r *Resources) Required() []Resource {
 	out = append(out, r.workersResource())
 	for _, b := range r.bucketSpecs() {
 		out = append(out, Resource{Kind: KindBucket, Name: b.cfg.Bucket})
+	}
+	for _, o := range r.objectSpecs() {
+		out = append(out, Resource{Kind: KindObjectStore, Name: o.cfg.Bucket})
 	}
 	return out
 }
@@ -272,6 +319,10 @@ func (r *Resources) Missing(ctx context.Context) ([]Resource, error) {
 			}
 		case KindBucket:
 			if !have["KV_"+res.Name] {
+				missing = append(missing, res)
+			}
+		case KindObjectStore:
+			if !have["OBJ_"+res.Name] {
 				missing = append(missing, res)
 			}
 		case KindConsumer:
@@ -317,8 +368,11 @@ func (r *Resources) Unanswered(ctx context.Context) ([]Resource, error) {
 	var wg sync.WaitGroup
 	for i, res := range streams {
 		name := res.Name
-		if res.Kind == KindBucket {
+		switch res.Kind {
+		case KindBucket:
 			name = "KV_" + name
+		case KindObjectStore:
+			name = "OBJ_" + name
 		}
 		wg.Go(func() {
 			_, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return r.js.Stream(ctx, name) })
@@ -382,6 +436,14 @@ func (r *Resources) Repair(ctx context.Context, missing []Resource, since time.T
 			continue
 		}
 		_, made, _, err := ensureBucket(ctx, r.js, b.cfg)
+		add(res, made, err)
+	}
+	for _, o := range r.objectSpecs() {
+		res := Resource{Kind: KindObjectStore, Name: o.cfg.Bucket}
+		if !want[res] {
+			continue
+		}
+		_, made, _, err := ensureObjectStore(ctx, r.js, o.cfg)
 		add(res, made, err)
 	}
 	return created, errors.Join(errs...)
