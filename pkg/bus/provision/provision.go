@@ -613,74 +613,77 @@ func ensureConsumer(ctx context.Context, st jetstream.Stream, want jetstream.Con
 // ensureBucket returns the KV bucket of want, creating it when missing,
 // and whether it created it.
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, bool, []string, error) {
-	res := "bucket " + want.Bucket
-	lookup := func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, want.Bucket) }
-	kv, err := request(ctx, lookup)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		want.Metadata = creation(want.Metadata)
-		kv, err = request(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, want) })
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = request(ctx, lookup)
-		} else if err == nil {
-			return kv, true, nil, nil
-		}
-	}
-	if err != nil {
-		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
-	}
-	st, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+want.Bucket) })
-	if err != nil {
-		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
-	}
-	have := st.CachedInfo().Config
-	var drift []string
-	if have.Storage != want.Storage {
-		return nil, false, nil, &ConflictError{Resource: res, Field: "storage", Existing: have.Storage.String(), Wanted: want.Storage.String()}
-	}
-	if have.MaxMsgsPerSubject != int64(want.History) {
-		drift = append(drift, fmt.Sprintf("%s: history is %d, configured %d (left unchanged)", res, have.MaxMsgsPerSubject, want.History))
-	}
-	if have.MaxAge != want.TTL {
-		drift = append(drift, fmt.Sprintf("%s: max age is %v, configured %v (left unchanged)", res, have.MaxAge, want.TTL))
-	}
-	if want.Replicas > 0 && have.Replicas != want.Replicas {
-		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", res, have.Replicas, want.Replicas))
-	}
-	return kv, false, drift, nil
+	return ensureStore(ctx, js, storeSpec[jetstream.KeyValue]{
+		res: "bucket " + want.Bucket, stream: "KV_" + want.Bucket,
+		lookup: func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, want.Bucket) },
+		create: func(ctx context.Context) (jetstream.KeyValue, error) {
+			want.Metadata = creation(want.Metadata)
+			return js.CreateKeyValue(ctx, want)
+		},
+		storage: want.Storage, ttl: want.TTL, replicas: want.Replicas, history: int64(want.History),
+	})
 }
 
 // ensureObjectStore returns the object store of want, creating it when
 // missing, and whether it created it.
 func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig) (jetstream.ObjectStore, bool, []string, error) {
-	res := "object store " + want.Bucket
-	lookup := func(ctx context.Context) (jetstream.ObjectStore, error) { return js.ObjectStore(ctx, want.Bucket) }
-	obs, err := request(ctx, lookup)
+	return ensureStore(ctx, js, storeSpec[jetstream.ObjectStore]{
+		res: "object store " + want.Bucket, stream: "OBJ_" + want.Bucket,
+		lookup: func(ctx context.Context) (jetstream.ObjectStore, error) { return js.ObjectStore(ctx, want.Bucket) },
+		create: func(ctx context.Context) (jetstream.ObjectStore, error) {
+			want.Metadata = creation(want.Metadata)
+			return js.CreateObjectStore(ctx, want)
+		},
+		storage: want.Storage, ttl: want.TTL, replicas: want.Replicas, history: -1,
+	})
+}
+
+// storeSpec is what ensureStore needs of a KV bucket or an object store:
+// how to look it up and create it, the stream beneath it and the settings
+// to compare with that stream's.
+type storeSpec[T any] struct {
+	res, stream    string
+	lookup, create func(context.Context) (T, error)
+	storage        jetstream.StorageType
+	ttl            time.Duration
+	replicas       int
+	history        int64 // the KV history; -1 for an object store
+}
+
+// ensureStore returns the store of s, creating it when missing, and
+// whether it created it. An existing store of another storage is a
+// ConflictError; other differences are drift, left unchanged.
+func ensureStore[T any](ctx context.Context, js jetstream.JetStream, s storeSpec[T]) (T, bool, []string, error) {
+	var zero T
+	store, err := request(ctx, s.lookup)
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		want.Metadata = creation(want.Metadata)
-		obs, err = request(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.CreateObjectStore(ctx, want) })
+		store, err = request(ctx, s.create)
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			obs, err = request(ctx, lookup)
+			store, err = request(ctx, s.lookup)
 		} else if err == nil {
-			return obs, true, nil, nil
+			return store, true, nil, nil
 		}
 	}
 	if err != nil {
-		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
+		return zero, false, nil, fmt.Errorf("provision: %s: %w", s.res, err)
 	}
-	st, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "OBJ_"+want.Bucket) })
+	st, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, s.stream) })
 	if err != nil {
-		return nil, false, nil, fmt.Errorf("provision: %s: %w", res, err)
+		return zero, false, nil, fmt.Errorf("provision: %s: %w", s.res, err)
 	}
 	have := st.CachedInfo().Config
-	if have.Storage != want.Storage {
-		return nil, false, nil, &ConflictError{Resource: res, Field: "storage", Existing: have.Storage.String(), Wanted: want.Storage.String()}
+	if have.Storage != s.storage {
+		return zero, false, nil, &ConflictError{Resource: s.res, Field: "storage", Existing: have.Storage.String(), Wanted: s.storage.String()}
 	}
 	var drift []string
-	if have.MaxAge != want.TTL {
-		drift = append(drift, fmt.Sprintf("%s: max age is %v, configured %v (left unchanged)", res, have.MaxAge, want.TTL))
+	if s.history >= 0 && have.MaxMsgsPerSubject != s.history {
+		drift = append(drift, fmt.Sprintf("%s: history is %d, configured %d (left unchanged)", s.res, have.MaxMsgsPerSubject, s.history))
 	}
-	if want.Replicas > 0 && have.Replicas != want.Replicas {
-		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", res, have.Replicas, want.Replicas))
+	if have.MaxAge != s.ttl {
+		drift = append(drift, fmt.Sprintf("%s: max age is %v, configured %v (left unchanged)", s.res, have.MaxAge, s.ttl))
 	}
-	return obs, false, drift, nil
+	if s.replicas > 0 && have.Replicas != s.replicas {
+		drift = append(drift, fmt.Sprintf("%s: replicas are %d, configured %d (left unchanged)", s.res, have.Replicas, s.replicas))
+	}
+	return store, false, drift, nil
 }
