@@ -438,15 +438,26 @@ func (t *tempFile) Close() error {
 }
 
 // runItem runs one item: its branch (cloned from the template, or new),
-// its request, its result stored, its branch deleted unless kept.
+// its request, its result stored, its branch deleted unless kept. A
+// stateless item (a chat, without a template, its branch not kept) runs
+// on no branch at all.
 func (r *runner) runItem(ctx context.Context, it wire.BatchItem, key string, res wire.BatchResult, deadline *time.Time) {
 	reqID := res.RequestID
-	res.BranchID = reqID
 	r.mu.Lock()
 	template, keep := r.b.TemplateBranch, r.b.Branches == wire.BranchesKeep
 	r.mu.Unlock()
+	stateless := template == "" && !keep && it.Verb == wire.VerbChat
+	if !stateless {
+		res.BranchID = reqID
+	}
 	reply, err := r.d.cl.Result(ctx, reqID)
-	if err != nil {
+	if err != nil && stateless {
+		reply, err = r.do(ctx, it.Verb, "", it.Data, reqID, deadline)
+		if err != nil {
+			r.abandon(key)
+			return
+		}
+	} else if err != nil {
 		// Not answered yet (or unknown): send it, once its branch exists.
 		var created *client.Reply
 		if template != "" {
@@ -494,7 +505,7 @@ func (r *runner) runItem(ctx context.Context, it wire.BatchItem, key string, res
 	if !r.finish(ctx, key, res) {
 		return
 	}
-	if !keep {
+	if !keep && !stateless {
 		if _, err := r.do(ctx, wire.VerbBranchDelete, reqID, wire.BranchDeleteRequest{}, reqID+"-d", nil); err != nil && ctx.Err() == nil {
 			r.d.log.Warn().Err(err).Str("batch", r.id).Str("branch", reqID).Msg("batches: cannot delete an item's branch")
 		}
