@@ -25,6 +25,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/budget"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai/openaitest"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // budgetFile writes a --budgets file.
@@ -391,10 +392,10 @@ func TestBudget_tokens_per_window_stay_under_the_budget(t *testing.T) {
 	}
 }
 
-// The cost of a request (its result's usage) and of a branch (the sum of
-// its assistant messages' usage) agree with the price table and the usage
-// the server reported.
-func TestBudget_cost_of_a_request_and_a_branch(t *testing.T) {
+// The cost of a request (its result's usage), of a branch (the sum of
+// its assistant messages' usage) and of a batch (its record's usage)
+// agree with the price table and the usage the server reported.
+func TestBudget_cost_of_a_request_a_branch_and_a_batch(t *testing.T) {
 	const model = "priced"
 	price := budget.Price{Input: 2.5, Output: 10}
 	api := openaitest.New(openaitest.Config{OutputTokens: 5})
@@ -451,5 +452,29 @@ func TestBudget_cost_of_a_request_and_a_branch(t *testing.T) {
 	t.Logf("3 requests cost $%.8f; the branch's messages $%.8f; the server's usage by the price table $%.8f", requestsCost, branchCost, serverCost)
 	if math.Abs(requestsCost-serverCost) > 1e-12 || math.Abs(branchCost-serverCost) > 1e-12 {
 		t.Errorf("costs disagree: requests %v, branch %v, server usage %v", requestsCost, branchCost, serverCost)
+	}
+
+	// A batch of 30 items of different sizes: its record's usage is the
+	// server's usage of its calls by the price table.
+	before := len(api.Admitted())
+	var in strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&in, `{"custom_id": "c%d", "method": "POST", "url": "/v1/chat/completions", "body": {"model": %q, "messages": [{"role": "user", "content": %q}]}}`+"\n", i, model, strings.Repeat("z", 10+37*i))
+	}
+	if _, err := cl.SubmitBatch(ctx, client.BatchSpec{ID: "priced", Concurrency: 8}, strings.NewReader(in.String())); err != nil {
+		t.Fatal(err)
+	}
+	var end *wire.Batch
+	if err := cl.WatchBatch(ctx, "priced", func(b *wire.Batch) error { end = b; return nil }); err != nil || end.Counts.Succeeded != 30 {
+		t.Fatalf("batch: %v, %+v", err, end)
+	}
+	var batchServer float64
+	admitted := api.Admitted()
+	for _, a := range admitted[before:] {
+		batchServer += price.Cost(ops.Usage{InputTokens: a.PromptTokens, OutputTokens: a.CompletionTokens})
+	}
+	t.Logf("a batch of 30 items cost $%.8f; the server's usage of its %d calls by the price table $%.8f", end.Usage.CostUSD, len(admitted)-before, batchServer)
+	if len(admitted)-before != 30 || batchServer == 0 || math.Abs(end.Usage.CostUSD-batchServer) > 1e-9*batchServer {
+		t.Errorf("batch cost %v (%d calls), server usage %v", end.Usage.CostUSD, len(admitted)-before, batchServer)
 	}
 }
