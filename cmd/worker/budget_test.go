@@ -297,6 +297,69 @@ func TestBudget_a_tiny_budget_does_not_slow_another_model(t *testing.T) {
 	}
 }
 
+// Calls waiting for a model's budget give up their worker's request
+// slots: a worker of two slots whose tiny model's five requests (on five
+// branches) wait for budget still answers another model's requests while
+// they wait. Holding their slots, they would leave none: the other
+// model's requests would be answered only once at most one tiny request
+// was left waiting.
+func TestBudget_calls_waiting_for_budget_give_up_their_slots(t *testing.T) {
+	api := openaitest.New(openaitest.Config{})
+	defer api.Close()
+	srv := bustest.NewServer(t)
+	budgets := budgetFile(t, budget.File{Limits: map[string]budget.Limits{
+		"openai:tiny": {Requests: 1, WindowMS: 5000},
+	}})
+	budgetFleet(t, srv.ClientURL(), "slots", 1, api, budgets, "--concurrency", "2")
+	const tiny, free = 6, 40
+	cl := budgetClient(t, srv.ClientURL(), "slots", tiny, map[string]any{"provider": "openai", "model": "tiny"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 4 {
+		if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": fmt.Sprintf("f%d", i), "chat_model": map[string]any{"provider": "openai", "model": "free"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tinyDone atomic.Int64
+	var wg sync.WaitGroup
+	tinyCtx, tinyCancel := context.WithCancel(ctx)
+	defer tinyCancel()
+	for i := range tiny {
+		wg.Go(func() {
+			r, err := cl.Do(tinyCtx, "chat", fmt.Sprintf("b%d", i), map[string]any{"instruction": fmt.Sprintf("tiny %d", i)})
+			if tinyCtx.Err() != nil {
+				return // the test is over
+			}
+			if err != nil || r.Err() != nil {
+				t.Errorf("tiny %d: %v %v", i, err, r.Err())
+			}
+			tinyDone.Add(1)
+		})
+	}
+	waitFor(t, 10*time.Second, "the tiny model's first call", func() bool { return len(api.Admitted()) >= 1 })
+	var fwg sync.WaitGroup
+	var failed atomic.Int64
+	for i := range free {
+		fwg.Go(func() {
+			r, err := cl.Do(ctx, "chat", fmt.Sprintf("f%d", i%4), map[string]any{"instruction": fmt.Sprintf("free %d", i)})
+			if err != nil || r.Err() != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	fwg.Wait()
+	done := tinyDone.Load()
+	t.Logf("%d requests of the free model answered while %d of the tiny model's %d were", free, done, tiny)
+	if failed.Load() > 0 {
+		t.Fatalf("%d of the free model's requests failed", failed.Load())
+	}
+	if done > tiny-2 {
+		t.Errorf("%d of %d tiny requests were answered before the free model's %d: the waiting ones held the slots", done, tiny, free)
+	}
+	tinyCancel() // the rest would take a window each
+	wg.Wait()
+}
+
 // A worker SIGKILLed while its calls are in flight: its share of the
 // budget (two of four calls in flight) comes back to the survivor within
 // seconds, the survivor then runs all four at once, and every request is
