@@ -9,7 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -465,7 +468,13 @@ func TestBudget_cost_of_a_request_a_branch_and_a_batch(t *testing.T) {
 	defer api.Close()
 	srv := bustest.NewServer(t)
 	budgets := budgetFile(t, budget.File{Prices: budget.Prices{"openai:" + model: price}})
-	budgetFleet(t, srv.ClientURL(), "cst", 1, api, budgets)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	budgetFleet(t, srv.ClientURL(), "cst", 1, api, budgets, "--metrics-addr", metricsAddr)
 	cl := budgetClient(t, srv.ClientURL(), "cst", 1, map[string]any{"provider": "openai", "model": model})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -539,5 +548,22 @@ func TestBudget_cost_of_a_request_a_branch_and_a_batch(t *testing.T) {
 	t.Logf("a batch of 30 items cost $%.8f; the server's usage of its %d calls by the price table $%.8f", end.Usage.CostUSD, len(admitted)-before, batchServer)
 	if len(admitted)-before != 30 || batchServer == 0 || math.Abs(end.Usage.CostUSD-batchServer) > 1e-9*batchServer {
 		t.Errorf("batch cost %v (%d calls), server usage %v", end.Usage.CostUSD, len(admitted)-before, batchServer)
+	}
+
+	// The metrics say the same: the model's cost, and one member.
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var metricCost float64
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, `lionbus_model_cost_usd_total{model="openai:priced"} `); ok {
+			fmt.Sscan(v, &metricCost)
+		}
+	}
+	if !strings.Contains(string(body), "lionbus_budget_members 1\n") || math.Abs(metricCost-(serverCost+batchServer)) > 1e-9 {
+		t.Errorf("metrics: cost %v (want %v) or no budget_members 1 in\n%s", metricCost, serverCost+batchServer, body)
 	}
 }
