@@ -5,14 +5,14 @@ import "context"
 // yieldKey is the context key of a request's slot yield.
 type yieldKey struct{}
 
-// SlotYield gives up, for a while, the slot the request of a context holds
-// in the process that runs it (a worker's request slot), so that other
-// requests run while it waits for something that is not work — a model's
-// budget. It returns nil when the slot cannot be given up (the process
-// holds as many yielded requests as it may); else resume, which takes a
-// slot again, waiting for one until ctx ends (its error; the request goes
-// on without a slot then, to end).
-type SlotYield func() (resume func(ctx context.Context) error)
+// SlotYield gives up the slot the request of a context holds in the
+// process that runs it (a worker's request slot), so that other requests
+// run while it waits for something that is not work: a model's budget. It
+// returns nil when the slot cannot be given up (the process has as many
+// requests without a slot as it may); else resume, which takes a slot
+// again when one is free. Resume never waits for one: a request that found
+// none goes on without, within the process's bound.
+type SlotYield func() (resume func())
 
 // WithSlotYield returns ctx carrying y, for [YieldSlot].
 func WithSlotYield(ctx context.Context, y SlotYield) context.Context {
@@ -22,7 +22,7 @@ func WithSlotYield(ctx context.Context, y SlotYield) context.Context {
 // YieldSlot gives up the slot of ctx's request (see [SlotYield]) and
 // returns the function that takes one again; nil when there is no slot to
 // give up, or it may not be given up now.
-func YieldSlot(ctx context.Context) (resume func(context.Context) error) {
+func YieldSlot(ctx context.Context) (resume func()) {
 	y, _ := ctx.Value(yieldKey{}).(SlotYield)
 	if y == nil {
 		return nil

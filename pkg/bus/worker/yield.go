@@ -1,33 +1,25 @@
 package worker
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
 // slotYield is what a delivery knows of its slot: whether it gave it up
 // (ops.YieldSlot), and for how many of its calls. The slot is given up
-// when the first call waiting starts to wait and taken again when the
-// last one resumes.
+// when the first call waiting starts to wait and taken again, when one is
+// free, as the last one resumes; a request that found none goes on
+// without, and handle frees none for it.
 type slotYield struct {
 	w      *Worker
 	mu     sync.Mutex
 	yields int  // calls of the request waiting with the slot given up
 	gone   bool // the slot is given up
-	// lost is set when a resume ended without a slot (its context ended):
-	// the request finishes without one, and handle frees none.
-	lost bool
 }
 
 // yield gives up the slot (ops.SlotYield): nil when the worker already
 // holds MaxYielded requests without a slot.
-func (y *slotYield) yield() func(context.Context) error {
+func (y *slotYield) yield() func() {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	if y.lost {
-		return nil
-	}
-	if y.yields == 0 {
+	if y.yields == 0 && !y.gone {
 		if !y.w.takeYielded() {
 			return nil
 		}
@@ -36,30 +28,26 @@ func (y *slotYield) yield() func(context.Context) error {
 	}
 	y.yields++
 	var once sync.Once
-	return func(ctx context.Context) error {
-		var err error
-		once.Do(func() { err = y.resume(ctx) })
-		return err
-	}
+	return func() { once.Do(y.resume) }
 }
 
-// resume ends one call's wait: the last one takes a slot again, waiting
-// for one (in turn with the fetch loop) until ctx ends.
-func (y *slotYield) resume(ctx context.Context) error {
+// resume ends one call's wait: the last one takes a slot again if one is
+// free, and else goes on without one (counted among the MaxYielded until
+// the request ends). It never waits for a slot: a call admitted by its
+// budget holds a share of it (a call in flight), and waiting for a slot
+// held by requests that wait for that budget would never end.
+func (y *slotYield) resume() {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	y.yields--
 	if y.yields > 0 || !y.gone {
-		return nil
+		return
 	}
 	select {
 	case y.w.slots <- struct{}{}:
 		y.gone = false
 		y.w.yielded.Add(-1)
-		return nil
-	case <-ctx.Done():
-		y.lost = true
-		return context.Cause(ctx)
+	default:
 	}
 }
 

@@ -332,21 +332,14 @@ func (l *Ledger) Acquire(ctx context.Context, key string, tokens int) (*Reservat
 	l.schedule(a, now)
 	l.mu.Unlock()
 	// The wait is not work: the request's worker slot serves others
-	// meanwhile, and is taken again once the call is admitted.
-	resume := ops.YieldSlot(ctx)
+	// meanwhile, and is taken again (when one is free) once it ends.
+	if resume := ops.YieldSlot(ctx); resume != nil {
+		defer resume()
+	}
 	select {
 	case <-w.ready:
-		if resume != nil {
-			if err := resume(ctx); err != nil {
-				w.res.Refund()
-				return nil, fmt.Errorf("budget: waiting for a worker slot for %s: %w", key, err)
-			}
-		}
 		return w.res, nil
 	case <-ctx.Done():
-	}
-	if resume != nil {
-		_ = resume(ctx) // ended: the request finishes without its slot
 	}
 	l.mu.Lock()
 	if w.res != nil { // admitted while ctx ended: the call never ran
