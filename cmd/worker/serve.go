@@ -168,12 +168,13 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 	bc := bus.Config{
 		Provision: provision.Config{
-			Prefix:       cfg.Prefix,
-			Replicas:     cfg.Replicas,
-			MaxPayload:   cfg.MaxPayload,
-			AckWait:      cfg.AckWait,
-			LeaseTTL:     cfg.LeaseTTL,
-			LeaseStorage: cfg.LeaseStorage,
+			Prefix:        cfg.Prefix,
+			Replicas:      cfg.Replicas,
+			MaxPayload:    cfg.MaxPayload,
+			AckWait:       cfg.AckWait,
+			LeaseTTL:      cfg.LeaseTTL,
+			MaxAckPending: cfg.MaxAckPending,
+			LeaseStorage:  cfg.LeaseStorage,
 		},
 		StartupTimeout: cfg.StartupTimeout,
 		RunLogDir:      cfg.RunLogDir,

@@ -24,7 +24,13 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultLeaseTTL        = 5 * time.Second
-	DefaultMaxAckPending   = 1000
+	// DefaultMaxAckPending is sized for I/O-bound requests: a model
+	// answering in seconds keeps a request delivered that long, so the
+	// fleet's requests in flight are bounded by it, not by the workers'
+	// slots (156 workers of 64, or 9 of 1,024). What it costs the server
+	// is an entry per pending message; each worker still takes no more
+	// than its own slots.
+	DefaultMaxAckPending = 10_000
 	DefaultMaxDeliver      = 10
 	DefaultMaxPayload      = protocol.DefaultMaxPayload // 1 MiB
 	DefaultOpsMaxMsgs      = 100_000
@@ -142,7 +148,7 @@ type Config struct {
 	HistoryMaxBytes int64
 
 	// MaxAckPending bounds the requests delivered to all workers together
-	// and not yet acknowledged. Default 1000.
+	// and not yet acknowledged. Default DefaultMaxAckPending (10,000).
 	MaxAckPending int
 
 	// MaxDeliver is how many times a request is delivered before the server
