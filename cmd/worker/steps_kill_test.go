@@ -320,4 +320,3 @@ func TestKill_lndl_operate_at_every_step_counts_each_completed_step_once(t *test
 		"response_format": format, "round_budget": 3}},
 		`{"first":3,"second":7}`, 5)
 }
-
