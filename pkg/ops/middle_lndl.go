@@ -104,11 +104,15 @@ func (m lndlMiddle) inner(model *history.ModelRef) (Middle, error) {
 // the answer; running out of rounds is a CodeParse error matching
 // ErrLNDLExhausted. Errors of the inner exchanges and of the action
 // stage are returned as they are.
-func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
 	if in.RequestID == "" {
 		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleLNDL)
 	}
-	budget, err := lndlmiddle.RoundBudget(in.RoundBudget)
+	var opts LNDLInput
+	if in.LNDL != nil {
+		opts = *in.LNDL
+	}
+	budget, err := lndlmiddle.RoundBudget(opts.RoundBudget)
 	if err != nil {
 		return nil, err
 	}
@@ -120,32 +124,37 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, erro
 	if l.Verb == "" {
 		l.Verb = MiddleLNDL
 	}
-	if l.Target, err = lndlmiddle.Target(in.ResponseFormat, in.CallerFormat); err != nil {
+	if l.Target, err = lndlmiddle.Target(in.ResponseFormat, opts.CallerFormat); err != nil {
 		return nil, err
 	}
 	inner, err := m.inner(in.ChatModel)
 	if err != nil {
 		return nil, err
 	}
-	out := &Result{BranchID: in.BranchID}
-	l.Exchange = func(ctx context.Context, t lndlmiddle.Turn) (*Result, error) {
+	out := &MiddleResult{}
+	l.Exchange = func(ctx context.Context, t lndlmiddle.Turn) (*lndlmiddle.Reply, error) {
 		res, err := inner.Exchange(ctx, roundInput(in, t))
-		if res != nil {
-			addUsage(&out.Usage, res.Usage)
+		if err != nil || res == nil {
+			return nil, err
 		}
-		return res, err
+		addUsage(&out.Usage, res.Usage)
+		return &lndlmiddle.Reply{Value: res.Value, Replayed: res.Replayed}, nil
 	}
 	l.Bridge = func(ctx context.Context, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
-		return m.bridge(ctx, in, l.Verb, n, roundID, pending, rec)
+		return m.bridge(ctx, in, opts.Tools, l.Verb, n, roundID, pending, rec)
 	}
 	o, err := l.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if out.Value, err = marshalValue(o.Value); err != nil {
-		return nil, err
+	out.Value = o.Value
+	if !in.SkipValidation {
+		// Unvalidated, the value keeps the caller's order of properties.
+		if out.Value, err = decoded(o.Value); err != nil {
+			return nil, err
+		}
 	}
-	out.Replayed, out.LNDLRounds = o.Replayed, o.Rounds
+	out.Replayed, out.LNDL = o.Replayed, &LNDLReport{Rounds: o.Rounds}
 	return out, nil
 }
 
@@ -155,8 +164,8 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, erro
 // instruction instead of the caller's, no plain content and no clear.
 func roundInput(in MiddleInput, t lndlmiddle.Turn) MiddleInput {
 	in.RequestID = t.ID
-	in.ResponseFormat, in.ToolSchemas, in.CallerFormat = nil, nil, nil
-	in.SkipValidation, in.NumParseRetries, in.RoundBudget, in.Tools = true, nil, 0, nil
+	in.ResponseFormat, in.ToolSchemas, in.LNDL = nil, nil, nil
+	in.SkipValidation, in.NumParseRetries = true, nil
 	if t.N == 1 {
 		in.Guidance = t.Guidance
 	} else {
@@ -179,12 +188,12 @@ type bridgeOutcome struct {
 // bridge runs round n's pending actions (at least one) through act's stage: as ordinary
 // action requests (the alias as the request's
 // id), concurrently, tool errors suppressed, authorized against the
-// branch's tools (narrowed to in.Tools) and the engine's gate, with the
+// branch's tools (narrowed to tools unless nil) and the engine's gate, with the
 // hook signals, recorded as one event under "<round id>/act". It returns
 // the results by alias: a call's output, or {"error": {code, message}}
 // for a call that failed. A stage already committed is
 // replayed from history.
-func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
+func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, tools []string, verb string, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
 	e := m.e
 	req := Request{ID: stageID(roundID, "act"), Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}
 	b, err := e.load(ctx, in.BranchID)
@@ -197,9 +206,9 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n i
 			return nil, false, err
 		}
 	} else {
-		if in.Tools != nil {
+		if tools != nil {
 			nb := *b
-			nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(in.Tools, t) })
+			nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(tools, t) })
 			b = &nb
 		}
 		p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}

@@ -96,17 +96,17 @@ func (o *operation) run(ctx context.Context) (*Result, error) {
 	if mres == nil {
 		return nil, Errorf(CodeInternal, "middle %s returned no result", o.p.middle)
 	}
-	o.out.Usage, o.out.Replayed, o.out.Value = mres.Usage, mres.Replayed, mres.Value
-	o.out.LNDLRounds, o.out.RunLog = mres.LNDLRounds, mres.RunLog
+	o.out.Usage, o.out.Replayed = mres.Usage, mres.Replayed
+	if mres.LNDL != nil {
+		o.out.LNDLRounds = mres.LNDL.Rounds
+	}
+	if mres.Run != nil {
+		o.out.RunLog = mres.Run.Log
+	}
+	value := mres.Value
 	// skip_validation returns the raw result at once.
 	if o.p.skip {
-		return o.finish()
-	}
-	var value any
-	if len(mres.Value) > 0 {
-		if err := json.Unmarshal(mres.Value, &value); err != nil {
-			return nil, Errorf(CodeInternal, "middle %s returned a value that is not JSON: %v", o.p.middle, err)
-		}
+		return o.value(value)
 	}
 	obj, _ := value.(map[string]any)
 	if obj != nil && o.p.actions {

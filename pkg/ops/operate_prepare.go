@@ -66,6 +66,24 @@ type operatePlan struct {
 	invokeActions bool
 }
 
+// run returns the run_and_collect part of the middle's input, made on
+// first use.
+func (p *operatePlan) run() *RunInput {
+	if p.chat.Run == nil {
+		p.chat.Run = &RunInput{}
+	}
+	return p.chat.Run
+}
+
+// lndlInput returns the LNDL middle's part of the middle's input, made on
+// first use.
+func (p *operatePlan) lndlInput() *LNDLInput {
+	if p.chat.LNDL == nil {
+		p.chat.LNDL = &LNDLInput{}
+	}
+	return p.chat.LNDL
+}
+
 // removedNames are the removed names of operate and what to use instead.
 var removedNames = []struct{ name, instead string }{
 	{"request_model", "response_format (a JSON Schema)"},
@@ -156,16 +174,16 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 	if d.StreamPersist != nil {
 		// Copied as given, false included; present at all, it
 		// asks for run parameters.
-		p.chat.StreamPersist = *d.StreamPersist
+		p.run().StreamPersist = *d.StreamPersist
 		p.runParams = true
 	}
 	if d.StreamPersistDir != nil {
 		// Checked here, before the lifecycle starts or anything is stored;
 		// the run resolves the default.
-		if err := checkRunLogDirField("data.stream_persist_dir", p.chat.StreamPersist, *d.StreamPersistDir); err != nil {
+		if err := checkRunLogDirField("data.stream_persist_dir", p.run().StreamPersist, *d.StreamPersistDir); err != nil {
 			return nil, err
 		}
-		p.chat.StreamPersistDir = *d.StreamPersistDir
+		p.run().StreamPersistDir = *d.StreamPersistDir
 	}
 	if err := d.lndl(p); err != nil {
 		return nil, err
@@ -194,7 +212,9 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 			}
 		}
 		p.tools = slices.Clone(d.Tools)
-		p.chat.Tools = slices.Clone(d.Tools)
+		if p.middle == MiddleLNDL {
+			p.lndlInput().Tools = slices.Clone(d.Tools)
+		}
 	}
 	fields, err := fieldModels(d.FieldModels)
 	if err != nil {
@@ -243,10 +263,10 @@ func (d *operateData) lndl(p *operatePlan) error {
 		if err != nil {
 			return err
 		}
-		p.chat.RoundBudget = n
+		p.lndlInput().RoundBudget = n
 	}
 	if p.middle == MiddleLNDL && len(d.ResponseFormat) > 0 {
-		p.chat.CallerFormat = d.ResponseFormat
+		p.lndlInput().CallerFormat = d.ResponseFormat
 	}
 	return nil
 }

@@ -396,7 +396,7 @@ func TestRunAndCollect_0021_D3_13_instruction_under_its_stage_id(t *testing.T) {
 	}
 	in := ops.MiddleInput{RequestID: "m1", BranchID: "b1", Instruction: "go", ClearMessages: true}
 	res, err := mid.Exchange(context.Background(), in)
-	if err != nil || string(res.Value) != `"collected"` {
+	if err != nil || valueJSON(res) != `"collected"` {
 		t.Fatalf("exchange %+v, %v", res, err)
 	}
 	lines, evs := pb.events(t)
@@ -407,7 +407,7 @@ func TestRunAndCollect_0021_D3_13_instruction_under_its_stage_id(t *testing.T) {
 		t.Errorf("clear flags %v %v, want the instruction event's only", evs[0].Clear, evs[1].Clear)
 	}
 	res2, err := mid.Exchange(context.Background(), in)
-	if err != nil || string(res2.Value) != `"collected"` || len(pb.prov.calls) != 1 {
+	if err != nil || valueJSON(res2) != `"collected"` || len(pb.prov.calls) != 1 {
 		t.Fatalf("second exchange %+v, %v; %d streams", res2, err, len(pb.prov.calls))
 	}
 	if again, _ := pb.events(t); len(again) != 2 {
