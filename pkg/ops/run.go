@@ -141,16 +141,12 @@ const (
 	metaResultSource = "run"
 )
 
-// runData is the data of a run request: communicate's instruction fields
-// and models, plus stream_persist.
+// runData is the data of a run request ([wire.RunRequest]): the exchange
+// data of communicate, whose turn fields are run's and whose others a run
+// checks as communicate does, and the run's parameters (stream_persist).
 type runData struct {
 	chatData
-	// StreamPersist keeps the chunk log and the branch snapshots of the
-	// run in the RunLog.
-	StreamPersist bool `json:"stream_persist"`
-	// StreamPersistDir is the run log directory of a persisted run; nil
-	// means the engine's.
-	StreamPersistDir *string `json:"stream_persist_dir"`
+	wire.RunParams
 }
 
 // RunValue is the value of a run result ([wire.RunValue]).
