@@ -152,7 +152,10 @@ type Provider struct {
 	NoReaper bool
 }
 
-var _ ops.CLIProvider = (*Provider)(nil)
+var (
+	_ ops.CLIProvider  = (*Provider)(nil)
+	_ ops.ResultTotals = (*Provider)(nil)
+)
 
 // New returns a provider of the given CLIs; it fails with
 // ErrInvalidCommand for a bad or repeated name or an empty command.
@@ -186,6 +189,10 @@ func (p *Provider) Names() []string {
 	}
 	return out
 }
+
+// TotalKeys returns the result metadata keys whose numbers add up over
+// the turns of one response: the cost and the turns ([ops.ResultTotals]).
+func (p *Provider) TotalKeys() []string { return []string{MetaTotalCostUSD, MetaNumTurns} }
 
 // IsCLI reports whether model names a configured CLI.
 func (p *Provider) IsCLI(model history.ModelRef) bool {
