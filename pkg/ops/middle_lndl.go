@@ -55,9 +55,6 @@ const cliProviderName = "cli"
 // LNDLRound is what one round of the LNDL middle did ([wire.LNDLRound]).
 type LNDLRound = wire.LNDLRound
 
-// LNDLAction is one action a round ran ([wire.LNDLAction]).
-type LNDLAction = wire.LNDLAction
-
 // lndlMiddle is the LNDL adapter of ADR-0024: a bounded loop of recorded
 // inner exchanges, each classified with lndl.Round, whose actions run
 // through act's stage, returning the first value that validates against
@@ -252,7 +249,7 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, tools []string, 
 			return nil, false, Errorf(CodeInternal, "middle %s: round %d: action outcome %d is of %s (%s), the call was %s (%s)",
 				MiddleLNDL, n, i, Truncate(o.Alias, MaxIDLength), Truncate(o.Function, MaxIDLength), Truncate(pending[i].Name, MaxIDLength), Truncate(pending[i].Function, MaxIDLength))
 		}
-		act := LNDLAction{Alias: o.Alias, Function: o.Function}
+		act := wire.LNDLAction{Alias: o.Alias, Function: o.Function}
 		if o.Error != nil {
 			act.ErrorCode = o.Error.Code
 			executed[o.Alias] = map[string]any{"error": map[string]any{"code": o.Error.Code, "message": o.Error.Message}}

@@ -111,7 +111,7 @@ func (o *operation) run(ctx context.Context) (*Result, error) {
 	obj, _ := value.(map[string]any)
 	if obj != nil && o.p.actions {
 		// Only the runtime fills action_responses.
-		delete(obj, FieldActionResponses)
+		delete(obj, fieldActionResponses)
 	}
 	if res, done, err := o.policy(value); done {
 		return res, err
@@ -153,7 +153,7 @@ func (o *operation) act(ctx context.Context, value any, obj map[string]any) (*Re
 		return o.value(value)
 	}
 	// Requests come only from the structured result.
-	rawReqs, ok := obj[FieldActionRequests]
+	rawReqs, ok := obj[fieldActionRequests]
 	if !ok || rawReqs == nil {
 		return o.value(value)
 	}
@@ -203,7 +203,7 @@ func (o *operation) act(ctx context.Context, value any, obj map[string]any) (*Re
 	}
 	if len(responses) > 0 {
 		// Enriched in place, never replaced by the list.
-		obj[FieldActionResponses] = responses
+		obj[fieldActionResponses] = responses
 	}
 	return o.value(value)
 }

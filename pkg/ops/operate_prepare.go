@@ -195,12 +195,12 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 		ap := actParams{suppress: true}
 		if s := ins.ActionStrategy; s != nil && *s != "" {
 			switch *s {
-			case StrategyConcurrent:
-			case StrategySequential:
+			case strategyConcurrent:
+			case strategySequential:
 				ap.sequential = true
 			default:
 				return nil, Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
-					StrategyConcurrent, StrategySequential, Truncate(*s, 64))
+					strategyConcurrent, strategySequential, Truncate(*s, 64))
 			}
 		}
 		p.action = &ap
