@@ -143,8 +143,8 @@ type Provider struct {
 	// ExitWait is how long a CLI whose output ended may take to exit;
 	// 0 means DefaultExitWait.
 	ExitWait time.Duration
-	// Logger receives the provider's logs; nil discards them.
-	Logger *zerolog.Logger
+	// Logger receives the provider's logs. The zero value discards them.
+	Logger zerolog.Logger
 	// NoReaper runs the CLI directly rather than under the subreaper (on
 	// Linux the default; see [Provider]): only its process group is then
 	// stopped, and a process it started in a session of its own outlives
@@ -408,13 +408,7 @@ func (p *Provider) exitWait() time.Duration {
 	return DefaultExitWait
 }
 
-func (p *Provider) log() *zerolog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	l := zerolog.Nop()
-	return &l
-}
+func (p *Provider) log() *zerolog.Logger { return &p.Logger }
 
 // process is one running CLI.
 type process struct {
