@@ -292,9 +292,12 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if p.NoReaper {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	} else if prog, args, renv, ok := reaperCommand(argv, p.grace()*3/4); ok {
+	} else if prog, args, renv, ok := reaperCommand(argv, p.grace()/2); ok {
 		// The CLI runs under a subreaper that ends every process it
-		// started, in its group or not (see reaper_linux.go).
+		// started, in its group or not (see reaper_linux.go). It kills
+		// what is left at half the grace, so that it has the other half
+		// to reap the tree before the group's SIGKILL would kill it, and
+		// orphan what it had not reaped yet.
 		cmd = exec.Command(prog, args...)
 		env = append(env, renv)
 		cmd.SysProcAttr = reaperSysProcAttr()
