@@ -199,42 +199,12 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, tools []string, 
 	}
 	var res *Result
 	if seq, ok := b.Commits.Seq(req.ID); ok {
-		if res, err = e.replayCommitted(ctx, req, seq, replayMessages); err != nil {
-			return nil, false, err
-		}
+		res, err = e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
-		if tools != nil {
-			nb := *b
-			nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(tools, t) })
-			b = &nb
-		}
-		p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}
-		for i, a := range pending {
-			p.requests[i] = ActionRequest{Function: a.Function, Arguments: a.Arguments}
-			if len(a.Name) <= maxActionIDLength {
-				p.requests[i].ID = a.Name
-			}
-		}
-		start := e.clock()
-		run := e.runActions(ctx, req, b, p)
-		if err := ended(ctx); err != nil {
-			return nil, false, err
-		}
-		outcomes := make([]bridgeOutcome, len(run.calls))
-		for i, c := range run.calls {
-			outcomes[i] = bridgeOutcome{Alias: pending[i].Name, Function: c.req.Function}
-			if c.resp != nil {
-				outcomes[i].Output, outcomes[i].Error = c.resp.Output, c.resp.Error
-			}
-		}
-		v, err := marshalValue(outcomes)
-		if err != nil {
-			return nil, false, err
-		}
-		res = &Result{Value: v, BranchID: b.ID, DurationMS: e.clock().Sub(start).Milliseconds()}
-		if res, err = e.commitEvent(ctx, req, b.ID, history.Event{Messages: run.messages()}, res, nil); err != nil {
-			return nil, false, err
-		}
+		res, err = m.runStage(ctx, req, b, tools, pending)
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	var outcomes []bridgeOutcome
 	if err := json.Unmarshal(res.Value, &outcomes); err != nil {
@@ -259,4 +229,41 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, tools []string, 
 		rec.Actions = append(rec.Actions, act)
 	}
 	return executed, res.Replayed, nil
+}
+
+// runStage runs pending as the act stage req on branch b, its tools
+// narrowed to tools unless nil, and records it: the value is the list of
+// bridgeOutcomes, one per call, in call order.
+func (m lndlMiddle) runStage(ctx context.Context, req Request, b *history.Branch, tools []string, pending []lndl.Action) (*Result, error) {
+	e := m.e
+	if tools != nil {
+		nb := *b
+		nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(tools, t) })
+		b = &nb
+	}
+	p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}
+	for i, a := range pending {
+		p.requests[i] = ActionRequest{Function: a.Function, Arguments: a.Arguments}
+		if len(a.Name) <= maxActionIDLength {
+			p.requests[i].ID = a.Name
+		}
+	}
+	start := e.clock()
+	run := e.runActions(ctx, req, b, p)
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
+	outcomes := make([]bridgeOutcome, len(run.calls))
+	for i, c := range run.calls {
+		outcomes[i] = bridgeOutcome{Alias: pending[i].Name, Function: c.req.Function}
+		if c.resp != nil {
+			outcomes[i].Output, outcomes[i].Error = c.resp.Output, c.resp.Error
+		}
+	}
+	v, err := marshalValue(outcomes)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Value: v, BranchID: b.ID, DurationMS: e.clock().Sub(start).Milliseconds()}
+	return e.commitEvent(ctx, req, b.ID, history.Event{Messages: run.messages()}, res, nil)
 }
