@@ -7,6 +7,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -228,7 +229,7 @@ func (x *exchange) call(ctx context.Context, req Request) error {
 	if x.data.Stream {
 		comp, err = x.stream(ctx, req, msgs)
 	} else {
-		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, toolschema.Native(x.data.tools)...)
 	}
 	x.calls++
 	if err != nil {

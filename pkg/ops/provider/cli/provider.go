@@ -143,8 +143,8 @@ type Provider struct {
 	// ExitWait is how long a CLI whose output ended may take to exit;
 	// 0 means DefaultExitWait.
 	ExitWait time.Duration
-	// Logger receives the provider's logs; nil discards them.
-	Logger *zerolog.Logger
+	// Logger receives the provider's logs. The zero value discards them.
+	Logger zerolog.Logger
 	// NoReaper runs the CLI directly rather than under the subreaper (on
 	// Linux the default; see [Provider]): only its process group is then
 	// stopped, and a process it started in a session of its own outlives
@@ -152,7 +152,10 @@ type Provider struct {
 	NoReaper bool
 }
 
-var _ ops.CLIProvider = (*Provider)(nil)
+var (
+	_ ops.CLIProvider  = (*Provider)(nil)
+	_ ops.ResultTotals = (*Provider)(nil)
+)
 
 // New returns a provider of the given CLIs; it fails with
 // ErrInvalidCommand for a bad or repeated name or an empty command.
@@ -186,6 +189,10 @@ func (p *Provider) Names() []string {
 	}
 	return out
 }
+
+// TotalKeys returns the result metadata keys whose numbers add up over
+// the turns of one response: the cost and the turns ([ops.ResultTotals]).
+func (p *Provider) TotalKeys() []string { return []string{MetaTotalCostUSD, MetaNumTurns} }
 
 // IsCLI reports whether model names a configured CLI.
 func (p *Provider) IsCLI(model history.ModelRef) bool {
@@ -404,13 +411,7 @@ func (p *Provider) exitWait() time.Duration {
 	return DefaultExitWait
 }
 
-func (p *Provider) log() *zerolog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	l := zerolog.Nop()
-	return &l
-}
+func (p *Provider) log() *zerolog.Logger { return &p.Logger }
 
 // process is one running CLI.
 type process struct {
