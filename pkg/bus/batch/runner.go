@@ -349,7 +349,7 @@ func (r *runner) pass(ctx context.Context, round int) error {
 		r.mu.Lock()
 		canceling := r.b.State == wire.BatchCanceling
 		deadline := r.b.Deadline
-		overCost := r.b.MaxCostUSD > 0 && r.usage.CostUSD >= r.b.MaxCostUSD
+		overCost := r.b.MaxCostUSD > 0 && reached(r.usage.CostUSD, r.b.MaxCostUSD)
 		reqID := wire.BatchRequestID(r.id, key, round)
 		if !canceling && !overCost && (deadline == nil || time.Now().Before(*deadline)) {
 			r.inflight[key] = reqID
@@ -617,6 +617,11 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// reached reports whether cost has reached ceiling, allowing for the
+// rounding of a sum of many costs: fifty items of a cost c add up to a
+// hair under 50*c.
+func reached(cost, ceiling float64) bool { return cost >= ceiling*(1-1e-9) }
 
 // addUsage returns the sum of two usages.
 func addUsage(a, b wire.Usage) wire.Usage {
