@@ -101,10 +101,18 @@ func steppedWorkerMain(raw string) int {
 		return exitUsage
 	}
 	bc.Providers = ops.NewProviders(map[string]ops.Provider{"stepped": &steppedModel{in: bufio.NewReader(os.Stdin), out: os.Stdout}})
+	// The stepped model's calls are journaled as the worker command
+	// journals its paid providers'.
+	wj := &workerJournal{log: log}
+	if err := wj.wrap(bc.Providers, "stepped"); err != nil {
+		fmt.Fprintf(os.Stderr, "stepped worker: %v\n", err)
+		return exitFailure
+	}
 	wt := newWorkerTools(cfg) // the registry's tools, over NATS, as the worker command's
 	bc.Tools = wt
 	svc, err := bus.Start(context.Background(), bc)
 	if err == nil {
+		wj.attach(svc)
 		err = wt.attach(context.Background(), svc, log)
 	}
 	if err != nil {
@@ -319,4 +327,12 @@ func TestKill_lndl_operate_at_every_step_counts_each_completed_step_once(t *test
 	killAtEveryStep(t, steppedOp{verb: "operate", data: map[string]any{"instruction": "What are 1 + 2 and 3 + 4?", "middle": "lndl",
 		"response_format": format, "round_budget": 3}},
 		`{"first":3,"second":7}`, 5)
+}
+
+// The same for a communicate whose answer is not the JSON asked for, so
+// that a reformat round follows: two model calls.
+func TestKill_communicate_with_a_reformat_round_counts_each_completed_step_once(t *testing.T) {
+	format := map[string]any{"type": "object", "required": []string{"n"}, "properties": map[string]any{"n": map[string]any{"type": "number"}}}
+	killAtEveryStep(t, steppedOp{verb: "communicate", data: map[string]any{"instruction": "What is 1 + 2?", "response_format": format, "num_parse_retries": 1}},
+		`{"n":3}`, 2)
 }
