@@ -31,19 +31,19 @@ const (
 	// is an entry per pending message; each worker still takes no more
 	// than its own slots.
 	DefaultMaxAckPending = 10_000
-	DefaultMaxDeliver      = 10
-	DefaultMaxPayload      = protocol.DefaultMaxPayload // 1 MiB
-	DefaultOpsMaxMsgs      = 100_000
-	DefaultReplicas        = 1
-	DefaultResultsMaxAge   = 24 * time.Hour
-	DefaultChunksMaxAge    = time.Hour
-	DefaultRunLogMaxAge    = 7 * 24 * time.Hour
+	DefaultMaxDeliver    = 10
+	DefaultMaxPayload    = protocol.DefaultMaxPayload // 1 MiB
+	DefaultOpsMaxMsgs    = 100_000
+	DefaultReplicas      = 1
+	DefaultResultsMaxAge = 24 * time.Hour
+	DefaultChunksMaxAge  = time.Hour
+	DefaultRunLogMaxAge  = 7 * 24 * time.Hour
 	// DefaultJournalMaxAge is how long a completed model call of a
 	// request that has not committed yet is kept for its redelivery: the
 	// longest a request runs (15 min) and its deliveries' ack waits, with
 	// room to spare.
 	DefaultJournalMaxAge = time.Hour
-	DefaultBatchMaxAge     = 7 * 24 * time.Hour
+	DefaultBatchMaxAge   = 7 * 24 * time.Hour
 )
 
 // ToolResultsMaxAge is the max age of the tool results bucket when Ensure
