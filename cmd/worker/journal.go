@@ -15,7 +15,7 @@ import (
 )
 
 // journaledProviders are the providers whose completed calls are
-// journaled for the redelivery of a request that did not commit
+// journaled (tool calls are journaled whatever the provider) for the redelivery of a request that did not commit
 // (pkg/ops/journal): those whose calls cost money or time. The scripted
 // provider answers for free and the same every time.
 var journaledProviders = append([]string{cli.Name}, meteredProviders...)
@@ -46,13 +46,19 @@ func (wj *workerJournal) wrap(providers *ops.Providers, names ...string) error {
 	return nil
 }
 
+// tools journals the outcomes of inv's tool calls, so that a tool runs
+// once per call even when its service does not remember results itself.
+func (wj *workerJournal) tools(inv ops.Invoker) ops.Invoker {
+	return journal.WrapInvoker(inv, journal.Config{Store: wj, OnError: wj.failed})
+}
+
 // attach keeps the journal in svc's journal stream from now on.
 func (wj *workerJournal) attach(svc *bus.Service) {
 	res := svc.Resources()
 	wj.store.Store(busjournal.New(svc.JetStream(), res.Journal, res.Subjects))
 }
 
-func (wj *workerJournal) Get(ctx context.Context, key string) (*ops.Completion, bool, error) {
+func (wj *workerJournal) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	s := wj.store.Load()
 	if s == nil {
 		return nil, false, errJournalNotReady
@@ -60,12 +66,12 @@ func (wj *workerJournal) Get(ctx context.Context, key string) (*ops.Completion, 
 	return s.Get(ctx, key)
 }
 
-func (wj *workerJournal) Put(ctx context.Context, key string, c *ops.Completion) error {
+func (wj *workerJournal) Put(ctx context.Context, key string, entry []byte) error {
 	s := wj.store.Load()
 	if s == nil {
 		return errJournalNotReady
 	}
-	return s.Put(ctx, key, c)
+	return s.Put(ctx, key, entry)
 }
 
 // failed logs a journal read or write that failed; the call went on

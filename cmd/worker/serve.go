@@ -120,7 +120,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	// Tools are the registry's, called over NATS (--demo serves two example
 	// tool services beside the worker).
 	wt := newWorkerTools(cfg)
-	bc.Tools = wt
+	bc.Tools = wj.tools(wt)
 	if wt.governed() {
 		bc.Authorizer = wt
 	}

@@ -1,5 +1,5 @@
 // Package journal is the JetStream store of the journal of completed model
-// calls (pkg/ops/journal): one message per call, on the subject
+// and tool calls (pkg/ops/journal): one message per call, on the subject
 // <prefix>.journal.<key> of the stream <PREFIX>_JOURNAL, which keeps the
 // last per subject for JournalMaxAge (one hour by default). A write waits
 // for the stream's acknowledgement; a read is a direct get of the last
@@ -8,31 +8,20 @@ package journal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
 )
 
-// MaxEntryBytes bounds a journaled completion; a larger one is not
-// journaled (ErrTooLarge), and its call is made again on a redelivery.
+// MaxEntryBytes bounds a journal entry; a larger one is not journaled
+// (ErrTooLarge), and its call is made again on a redelivery.
 const MaxEntryBytes = 512 << 10
 
-// ErrTooLarge is returned by Put for a completion over MaxEntryBytes.
-var ErrTooLarge = errors.New("journal: completion too large to journal")
-
-// entry is a journaled completion, JSON.
-type entry struct {
-	Text      string          `json:"text"`
-	ToolCalls []ops.ToolCall  `json:"tool_calls,omitempty"`
-	Usage     *ops.Usage      `json:"usage,omitempty"`
-	Raw       json.RawMessage `json:"raw,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-}
+// ErrTooLarge is returned by Put for an entry over MaxEntryBytes.
+var ErrTooLarge = errors.New("journal: entry too large to journal")
 
 // Store is the journal on a JetStream stream. It is safe for concurrent
 // use.
@@ -49,12 +38,8 @@ func New(js jetstream.JetStream, st jetstream.Stream, subj protocol.Subjects) *S
 	return &Store{js: js, st: st, subj: subj, stream: subj.JournalStream()}
 }
 
-// Put journals c under key, once the stream has stored it.
-func (s *Store) Put(ctx context.Context, key string, c *ops.Completion) error {
-	raw, err := json.Marshal(entry{Text: c.Text, ToolCalls: c.ToolCalls, Usage: c.Usage, Raw: c.Raw, SessionID: c.SessionID})
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
+// Put journals entry under key, once the stream has stored it.
+func (s *Store) Put(ctx context.Context, key string, raw []byte) error {
 	if len(raw) > MaxEntryBytes {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(raw), MaxEntryBytes)
 	}
@@ -64,9 +49,9 @@ func (s *Store) Put(ctx context.Context, key string, c *ops.Completion) error {
 	return nil
 }
 
-// Get returns the completion journaled under key, and false when there is
+// Get returns the entry journaled under key, and false when there is
 // none.
-func (s *Store) Get(ctx context.Context, key string) (*ops.Completion, bool, error) {
+func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	m, err := s.st.GetLastMsgForSubject(ctx, s.subj.Journal(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, false, nil
@@ -74,9 +59,5 @@ func (s *Store) Get(ctx context.Context, key string) (*ops.Completion, bool, err
 	if err != nil {
 		return nil, false, fmt.Errorf("journal: get %s: %w", key, err)
 	}
-	var e entry
-	if err := json.Unmarshal(m.Data, &e); err != nil {
-		return nil, false, fmt.Errorf("journal: entry %s: %w", key, err)
-	}
-	return &ops.Completion{Text: e.Text, ToolCalls: e.ToolCalls, Usage: e.Usage, Raw: e.Raw, SessionID: e.SessionID}, true, nil
+	return m.Data, true, nil
 }

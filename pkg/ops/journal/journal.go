@@ -28,11 +28,20 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 )
 
-// Store keeps completions by key. Get reports false for a key it does not
-// hold.
+// Store keeps journal entries (JSON) by key. Get reports false for a key
+// it does not hold.
 type Store interface {
-	Get(ctx context.Context, key string) (*ops.Completion, bool, error)
-	Put(ctx context.Context, key string, c *ops.Completion) error
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	Put(ctx context.Context, key string, entry []byte) error
+}
+
+// completion is a journaled completion.
+type completion struct {
+	Text      string          `json:"text"`
+	ToolCalls []ops.ToolCall  `json:"tool_calls,omitempty"`
+	Usage     *ops.Usage      `json:"usage,omitempty"`
+	Raw       json.RawMessage `json:"raw,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
 }
 
 // Config configures [Wrap].
@@ -77,27 +86,42 @@ func (p *streamingProvider) Stream(ctx context.Context, call ops.Call, emit func
 func (p *provider) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	key := Key(call)
 	if call.Attempt > 1 {
-		c, ok, err := p.cfg.Store.Get(ctx, key)
-		switch {
-		case err != nil:
-			p.failed("get", key, err)
-		case ok:
-			return c, nil
+		var e completion
+		if get(ctx, p.cfg, key, &e) {
+			return &ops.Completion{Text: e.Text, ToolCalls: e.ToolCalls, Usage: e.Usage, Raw: e.Raw, SessionID: e.SessionID}, nil
 		}
 	}
 	c, err := p.next.Complete(ctx, call)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.cfg.Store.Put(ctx, key, c); err != nil {
-		p.failed("put", key, err)
-	}
+	put(ctx, p.cfg, key, completion{Text: c.Text, ToolCalls: c.ToolCalls, Usage: c.Usage, Raw: c.Raw, SessionID: c.SessionID})
 	return c, nil
 }
 
-func (p *provider) failed(op, key string, err error) {
-	if p.cfg.OnError != nil {
-		p.cfg.OnError(op, key, err)
+// get reads the entry of key into v, telling cfg.OnError of a failure; it
+// reports whether it found one.
+func get(ctx context.Context, cfg Config, key string, v any) bool {
+	raw, ok, err := cfg.Store.Get(ctx, key)
+	if err == nil && ok {
+		if err = json.Unmarshal(raw, v); err == nil {
+			return true
+		}
+	}
+	if err != nil && cfg.OnError != nil {
+		cfg.OnError("get", key, err)
+	}
+	return false
+}
+
+// put journals v under key, telling cfg.OnError of a failure.
+func put(ctx context.Context, cfg Config, key string, v any) {
+	raw, err := json.Marshal(v)
+	if err == nil {
+		err = cfg.Store.Put(ctx, key, raw)
+	}
+	if err != nil && cfg.OnError != nil {
+		cfg.OnError("put", key, err)
 	}
 }
 

@@ -15,12 +15,14 @@ import (
 // memStore is a Store in memory that counts its reads and can fail.
 type memStore struct {
 	mu         sync.Mutex
-	m          map[string]ops.Completion
+	m          map[string][]byte
 	gets, puts int
 	fail       error
 }
 
-func (s *memStore) Get(_ context.Context, key string) (*ops.Completion, bool, error) {
+func newMem() *memStore { return &memStore{m: map[string][]byte{}} }
+
+func (s *memStore) Get(_ context.Context, key string) ([]byte, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets++
@@ -28,17 +30,17 @@ func (s *memStore) Get(_ context.Context, key string) (*ops.Completion, bool, er
 		return nil, false, s.fail
 	}
 	c, ok := s.m[key]
-	return &c, ok, nil
+	return c, ok, nil
 }
 
-func (s *memStore) Put(_ context.Context, key string, c *ops.Completion) error {
+func (s *memStore) Put(_ context.Context, key string, entry []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.puts++
 	if s.fail != nil {
 		return s.fail
 	}
-	s.m[key] = *c
+	s.m[key] = entry
 	return nil
 }
 
@@ -110,7 +112,7 @@ func TestKey(t *testing.T) {
 // reading the journal; a redelivery of the same call gets the journaled
 // completion and the provider is not called; a different call is.
 func TestWrap_a_redelivery_gets_the_journaled_completion(t *testing.T) {
-	store := &memStore{m: map[string]ops.Completion{}}
+	store := newMem()
 	next := &counter{}
 	p := journal.Wrap(next, journal.Config{Store: store})
 	ctx := context.Background()
@@ -135,7 +137,8 @@ func TestWrap_a_redelivery_gets_the_journaled_completion(t *testing.T) {
 // read calls the provider, a failed write returns the completion.
 func TestWrap_a_failing_journal_does_not_fail_the_call(t *testing.T) {
 	broken := errors.New("stream unavailable")
-	store := &memStore{m: map[string]ops.Completion{}, fail: broken}
+	store := newMem()
+	store.fail = broken
 	var seen []string
 	p := journal.Wrap(&counter{}, journal.Config{Store: store, OnError: func(op, _ string, err error) {
 		if !errors.Is(err, broken) {
@@ -161,7 +164,7 @@ func (s *streamer) Stream(_ context.Context, _ ops.Call, emit func(ops.Chunk) er
 
 // A streaming provider stays one; its streams are not journaled.
 func TestWrap_keeps_streaming_unjournaled(t *testing.T) {
-	store := &memStore{m: map[string]ops.Completion{}}
+	store := newMem()
 	p := journal.Wrap(&streamer{}, journal.Config{Store: store})
 	sp, ok := p.(ops.StreamingProvider)
 	if !ok {
@@ -172,5 +175,80 @@ func TestWrap_keeps_streaming_unjournaled(t *testing.T) {
 	got, err := sp.Stream(context.Background(), c, func(ops.Chunk) error { return nil })
 	if err != nil || got.Text != "streamed" || store.gets+store.puts != 0 {
 		t.Fatalf("%+v, %v; journal used %d times", got, err, store.gets+store.puts)
+	}
+}
+
+// tool counts its runs and answers x+y, or a tool error for x < 0.
+type tool struct {
+	mu   sync.Mutex
+	runs int
+	fail error
+}
+
+func (t *tool) Invoke(_ context.Context, call ops.ToolInvocation) (ops.ToolOutcome, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.runs++
+	if t.fail != nil {
+		return ops.ToolOutcome{}, t.fail
+	}
+	x, _ := call.Arguments["x"].(float64)
+	y, _ := call.Arguments["y"].(float64)
+	if x < 0 {
+		return ops.ToolOutcome{Error: &ops.ToolError{Code: "negative", Message: "x < 0"}}, nil
+	}
+	return ops.ToolOutcome{Output: x + y}, nil
+}
+
+func (t *tool) DescribeTools(_ context.Context, names []string) []ops.ToolSpec {
+	return []ops.ToolSpec{{Name: names[0], Description: "adds"}}
+}
+
+// A tool call whose outcome (an output, or the error the tool reported)
+// is journaled is answered from the journal: the tool runs once; another
+// call (other arguments, another key) runs it again; an invoker failure is
+// not journaled; the wrapped invoker's descriptions stay.
+func TestWrapInvoker(t *testing.T) {
+	store := newMem()
+	next := &tool{}
+	inv := journal.WrapInvoker(next, journal.Config{Store: store})
+	ctx := context.Background()
+	call := ops.ToolInvocation{Function: "add", Arguments: map[string]any{"x": 1.0, "y": 2.0}, IdempotencyKey: "r1/act/tool/0", RequestID: "r1"}
+	for i := range 2 {
+		out, err := inv.Invoke(ctx, call)
+		if err != nil || out.Output != 3.0 || next.runs != 1 {
+			t.Fatalf("call %d: %+v, %v; the tool ran %d times", i, out, err, next.runs)
+		}
+	}
+	neg := call
+	neg.Arguments = map[string]any{"x": -1.0, "y": 2.0}
+	for i := range 2 {
+		out, err := inv.Invoke(ctx, neg)
+		if err != nil || out.Error == nil || out.Error.Code != "negative" || next.runs != 2 {
+			t.Fatalf("failing call %d: %+v, %v; the tool ran %d times", i, out, err, next.runs)
+		}
+	}
+	other := call
+	other.IdempotencyKey = "r1/act/tool/1"
+	if _, err := inv.Invoke(ctx, other); err != nil || next.runs != 3 {
+		t.Fatalf("another key: %v; the tool ran %d times", err, next.runs)
+	}
+	next.fail = ops.ErrNoService
+	gone := call
+	gone.IdempotencyKey = "r1/act/tool/2"
+	for range 2 {
+		if _, err := inv.Invoke(ctx, gone); !errors.Is(err, ops.ErrNoService) {
+			t.Fatalf("invoker failure: %v", err)
+		}
+	}
+	if next.runs != 5 {
+		t.Fatalf("an invoker failure was journaled: the tool ran %d times, want 5", next.runs)
+	}
+	d, ok := inv.(ops.ToolDescriber)
+	if !ok || d.DescribeTools(ctx, []string{"add"})[0].Description != "adds" {
+		t.Fatal("the wrapped invoker's descriptions are lost")
+	}
+	if journal.ToolKey(call) == journal.ToolKey(neg) || journal.ToolKey(call) == journal.ToolKey(other) {
+		t.Fatal("tool keys collide")
 	}
 }
