@@ -11,14 +11,16 @@ import (
 	busjournal "github.com/lionbus/lionbus/pkg/bus/journal"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/journal"
-	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 )
 
 // journaledProviders are the providers whose completed calls are
-// journaled (tool calls are journaled whatever the provider) for the redelivery of a request that did not commit
-// (pkg/ops/journal): those whose calls cost money or time. The scripted
-// provider answers for free and the same every time.
-var journaledProviders = append([]string{cli.Name}, meteredProviders...)
+// journaled for the redelivery of a request that did not commit
+// (pkg/ops/journal; tool calls are journaled whatever the provider): the
+// API providers, whose calls cost money. The scripted one answers for free
+// and the same every time; a CLI's calls are runs, whose chunks are their
+// record (and the engine tells a CLI model by its provider, which a
+// wrapper would hide).
+var journaledProviders = meteredProviders
 
 // errJournalNotReady is what the journal answers before the worker's
 // streams are provisioned: the call goes on unjournaled.
@@ -75,7 +77,8 @@ func (wj *workerJournal) Put(ctx context.Context, key string, entry []byte) erro
 }
 
 // failed logs a journal read or write that failed; the call went on
-// without it.
+// without it. At debug level: it fails when JetStream does (an outage the
+// worker's health logs once), and costs at most a call made again.
 func (wj *workerJournal) failed(op, key string, err error) {
-	wj.log.Warn().Err(err).Str("op", op).Str("key", key).Msg("journal of model calls")
+	wj.log.Debug().Err(err).Str("op", op).Str("key", key).Msg("journal of model calls: not used")
 }

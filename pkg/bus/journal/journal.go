@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,6 +20,11 @@ import (
 // MaxEntryBytes bounds a journal entry; a larger one is not journaled
 // (ErrTooLarge), and its call is made again on a redelivery.
 const MaxEntryBytes = 512 << 10
+
+// Timeout bounds one read or write of the journal: a journal that does not
+// answer (JetStream down) costs a call at most that much, and the call
+// goes on without it.
+const Timeout = 2 * time.Second
 
 // ErrTooLarge is returned by Put for an entry over MaxEntryBytes.
 var ErrTooLarge = errors.New("journal: entry too large to journal")
@@ -43,6 +49,8 @@ func (s *Store) Put(ctx context.Context, key string, raw []byte) error {
 	if len(raw) > MaxEntryBytes {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(raw), MaxEntryBytes)
 	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
 	if _, err := s.js.Publish(ctx, s.subj.Journal(key), raw, jetstream.WithExpectStream(s.stream)); err != nil {
 		return fmt.Errorf("journal: put %s: %w", key, err)
 	}
@@ -52,6 +60,8 @@ func (s *Store) Put(ctx context.Context, key string, raw []byte) error {
 // Get returns the entry journaled under key, and false when there is
 // none.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
 	m, err := s.st.GetLastMsgForSubject(ctx, s.subj.Journal(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, false, nil
