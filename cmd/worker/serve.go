@@ -108,13 +108,19 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	if err := wb.wrap(providers); err != nil {
 		return nil, err
 	}
+	// The journal wraps the budget: a call answered from it waits for no
+	// budget.
+	wj := &workerJournal{log: log}
+	if err := wj.wrap(providers, journaledProviders...); err != nil {
+		return nil, err
+	}
 	bc.Providers = providers
 	bc.Worker.Middleware = append(bc.Worker.Middleware, wb.annotate)
 	bc.Tracer = tracer
 	// Tools are the registry's, called over NATS (--demo serves two example
 	// tool services beside the worker).
 	wt := newWorkerTools(cfg)
-	bc.Tools = wt
+	bc.Tools = wj.tools(wt)
 	if wt.governed() {
 		bc.Authorizer = wt
 	}
@@ -133,6 +139,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	}
 	svc, err := bus.Start(ctx, bc)
 	if err == nil {
+		wj.attach(svc)
 		if err = wt.attach(ctx, svc, log); err != nil {
 			svc.Close()
 			return nil, fmt.Errorf("tool registry: %w", err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
@@ -31,14 +33,19 @@ const steppedWorkerEnv = "WORKER_TEST_STEPPED_ARGS"
 // analysis rounds that each call add, an analysis that needs nothing
 // more, then the answer; for an LNDL operate, two rounds that each call
 // add and a third that answers from both.
-var steppedAnswers = []struct{ stage, answer string }{
-	{"/react/0/", `{"analysis":"First 1 + 2.","extension_needed":true,"action_required":true,"action_requests":[{"function":"add","arguments":{"x":1,"y":2}}]}`},
-	{"/react/1/", `{"analysis":"Then 3 + 4.","extension_needed":true,"action_required":true,"action_requests":[{"function":"add","arguments":{"x":3,"y":4}}]}`},
-	{"/react/2/", `{"analysis":"3 and 7: enough.","extension_needed":false}`},
-	{"/react/answer", `three and seven`},
-	{"/middle/round1", "First the one sum.\n```lndl\n<lact s>add(x=1, y=2)</lact>\n```\n"},
-	{"/middle/round2", "Then the other.\n```lndl\n<lact t>add(x=3, y=4)</lact>\n```\n"},
-	{"/middle/round3", "Both are known.\n```lndl\nOUT{first: [s], second: [t]}\n```\n"},
+var steppedAnswers = []struct{ branch, stage, answer string }{
+	{"", "/react/0/", `{"analysis":"First 1 + 2.","extension_needed":true,"action_required":true,"action_requests":[{"function":"add","arguments":{"x":1,"y":2}}]}`},
+	{"", "/react/1/", `{"analysis":"Then 3 + 4.","extension_needed":true,"action_required":true,"action_requests":[{"function":"add","arguments":{"x":3,"y":4}}]}`},
+	{"", "/react/2/", `{"analysis":"3 and 7: enough.","extension_needed":false}`},
+	{"", "/react/answer", `three and seven`},
+	{"", "/middle/round1", "First the one sum.\n```lndl\n<lact s>add(x=1, y=2)</lact>\n```\n"},
+	{"", "/middle/round2", "Then the other.\n```lndl\n<lact t>add(x=3, y=4)</lact>\n```\n"},
+	{"", "/middle/round3", "Both are known.\n```lndl\nOUT{first: [s], second: [t]}\n```\n"},
+	// On branch "raw": one round that calls a tool remembering nothing
+	// twice, in turn; then the answer.
+	{"raw", "/react/0/", `{"analysis":"Both sums.","extension_needed":false,"action_required":true,"action_requests":[` +
+		`{"function":"add2","arguments":{"x":1,"y":2}},{"function":"add2","arguments":{"x":3,"y":4}}]}`},
+	{"raw", "/react/answer", `three and seven, twice`},
 }
 
 // steppedModel answers each model call of a react from steppedAnswers,
@@ -54,7 +61,7 @@ type steppedModel struct {
 func (m *steppedModel) Complete(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 	answer := ""
 	for _, a := range steppedAnswers {
-		if strings.Contains(call.RequestID, a.stage) {
+		if (a.branch == "" || a.branch == call.BranchID) && strings.Contains(call.RequestID, a.stage) {
 			answer = a.answer
 		}
 	}
@@ -101,10 +108,18 @@ func steppedWorkerMain(raw string) int {
 		return exitUsage
 	}
 	bc.Providers = ops.NewProviders(map[string]ops.Provider{"stepped": &steppedModel{in: bufio.NewReader(os.Stdin), out: os.Stdout}})
+	// The stepped model's calls are journaled as the worker command
+	// journals its paid providers'.
+	wj := &workerJournal{log: log}
+	if err := wj.wrap(bc.Providers, "stepped"); err != nil {
+		fmt.Fprintf(os.Stderr, "stepped worker: %v\n", err)
+		return exitFailure
+	}
 	wt := newWorkerTools(cfg) // the registry's tools, over NATS, as the worker command's
-	bc.Tools = wt
+	bc.Tools = wj.tools(wt)
 	svc, err := bus.Start(context.Background(), bc)
 	if err == nil {
+		wj.attach(svc)
 		err = wt.attach(context.Background(), svc, log)
 	}
 	if err != nil {
@@ -205,10 +220,14 @@ func startSteppedWorker(t *testing.T, b *bustest.Bus, s *steps) *steppedProcess 
 	return p
 }
 
-// steppedOp is the operation a stepped run sends.
+// steppedOp is the operation a stepped run sends, on branch "r" with the
+// tool add (a Go SDK service, which remembers its results), or on branch
+// "raw" with the tool add2 (a service speaking the protocol on core NATS,
+// remembering nothing).
 type steppedOp struct {
 	verb string
 	data map[string]any
+	raw  bool
 }
 
 // runStepped runs op once on a fresh server with a stepped worker
@@ -239,6 +258,9 @@ func runStepped(t *testing.T, op steppedOp, kill int) (string, *steps) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if op.raw {
+		serveRawAdd(t, b, s)
+	}
 	first := startSteppedWorker(t, b, s)
 	s.victim = func() { _ = first.cmd.Process.Signal(syscall.SIGKILL) }
 	var wg sync.WaitGroup
@@ -253,10 +275,14 @@ func runStepped(t *testing.T, op steppedOp, kill int) (string, *steps) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := b.Client.Do(ctx, "branch.create", "", map[string]any{"branch_id": "r", "tools": []string{"add"}, "chat_model": "stepped:m"}); err != nil {
+	branch, tool := "r", "add"
+	if op.raw {
+		branch, tool = "raw", "add2"
+	}
+	if _, err := b.Client.Do(ctx, "branch.create", "", map[string]any{"branch_id": branch, "tools": []string{tool}, "chat_model": "stepped:m"}); err != nil {
 		t.Fatal(err)
 	}
-	reply, err := b.Client.Do(ctx, op.verb, "r", op.data, client.WithID("q"))
+	reply, err := b.Client.Do(ctx, op.verb, branch, op.data, client.WithID("q"))
 	if err != nil {
 		t.Fatalf("%s: %v", op.verb, err)
 	}
@@ -291,6 +317,12 @@ func killAtEveryStep(t *testing.T, op steppedOp, wantAnswer string, wantSteps in
 				t.Errorf("answer %s, want %s", got, want)
 			}
 			for step, n := range s.done {
+				// A tool remembering nothing, that ran while the worker
+				// died, runs again: no one recorded its outcome. Every
+				// call whose outcome reached the worker runs once.
+				if op.raw && n == 2 && step == plain.started[kill-1] && strings.HasPrefix(step, "tool ") {
+					continue
+				}
 				if n != 1 {
 					t.Errorf("step %s completed %d times; steps started: %v", step, n, s.started)
 				}
@@ -319,4 +351,62 @@ func TestKill_lndl_operate_at_every_step_counts_each_completed_step_once(t *test
 	killAtEveryStep(t, steppedOp{verb: "operate", data: map[string]any{"instruction": "What are 1 + 2 and 3 + 4?", "middle": "lndl",
 		"response_format": format, "round_budget": 3}},
 		`{"first":3,"second":7}`, 5)
+}
+
+// The same for a communicate whose answer is not the JSON asked for, so
+// that a reformat round follows: two model calls.
+func TestKill_communicate_with_a_reformat_round_counts_each_completed_step_once(t *testing.T) {
+	format := map[string]any{"type": "object", "required": []string{"n"}, "properties": map[string]any{"n": map[string]any{"type": "number"}}}
+	killAtEveryStep(t, steppedOp{verb: "communicate", data: map[string]any{"instruction": "What is 1 + 2?", "response_format": format, "num_parse_retries": 1}},
+		`{"n":3}`, 2)
+}
+
+// serveRawAdd serves the tool add2 ({x, y} -> x+y) as a service in any
+// language could: its registry entry written into the tools bucket, and a
+// responder on core NATS that remembers nothing, so that a second
+// invocation of a call runs it again. Each run is a step of s.
+func serveRawAdd(t *testing.T, b *bustest.Bus, s *steps) {
+	t.Helper()
+	kv, err := b.JS.KeyValue(bustest.Ctx(t), "lion_tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := `{"name":"add2","description":"Adds x and y.","subject":"lion.tool.add2","version":"0.1.0",` +
+		`"parameters":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}},"required":["x","y"]}}`
+	if _, err := kv.Put(bustest.Ctx(t), "add2", []byte(entry)); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.NC.QueueSubscribe("lion.tool.add2", "add2", func(m *nats.Msg) {
+		var in struct {
+			Data struct {
+				Arguments map[string]float64 `json:"arguments"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(m.Data, &in)
+		x, y := in.Data.Arguments["x"], in.Data.Arguments["y"]
+		step := fmt.Sprintf("tool add2 %v+%v", x, y)
+		// As add's: when the worker is killed as this call starts, the
+		// tool still runs; its answer reaches no one.
+		s.begin(step)
+		s.finish(step)
+		out, _ := json.Marshal(map[string]any{"specversion": "1.0", "id": fmt.Sprintf("raw-%d", time.Now().UnixNano()), "source": "/test/raw",
+			"type": "lionbus.tool.result", "datacontenttype": "application/json", "data": map[string]any{"output": x + y}})
+		_ = m.Respond(out)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+}
+
+// Issue 26, "tools not built on the Go SDK get the same guarantee for
+// everything the worker has recorded": a react round that calls a tool
+// remembering nothing twice, in turn, with the worker SIGKILLed before
+// each step — also between the two calls, when the first has answered
+// and nothing is committed yet: the worker's journal of tool outcomes
+// answers the first again. The call the worker died in runs again (its
+// outcome reached no one); every other runs once.
+func TestKill_react_with_a_tool_that_remembers_nothing_runs_each_call_once(t *testing.T) {
+	killAtEveryStep(t, steppedOp{verb: "react", raw: true, data: map[string]any{"instruction": "What are 1 + 2 and 3 + 4?", "action_strategy": "sequential"}},
+		`"three and seven, twice"`, 4)
 }

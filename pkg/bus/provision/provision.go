@@ -38,6 +38,11 @@ const (
 	DefaultResultsMaxAge = 24 * time.Hour
 	DefaultChunksMaxAge  = time.Hour
 	DefaultRunLogMaxAge  = 7 * 24 * time.Hour
+	// DefaultJournalMaxAge is how long a completed model call of a
+	// request that has not committed yet is kept for its redelivery: the
+	// longest a request runs (15 min) and its deliveries' ack waits, with
+	// room to spare.
+	DefaultJournalMaxAge = time.Hour
 	DefaultBatchMaxAge   = 7 * 24 * time.Hour
 )
 
@@ -179,6 +184,10 @@ type Config struct {
 	// (its deadline, if any, too). Default 7 days.
 	BatchMaxAge time.Duration
 
+	// JournalMaxAge is how long the journal of completed model calls
+	// keeps each; default DefaultJournalMaxAge.
+	JournalMaxAge time.Duration
+
 	// RunLogMaxAge is how long the chunk logs and snapshots of runs with
 	// stream_persist are kept (a finished run's log is removed at once;
 	// an unfinished one's stays this long). Default 7 days.
@@ -219,6 +228,7 @@ func (c Config) WithDefaults() (Config, error) {
 		{"ResultsMaxAge", &c.ResultsMaxAge, DefaultResultsMaxAge},
 		{"ChunksMaxAge", &c.ChunksMaxAge, DefaultChunksMaxAge},
 		{"RunLogMaxAge", &c.RunLogMaxAge, DefaultRunLogMaxAge},
+		{"JournalMaxAge", &c.JournalMaxAge, DefaultJournalMaxAge},
 		{"BatchMaxAge", &c.BatchMaxAge, DefaultBatchMaxAge},
 	}
 	for _, d := range durations {
@@ -296,6 +306,9 @@ type Resources struct {
 	// RunLog holds the live chunk logs and snapshots of runs with
 	// stream_persist.
 	RunLog jetstream.Stream
+	// Journal holds the completed model calls of requests not committed
+	// yet, one per call, for their redeliveries.
+	Journal jetstream.Stream
 	// Workers is the shared durable pull consumer on Ops.
 	Workers jetstream.Consumer
 	// Branches is the bucket of branch snapshots.
