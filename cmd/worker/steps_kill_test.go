@@ -88,24 +88,9 @@ func (m *steppedModel) Complete(ctx context.Context, call ops.Call) (*ops.Comple
 // steppedWorkerMain runs a worker configured by the JSON-encoded arguments
 // raw with the stepped model, until the process is killed.
 func steppedWorkerMain(raw string) int {
-	var args []string
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		fmt.Fprintf(os.Stderr, "stepped worker: arguments: %v\n", err)
-		return exitUsage
-	}
-	cfg, err := parseConfig(args, os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepped worker: %v\n", err)
-		return exitUsage
-	}
-	log, err := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		return exitUsage
-	}
-	bc, err := busConfig(cfg, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepped worker: %v\n", err)
-		return exitUsage
+	cfg, log, bc, code := childWorkerConfig("stepped worker", raw)
+	if code != exitOK {
+		return code
 	}
 	bc.Providers = ops.NewProviders(map[string]ops.Provider{"stepped": &steppedModel{in: bufio.NewReader(os.Stdin), out: os.Stdout}})
 	// The stepped model's calls are journaled as the worker command
