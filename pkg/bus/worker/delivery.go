@@ -115,11 +115,7 @@ func claimKey(id string) string { return "_req." + id }
 // and the error is answered (or retried) by settle.
 func (w *Worker) handle(d *delivery) {
 	defer w.wg.Done()
-	defer func() {
-		if d.slot.holds() {
-			<-w.slots
-		}
-	}()
+	defer d.slot.done()
 	defer d.finished()
 	if d.ticket != nil {
 		// Left as soon as the handler returned (see execute), so that the

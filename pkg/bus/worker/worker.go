@@ -318,7 +318,8 @@ type Worker struct {
 	fetches  atomic.Int64 // fetch requests sent
 
 	slots   chan struct{}
-	yielded atomic.Int64 // requests whose slot is given up (slotYield)
+	yielded atomic.Int64 // requests waiting with their slot given up (slotYield)
+	debt    atomic.Int64 // requests running without a slot, each owed the next one freed
 	cancels *cancels
 	lanes   *lanes // nil: requests of one branch run in parallel
 	health  *health
@@ -775,10 +776,10 @@ func (w *Worker) dispatch(batch jetstream.MessageBatch, n int) error {
 	return nil
 }
 
-// release frees n slots.
+// release frees n slots (each pays a debt first, see freeSlot).
 func (w *Worker) release(n int) {
 	for range n {
-		<-w.slots
+		w.freeSlot()
 	}
 }
 
