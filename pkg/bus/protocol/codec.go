@@ -292,7 +292,9 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 		return nil, eventErrorf(CodeInvalidAttribute,
 			"id %q is not usable as a request id: want 1 to %d characters of [A-Za-z0-9_-]", clip(id), MaxTokenLength)
 	}
-	if v, ok := ev.Extensions()[ExtReplyTo]; ok {
+	// Extensions returns a copy of the map: read it once.
+	exts := ev.Extensions()
+	if v, ok := exts[ExtReplyTo]; ok {
 		if _, isString := v.(string); !isString {
 			return nil, eventErrorf(CodeInvalidAttribute, "replyto must be a string subject, got %v", v)
 		}
@@ -331,7 +333,7 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	}
 
 	r := &Request{Event: *ev, Verb: verb}
-	if v, ok := ev.Extensions()[ExtBranchID]; ok {
+	if v, ok := exts[ExtBranchID]; ok {
 		s, isString := v.(string)
 		if !isString || !ValidToken(s) {
 			return nil, eventErrorf(CodeInvalidBranchID,
@@ -345,13 +347,13 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	if r.ReplyTo == "" {
 		r.ReplyTo = c.subjects.Reply(id)
 	}
-	if v, ok := ev.Extensions()[ExtDeadline]; ok {
+	if v, ok := exts[ExtDeadline]; ok {
 		var err error
 		if r.Deadline, err = deadlineOf(v); err != nil {
 			return nil, eventErrorf(CodeMalformedEvent, "deadline %s is not an RFC 3339 time", clip(fmt.Sprintf("%v", v)))
 		}
 	}
-	if v, ok := ev.Extensions()[ExtBranchOrder]; ok {
+	if v, ok := exts[ExtBranchOrder]; ok {
 		switch v {
 		case BranchOrderOrdered:
 		case BranchOrderParallel:
@@ -363,7 +365,7 @@ func (c *Codec) request(subject string, h nats.Header, ev *event.Event, p partia
 	switch {
 	case ValidTraceParent(p.traceParent):
 		r.TraceParent = p.traceParent
-		r.TraceState, _ = ev.Extensions()[ExtTraceState].(string)
+		r.TraceState, _ = exts[ExtTraceState].(string)
 	case ValidTraceParent(h.Get(TraceParentHeader)):
 		r.TraceParent = h.Get(TraceParentHeader)
 		r.TraceState = h.Get(TraceStateHeader)
