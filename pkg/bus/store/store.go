@@ -584,7 +584,9 @@ func checkBranchID(id string) error {
 
 func encodeEvent(ev history.Event) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
+	enc := msgpack.GetEncoder() // pooled: an encoder is a sizeable allocation
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
 	if err := enc.Encode(&ev); err != nil {
 		return nil, err
 	}
