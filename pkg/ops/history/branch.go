@@ -62,6 +62,10 @@ type Branch struct {
 	// count). Clearing messages does not reset it. Deterministic providers
 	// (the scripted one) use it as their position; see [github.com/lionbus/lionbus/pkg/ops.Call.Index].
 	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
+	// Fork, on a fork, is its parent and the parent's sequence it starts
+	// from. A store folds a fork's own events only (its messages start
+	// empty); the engine puts the parent's prefix in front.
+	Fork *ForkPoint `json:"fork,omitempty" msgpack:"fork,omitempty"`
 }
 
 // Message is one recorded message of a branch ([wire.Message]).

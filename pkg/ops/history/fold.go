@@ -52,6 +52,10 @@ func (b *Branch) Apply(ev Event) error {
 		b.Messages = cloneMessages(ev.Messages)
 		b.ModelCalls = ev.ModelCalls
 		b.CreatedAt = ev.Time
+		if ev.Fork != nil {
+			f := *ev.Fork
+			b.Fork = &f
+		}
 	case EventMessages:
 		if _, dup := b.Commits.Seq(ev.RequestID); dup && ev.RequestID != "" {
 			break
@@ -75,6 +79,8 @@ func (b *Branch) Apply(ev Event) error {
 		if ev.Settings != nil {
 			b.update(*ev.Settings, ev)
 		}
+	case EventForked:
+		// A record of a fork made of the branch: nothing of it changes.
 	default:
 		return fmt.Errorf("ops: unknown history event type %q at seq %d", ev.Type, ev.Seq)
 	}
