@@ -38,7 +38,13 @@ func renderResult(w io.Writer, verb string, res *wire.Result) {
 			}
 			return
 		}
-	case "branch.create", "branch.get", "branch.clone", "branch.clear", "branch.fork":
+	case "branch.fork":
+		var f wire.BranchForked
+		if err := json.Unmarshal(res.Value, &f); err == nil && f.BranchID != "" {
+			fmt.Fprintf(w, "branch %s  (%d messages, history seq %d)\n  fork of:     %s at seq %d\n", f.BranchID, f.Messages, f.Seq, f.Fork.BranchID, f.Fork.Seq)
+			return
+		}
+	case "branch.create", "branch.get", "branch.clone", "branch.clear":
 		var b wire.Branch
 		if err := json.Unmarshal(res.Value, &b); err == nil && b.ID != "" {
 			renderBranch(w, &b)

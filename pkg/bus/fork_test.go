@@ -36,10 +36,14 @@ func fork(t testing.TB, b *bustest.Bus, parent, id string, data map[string]any) 
 	for k, v := range data {
 		d[k] = v
 	}
-	var br history.Branch
-	r := bustest.MustResult(t, b.Do(t, "branch.fork", parent, d), &br)
-	if r.BranchID != id || br.ID != id {
-		t.Fatalf("branch.fork answered branch %q (value %q), want %q", r.BranchID, br.ID, id)
+	var f wire.BranchForked
+	r := bustest.MustResult(t, b.Do(t, "branch.fork", parent, d), &f)
+	if r.BranchID != id || f.BranchID != id {
+		t.Fatalf("branch.fork answered branch %q (value %q), want %q", r.BranchID, f.BranchID, id)
+	}
+	br := branchAt(t, b, id, 0)
+	if br.Fork == nil || *br.Fork != f.Fork || br.Seq != f.Seq || len(br.Messages) != f.Messages || !br.CreatedAt.Equal(f.CreatedAt) {
+		t.Fatalf("branch.fork answered %+v, branch.get %+v at seq %d with %d messages", f, br.Fork, br.Seq, len(br.Messages))
 	}
 	return br
 }
@@ -295,7 +299,7 @@ func TestBranchForks_lists_the_forks_and_the_ancestry(t *testing.T) {
 	// Redelivery: the same request id again makes no second fork.
 	r1 := b.Do(t, "branch.fork", root, map[string]any{"branch_id": "lineage-again"}, client.WithID("fork-once"))
 	r2 := b.Do(t, "branch.fork", root, map[string]any{"branch_id": "lineage-again"}, client.WithID("fork-once"))
-	var f1, f2 history.Branch
+	var f1, f2 wire.BranchForked
 	bustest.MustResult(t, r1, &f1)
 	bustest.MustResult(t, r2, &f2)
 	if !reflect.DeepEqual(asJSON(t, f1), asJSON(t, f2)) {

@@ -117,7 +117,11 @@ func (e *Engine) recordFork(ctx context.Context, req Request, b *history.Branch,
 	case err != nil:
 		return nil, storeErr("append", err)
 	}
-	return branchResult(b, replayed)
+	v, err := marshalValue(wire.BranchForked{BranchID: b.ID, Fork: *b.Fork, Seq: b.Seq, Messages: len(b.Messages), CreatedAt: b.CreatedAt})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Value: v, BranchID: b.ID, Replayed: replayed}, nil
 }
 
 // seqBefore returns the sequence of the branch's event just before the

@@ -46,6 +46,28 @@ type BranchForkRequest struct {
 	BeforeMessage string `json:"before_message,omitempty"`
 }
 
+// BranchForked is the value of a branch.fork result: the fork, without
+// its messages (branch.get reads them), so that the answer does not grow
+// with the parent either.
+type BranchForked struct {
+	// BranchID is the fork's id.
+	BranchID string `json:"branch_id"`
+	// Fork is its parent and the parent's sequence it starts from.
+	Fork ForkPoint `json:"fork"`
+	// Seq is the sequence of the fork's branch.created: its head.
+	Seq uint64 `json:"seq"`
+	// Messages counts the fork's messages (all the prefix's).
+	Messages int `json:"messages"`
+	// CreatedAt is when the fork was made.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// BranchForkResult is the result of branch.fork.
+type BranchForkResult struct {
+	Value BranchForked `json:"value"`
+	ResultMeta
+}
+
 // BranchForksRequest is the data of a branch.forks request: one page of
 // the forks made of the request's branch, found in its history.
 type BranchForksRequest struct {

@@ -11,9 +11,10 @@ import (
 // an id derived from the request id, that starts as the branch was at
 // req.AtSeq (0: its head) or just before the exchange of
 // req.BeforeMessage, and refers to that prefix instead of copying it.
-// The answer is the fork; its Fork names the parent and the sequence.
-func (c *Client) BranchFork(ctx context.Context, branchID string, req wire.BranchForkRequest, opts ...SubmitOption) (*wire.BranchResult, error) {
-	return call[wire.BranchResult](ctx, c, wire.VerbBranchFork, branchID, req, opts)
+// The answer names the fork, its parent and the sequence, without the
+// fork's messages (BranchGet reads them).
+func (c *Client) BranchFork(ctx context.Context, branchID string, req wire.BranchForkRequest, opts ...SubmitOption) (*wire.BranchForkResult, error) {
+	return call[wire.BranchForkResult](ctx, c, wire.VerbBranchFork, branchID, req, opts)
 }
 
 // BranchForks answers the forks made of the branch recorded in one page
@@ -74,6 +75,6 @@ func (c *Client) EditAndResend(ctx context.Context, branchID, messageID, forkID 
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := c.Communicate(ctx, fork.Value.ID, req, opts...)
-	return fork.Value.ID, res, err
+	res, err := c.Communicate(ctx, fork.Value.BranchID, req, opts...)
+	return fork.Value.BranchID, res, err
 }

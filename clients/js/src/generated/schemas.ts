@@ -814,10 +814,22 @@ export interface BranchForkRequest {
   [k: string]: unknown;
 }
 /**
- * Result of branch.fork: the new fork, folded (its parent's prefix and its own events); branch_id is the fork's id and value.fork its lineage.
+ * Result of branch.fork: the new fork without its messages (branch.get reads them), so that the answer does not grow with the parent; branch_id is the fork's id.
  */
 export interface BranchForkResult {
-  value: Branch;
+  value: {
+    branch_id: Id;
+    fork: ForkPoint;
+    /**
+     * The sequence of the fork's branch.created: its head.
+     */
+    seq: number;
+    /**
+     * How many messages the fork holds (all its parent's prefix's).
+     */
+    messages: number;
+    created_at: Time;
+  };
   branch_id: Id;
   usage?: Usage;
   duration_ms: number;

@@ -1,0 +1,102 @@
+package bus_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/wire"
+)
+
+// BenchmarkBranchFork_vs_clone: on branches of 10 and 2,000 exchanges, a
+// fork at the head against a clone (time, and bytes the history stream
+// and the snapshot bucket grew by per operation); branch.get of the
+// parent against a fork of it at its head and at its middle (each with
+// one exchange of its own); the storage of the parent alone and with 10
+// forks of one exchange each.
+//
+//	go test -run '^$' -bench BenchmarkBranchFork -benchtime 20x ./pkg/bus
+func BenchmarkBranchFork_vs_clone(b *testing.B) {
+	bus := bustest.New(b, provision.Config{})
+	bus.StartWorker(b, nil, nil, nil, worker.Config{})
+	_, _, res := bus.Conn(b)
+	ctx := bustest.Ctx(b)
+	stored := func() uint64 {
+		h, s := storedBytes(b, ctx, res)
+		return h + s
+	}
+	for _, n := range []int{10, 2000} {
+		parent := fmt.Sprintf("bench-fork-%d", n)
+		s0 := stored()
+		exchanges(b, bus, parent, n)
+		alone := stored() - s0
+		made := 0
+		for _, verb := range []string{"fork", "clone"} {
+			b.Run(fmt.Sprintf("%s/exchanges=%d", verb, n), func(b *testing.B) {
+				before := stored()
+				for range b.N {
+					made++
+					id := fmt.Sprintf("%s-%s-%d", parent, verb, made)
+					var err error
+					if verb == "fork" {
+						_, err = bus.Client.BranchFork(ctx, parent, wire.BranchForkRequest{BranchID: id})
+					} else {
+						_, err = bus.Client.BranchClone(ctx, parent, wire.BranchCloneRequest{BranchID: id})
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(stored()-before)/float64(b.N), "stored-bytes/op")
+			})
+		}
+		head, err := bus.Client.BranchGet(ctx, parent)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reads := map[string]string{"get_parent": parent}
+		for _, at := range []struct {
+			name string
+			seq  uint64
+		}{{"head", 0}, {"middle", head.Value.Seq - uint64(n)}} {
+			id := fmt.Sprintf("%s-read-%s", parent, at.name)
+			if _, err := bus.Client.BranchFork(ctx, parent, wire.BranchForkRequest{BranchID: id, AtSeq: at.seq}); err != nil {
+				b.Fatal(err)
+			}
+			bustest.MustResult(b, bus.Do(b, "communicate", id, map[string]any{"instruction": "own"}), nil)
+			reads["get_fork_at_"+at.name] = id
+		}
+		// The three reads alternate, so that a change of the machine's
+		// load falls on each alike.
+		for round := range 3 {
+			for _, name := range []string{"get_parent", "get_fork_at_head", "get_fork_at_middle"} {
+				b.Run(fmt.Sprintf("%s/exchanges=%d/round=%d", name, n, round), func(b *testing.B) {
+					for range b.N {
+						if _, err := bus.Client.BranchGet(ctx, reads[name]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+		b.Run(fmt.Sprintf("storage_10_forks/exchanges=%d", n), func(b *testing.B) {
+			var with uint64
+			for range b.N {
+				made++
+				before := stored()
+				for k := range 10 {
+					id := fmt.Sprintf("%s-ten-%d-%d", parent, made, k)
+					if _, err := bus.Client.BranchFork(ctx, parent, wire.BranchForkRequest{BranchID: id}); err != nil {
+						b.Fatal(err)
+					}
+					bustest.MustResult(b, bus.Do(b, "communicate", id, map[string]any{"instruction": "own"}), nil)
+				}
+				with = alone + stored() - before
+			}
+			b.ReportMetric(float64(alone), "alone-bytes")
+			b.ReportMetric(float64(with), "with-10-forks-bytes")
+		})
+	}
+}
