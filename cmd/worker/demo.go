@@ -130,7 +130,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 	fmt.Fprintf(out, "\n── demo: a scripted conversation, sent over %s.ops.* ──\n\n", subj.Prefix)
 
 	if reuse {
-		if _, err := do("branch.delete", demoBranch, nil); err != nil && !isCode(err, ops.CodeBranchNotFound) {
+		if _, err := do("branch.delete", demoBranch, map[string]any{"purge": true}); err != nil && !isCode(err, ops.CodeBranchNotFound) {
 			return err
 		}
 	}

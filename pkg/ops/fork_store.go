@@ -41,6 +41,10 @@ func (s *forkStore) Load(ctx context.Context, id string) (*history.Branch, error
 	if err != nil {
 		return nil, err
 	}
+	if own.Deleted {
+		// A store that folds a tombstone rather than refusing it.
+		return nil, history.ErrBranchDeleted
+	}
 	return s.compose(ctx, own, 0)
 }
 

@@ -172,4 +172,6 @@ type Event struct {
 	// parent's sequence it starts from) and on the parent's
 	// branch.forked (the fork and that sequence).
 	Fork *ForkPoint `json:"fork,omitempty"`
+	// Tombstone is set on branch.deleted.
+	Tombstone *Tombstone `json:"tombstone,omitempty"`
 }

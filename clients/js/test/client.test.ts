@@ -77,7 +77,8 @@ test("every verb through the typed client", async (t) => {
   assert.equal(cleared.value.messages.length, 1);
 
   const deleted = check("branch.delete", await lion.branchDelete(copy));
-  assert.deepEqual(deleted.value, { branch_id: copy, deleted: true });
+  assert.ok((deleted.value.seq ?? 0) > 0, "the tombstone's sequence");
+  assert.deepEqual(deleted.value, { branch_id: copy, deleted: true, seq: deleted.value.seq });
 
   const rb = fresh("run");
   await lion.branchCreate({ chat_model: "cli:fake" }, { branch: rb });

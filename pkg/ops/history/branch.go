@@ -66,6 +66,10 @@ type Branch struct {
 	// from. A store folds a fork's own events only (its messages start
 	// empty); the engine puts the parent's prefix in front.
 	Fork *ForkPoint `json:"fork,omitempty" msgpack:"fork,omitempty"`
+	// Deleted is set on the fold of a history that ends with an
+	// EventDeleted: nothing else of the branch is kept. Stores answer
+	// such a branch as ErrBranchDeleted; it is never shown.
+	Deleted bool `json:"-" msgpack:"deleted,omitempty"`
 }
 
 // Message is one recorded message of a branch ([wire.Message]).

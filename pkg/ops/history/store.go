@@ -32,7 +32,16 @@ const (
 	// Event.Fork: the fork and the sequence it starts from). It changes
 	// nothing of the parent but its Seq and UpdatedAt.
 	EventForked EventType = "branch.forked"
+	// EventDeleted is a deleted branch's tombstone, its last event (in
+	// Event.Tombstone: who, why, the head before it). The fold of a
+	// history ending with it is a deleted branch (Branch.Deleted), which
+	// stores answer as ErrBranchDeleted; a new branch.created may follow
+	// it (the id used again).
+	EventDeleted EventType = "branch.deleted"
 )
+
+// Tombstone is what an EventDeleted records ([wire.Tombstone]).
+type Tombstone = wire.Tombstone
 
 // ForkPoint names a point of a branch's history a fork starts from
 // ([wire.ForkPoint]).
@@ -80,6 +89,8 @@ type Event struct {
 	// parent was there, without a copy of its messages) and on the
 	// parent's EventForked (the fork and that sequence).
 	Fork *ForkPoint `json:"fork,omitempty" msgpack:"fork,omitempty"`
+	// Tombstone is set on EventDeleted.
+	Tombstone *Tombstone `json:"tombstone,omitempty" msgpack:"tombstone,omitempty"`
 }
 
 // Store persists branches. History is the source of truth; implementations
@@ -115,7 +126,8 @@ type Store interface {
 	// most limit of them (limit <= 0 means the store's documented maximum).
 	History(ctx context.Context, branchID string, after uint64, limit int) ([]Event, error)
 
-	// Delete removes a branch: its history and snapshot.
-	// It returns ErrBranchNotFound when the branch does not exist.
+	// Delete removes a branch: its history and snapshot; a history that
+	// ends with an EventDeleted keeps that tombstone.
+	// It returns ErrBranchNotFound when the branch has no history.
 	Delete(ctx context.Context, branchID string) error
 }

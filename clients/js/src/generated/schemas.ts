@@ -780,9 +780,21 @@ export interface BranchCreateResult {
   replayed?: boolean;
 }
 /**
- * Data of a branch.delete request: remove the branch, its history and snapshot. The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ * Data of a branch.delete request: end the branch's history with a tombstone (branch.deleted: who, when, the request); reads answer branch_not_found from then on. With purge, also remove its events and snapshot (the tombstone stays). The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
 export interface BranchDeleteRequest {
+  /**
+   * Also remove the branch's events and snapshot; the tombstone stays.
+   */
+  purge?: boolean;
+  /**
+   * Who deletes the branch, recorded in the tombstone.
+   */
+  by?: string;
+  /**
+   * Why, recorded in the tombstone.
+   */
+  reason?: string;
   [k: string]: unknown;
 }
 /**
@@ -792,6 +804,14 @@ export interface BranchDeleteResult {
   value: {
     branch_id: Id;
     deleted: true;
+    /**
+     * The sequence of the branch's tombstone.
+     */
+    seq?: number;
+    /**
+     * True when the branch's events were purged.
+     */
+    purged?: boolean;
   };
   branch_id: Id;
   usage?: Usage;
@@ -953,7 +973,12 @@ export interface BranchHistoryResult {
 export interface HistoryEvent {
   seq: number;
   type:
-    "branch.created" | "branch.messages" | "branch.cleared" | "branch.updated" | "branch.forked";
+    | "branch.created"
+    | "branch.messages"
+    | "branch.cleared"
+    | "branch.updated"
+    | "branch.forked"
+    | "branch.deleted";
   request_id: string;
   time: Time;
   settings?: Settings;
@@ -963,6 +988,15 @@ export interface HistoryEvent {
   clear?: boolean;
   model_calls?: number;
   fork?: ForkPoint;
+  /**
+   * On branch.deleted: who deleted the branch and why (the request's by and reason), the sequence of its last event before, and whether the events were purged.
+   */
+  tombstone?: {
+    by?: string;
+    reason?: string;
+    head: number;
+    purge?: boolean;
+  };
 }
 /**
  * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.

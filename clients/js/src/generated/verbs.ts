@@ -101,7 +101,7 @@ export abstract class VerbMethods {
     return this.call("branch.create", opts?.branch, data, opts);
   }
 
-  /** branch.delete: Remove the branch, its history and snapshot. */
+  /** branch.delete: End the branch's history with a tombstone (branch.deleted: who, when, the request); reads answer branch_not_found from then on. */
   branchDelete(branch: string, data: BranchDeleteRequest = {}, opts?: CallOptions): Call<BranchDeleteResult> {
     return this.call("branch.delete", branch, data, opts);
   }
