@@ -64,7 +64,7 @@ func (e *Engine) branchFork(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings := parent.Clone().Settings
+	settings := (&history.Branch{Settings: parent.Settings}).Clone().Settings // not the messages
 	settings.ProviderSession = "" // a provider's session is the parent's
 	ev := history.Event{
 		Type: history.EventCreated, RequestID: req.ID, Time: e.clock(), BranchID: id,
