@@ -64,8 +64,9 @@ func (e *Engine) branchFork(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings := (&history.Branch{Settings: parent.Settings}).Clone().Settings // not the messages
-	settings.ProviderSession = "" // a provider's session is the parent's
+	// The parent's settings, not its messages; not its provider's session.
+	settings := (&history.Branch{Settings: parent.Settings}).Clone().Settings
+	settings.ProviderSession = ""
 	ev := history.Event{
 		Type: history.EventCreated, RequestID: req.ID, Time: e.clock(), BranchID: id,
 		Settings: &settings, ModelCalls: parent.ModelCalls,
