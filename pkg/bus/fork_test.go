@@ -1,10 +1,13 @@
 package bus_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -348,5 +351,59 @@ func TestBranchForks_lists_the_forks_and_the_ancestry(t *testing.T) {
 	}
 	if line, err := b.Client.BranchAncestry(ctx, root); err != nil || len(line) != 0 {
 		t.Fatalf("ancestry of the root: %v %v", line, err)
+	}
+}
+
+// TestBranchFork_export_of_a_parent_and_of_a_fork: a parent's export
+// holds its branch.forked records and imports on a second server to the
+// same branch; a fork's export holds its own events, and imported where
+// its parent was imported under the same id, folds to the same fork.
+func TestBranchFork_export_of_a_parent_and_of_a_fork(t *testing.T) {
+	t.Parallel()
+	src := bustest.New(t, provision.Config{})
+	src.StartWorker(t, nil, nil, nil, worker.Config{})
+	dst := bustest.New(t, provision.Config{})
+	dst.StartWorker(t, nil, nil, nil, worker.Config{})
+	ctx := bustest.Ctx(t)
+	src.CreateBranch(t, "xp")
+	for i := range 3 {
+		bustest.MustResult(t, src.Do(t, "communicate", "xp", map[string]any{"instruction": fmt.Sprintf("q%d", i)}), nil)
+	}
+	fork(t, src, "xp", "xp-fork", nil)
+	bustest.MustResult(t, src.Do(t, "communicate", "xp-fork", map[string]any{"instruction": "on the fork"}), nil)
+	move := func(id string) {
+		t.Helper()
+		var file bytes.Buffer
+		if _, err := src.Client.ExportBranch(ctx, id, &file, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dst.Client.ImportBranch(ctx, &file, id, client.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	move("xp")
+	forked := 0
+	for _, ev := range readHistory(t, dst, "xp", 1000, nil) {
+		if ev.Type == history.EventForked && ev.Fork != nil && ev.Fork.BranchID == "xp-fork" {
+			forked++
+		}
+	}
+	if forked != 1 {
+		t.Fatalf("the imported parent holds %d records of its fork", forked)
+	}
+	sameState(t, "the imported parent", branchAt(t, dst, "xp", 0), branchAt(t, src, "xp", 0), nil)
+	// A fork's branch.created names a sequence of the source cluster:
+	// its import is refused, nothing imported.
+	var file bytes.Buffer
+	if _, err := src.Client.ExportBranch(ctx, "xp-fork", &file, "test"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := dst.Client.ImportBranch(ctx, &file, "xp-fork", client.ImportOptions{})
+	var re *client.RemoteError
+	if !errors.As(err, &re) || re.Code != ops.CodeInvalidRequest || !strings.Contains(re.Message, "a fork cannot be imported") {
+		t.Fatalf("import of a fork: %v", err)
+	}
+	if code := bustest.RemoteCode(t, dst.Do(t, "branch.get", "xp-fork", nil)); code != ops.CodeBranchNotFound {
+		t.Fatalf("the refused import left a branch: %q", code)
 	}
 }
