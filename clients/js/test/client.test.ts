@@ -73,6 +73,14 @@ test("every verb through the typed client", async (t) => {
   const cloned = check("branch.clone", await lion.branchClone(b, { branch_id: copy }));
   assert.equal(cloned.branch_id, copy);
 
+  const forkID = fresh("verbs-fork");
+  const forked = check("branch.fork", await lion.branchFork(b, { branch_id: forkID }));
+  assert.equal(forked.branch_id, forkID);
+  assert.equal(forked.value.fork.branch_id, b);
+  assert.equal(forked.value.messages, cloned.value.messages.length);
+  const forks = check("branch.forks", await lion.branchForks(b, {}));
+  assert.deepEqual(forks.value.forks.map((f) => f.branch_id), [forkID]);
+
   const cleared = check("branch.clear", await lion.branchClear(copy));
   assert.equal(cleared.value.messages.length, 1);
 
