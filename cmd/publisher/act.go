@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,41 +27,41 @@ var actCommand = command{
 				return err
 			}
 			req.verb = "act"
-			list, err := actionRequests(req.data["action_requests"], *requests, calls)
-			if err != nil {
+			d := wire.ActRequest{Strategy: *strategy}
+			var err error
+			if d.ActionRequests, err = actionRequests(req.data["action_requests"], *requests, calls); err != nil {
 				return err
 			}
-			if len(list) == 0 {
+			if len(d.ActionRequests) == 0 {
 				return errors.New("act needs a call: --call NAME[=ARGS], --requests, or action_requests in --data")
 			}
-			req.data["action_requests"] = list
-			setString(req.data, "strategy", *strategy)
 			if !*suppress {
-				req.data["suppress_errors"] = false
+				d.SuppressErrors = suppress
 			}
-			return nil
+			return req.set(d)
 		}
 	},
 }
 
 // actionRequests returns the action requests of act: those of --data (had),
 // then --requests, then each --call.
-func actionRequests(had any, requests string, calls []string) ([]any, error) {
-	var list []any
-	switch v := had.(type) {
-	case nil:
-	case []any:
-		list = v
-	default:
-		return nil, fmt.Errorf("--data: action_requests must be an array, not %T", had)
+func actionRequests(had any, requests string, calls []string) ([]wire.ActionRequest, error) {
+	var list []wire.ActionRequest
+	if had != nil {
+		if _, ok := had.([]any); !ok {
+			return nil, fmt.Errorf("--data: action_requests must be an array, not %T", had)
+		}
+		if err := roundTrip(had, &list); err != nil {
+			return nil, fmt.Errorf("--data: action_requests: want an array of {function, arguments, id}: %w", err)
+		}
 	}
 	if requests != "" {
 		v, err := readJSONArg("--requests", requests)
 		if err != nil {
 			return nil, err
 		}
-		more, ok := v.([]any)
-		if !ok {
+		var more []wire.ActionRequest
+		if _, ok := v.([]any); !ok || roundTrip(v, &more) != nil {
 			return nil, errors.New("--requests: want a JSON array of {function, arguments}")
 		}
 		list = append(list, more...)
@@ -70,17 +71,27 @@ func actionRequests(had any, requests string, calls []string) ([]any, error) {
 		if name == "" {
 			return nil, fmt.Errorf("--call %q: want NAME or NAME=ARGS", c)
 		}
-		call := map[string]any{"function": name}
+		call := wire.ActionRequest{Function: name}
 		if hasArgs {
-			var a map[string]any
-			if err := json.Unmarshal([]byte(rawArgs), &a); err != nil || a == nil {
+			if err := json.Unmarshal([]byte(rawArgs), &call.Arguments); err != nil || call.Arguments == nil {
 				return nil, fmt.Errorf("--call %s: arguments must be a JSON object, e.g. %s='{\"x\": 1}'", name, name)
 			}
-			call["arguments"] = a
 		}
 		list = append(list, call)
 	}
 	return list, nil
+}
+
+// roundTrip decodes v's JSON into dst, keeping numbers as they are written
+// (json.Number in maps), as --data's are read.
+func roundTrip(v, dst any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(dst)
 }
 
 // renderActions prints act's responses, one line each: the call, then its

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ deadline.
                 come, until the batch ends)
   cancel ID     start no new item, cancel those in flight
   retry ID      run the failed and expired items again (--status)
+  max-cost ID USD
+                set the batch's cost ceiling (0: none): once its finished
+                items cost that much by the workers' price table, no new
+                item starts; raise it and retry --status canceled to go on
   list          one line per batch`
 
 // batchSubmit is `publisher batch submit FILE`.
@@ -47,12 +52,13 @@ func (a *app) batchSubmit(fs *flag.FlagSet) func([]string) int {
 	concurrency := fs.Int("concurrency", wire.DefaultBatchConcurrency, fmt.Sprintf("items in flight at most, over the fleet (1 to %d)", wire.MaxBatchConcurrency))
 	deadline := fs.String("deadline", "", "when the items not started expire: a duration from now (90m) or an RFC 3339 time")
 	keep := fs.Bool("keep-branches", false, "keep each item's branch (default: deleted once its result is stored)")
+	maxCost := fs.Float64("max-cost-usd", 0, "the batch's cost ceiling in US dollars: no item starts once the finished ones cost that much (0: none)")
 	watch := fs.Bool("watch", false, "watch the batch after submitting it")
 	return func(args []string) int {
 		if len(args) != 1 {
 			return usageError(a.stderr, fmt.Errorf("batch submit takes one argument, the JSONL file (- for standard input), got %d", len(args)))
 		}
-		spec := client.BatchSpec{ID: *id, TemplateBranch: *template, Concurrency: *concurrency, KeepBranches: *keep}
+		spec := client.BatchSpec{ID: *id, TemplateBranch: *template, Concurrency: *concurrency, KeepBranches: *keep, MaxCostUSD: *maxCost}
 		if *concurrency < 1 || *concurrency > wire.MaxBatchConcurrency {
 			return usageError(a.stderr, fmt.Errorf("--concurrency %d: want 1 to %d", *concurrency, wire.MaxBatchConcurrency))
 		}
@@ -185,6 +191,31 @@ func (a *app) batchRetry(fs *flag.FlagSet) func([]string) int {
 	}
 }
 
+// batchMaxCost is `publisher batch max-cost ID USD`.
+func (a *app) batchMaxCost(*flag.FlagSet) func([]string) int {
+	return func(args []string) int {
+		if len(args) != 2 {
+			return usageError(a.stderr, fmt.Errorf("batch max-cost takes two arguments, the batch id and the ceiling in US dollars, got %d", len(args)))
+		}
+		id, err := batchID("max-cost", args[:1])
+		if err != nil {
+			return usageError(a.stderr, err)
+		}
+		usd, err := strconv.ParseFloat(args[1], 64)
+		if err != nil {
+			return usageError(a.stderr, fmt.Errorf("batch max-cost: %q is not a number of US dollars", args[1]))
+		}
+		return withClient(a.ctx, a.o, a.stderr, func(ctx context.Context, cl *client.Client) int {
+			b, err := cl.SetBatchMaxCost(ctx, id, usd)
+			if err != nil {
+				return a.batchFail("max-cost", err)
+			}
+			_ = printJSON(a.stdout, b)
+			return exitOK
+		})
+	}
+}
+
 // batchList is `publisher batch list`.
 func (a *app) batchList(*flag.FlagSet) func([]string) int {
 	return func(args []string) int {
@@ -201,7 +232,7 @@ func (a *app) batchList(*flag.FlagSet) func([]string) int {
 					_ = printJSON(a.stdout, b)
 					continue
 				}
-				fmt.Fprintf(a.stdout, "%s\t%s\tround %d\t%s\t%s\n", b.ID, b.State, b.Round, countsLine(b.Counts), b.Created.Format(time.RFC3339))
+				fmt.Fprintf(a.stdout, "%s\t%s\tround %d\t%s\t%s\t%s\n", b.ID, b.State, b.Round, countsLine(b.Counts), costLine(&b), b.Created.Format(time.RFC3339))
 			}
 			return exitOK
 		})
@@ -282,6 +313,19 @@ func countsLine(c wire.BatchCounts) string {
 		c.Finished(), c.Total, c.Succeeded, c.Failed, c.Canceled, c.Expired, c.Running, c.Queued)
 }
 
+// costLine is what a batch cost so far, and its ceiling.
+func costLine(b *wire.Batch) string {
+	s := fmt.Sprintf("$%.6f, %d tokens", b.Usage.CostUSD, b.Usage.TotalTokens)
+	if b.MaxCostUSD > 0 {
+		s += fmt.Sprintf(" (ceiling $%.6f", b.MaxCostUSD)
+		if b.CostCeilingReached {
+			s += ", reached"
+		}
+		s += ")"
+	}
+	return s
+}
+
 // batchProgress shows a batch's progress: a progress bar with rate and
 // ETA on a terminal, else a plain line per change (at most one a second,
 // and the last).
@@ -317,7 +361,7 @@ func (p *batchProgress) show(b *wire.Batch) {
 	}
 	if p.bar != nil {
 		p.bar.ChangeMax(c.Total)
-		p.bar.Describe(fmt.Sprintf("%s %s (%d ok, %d failed, %d running)", b.ID, b.State, c.Succeeded, c.Failed+c.Canceled+c.Expired, c.Running))
+		p.bar.Describe(fmt.Sprintf("%s %s (%d ok, %d failed, %d running; $%.4f)", b.ID, b.State, c.Succeeded, c.Failed+c.Canceled+c.Expired, c.Running, b.Usage.CostUSD))
 		_ = p.bar.Set(c.Finished())
 		return
 	}
@@ -331,9 +375,9 @@ func (p *batchProgress) show(b *wire.Batch) {
 	if rate > 0 {
 		eta = time.Duration(float64(c.Total-c.Finished()) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	line := fmt.Sprintf("%s %s: %s; %.1f items/s, eta %s", b.ID, b.State, countsLine(c), rate, eta)
+	line := fmt.Sprintf("%s %s: %s; %s; %.1f items/s, eta %s", b.ID, b.State, countsLine(c), costLine(b), rate, eta)
 	if final {
-		line = fmt.Sprintf("%s %s: %s", b.ID, b.State, countsLine(c))
+		line = fmt.Sprintf("%s %s: %s; %s", b.ID, b.State, countsLine(c), costLine(b))
 	}
 	if line != p.line {
 		fmt.Fprintln(p.w, line)

@@ -136,10 +136,10 @@ func (a *app) newRoot() *cobra.Command {
 		a.leaf("ls", "One line per model with a budget", "", a.budgetCmd("ls")),
 		a.leaf("rm MODEL", "Remove a model's budget", "", a.budgetCmd("rm")),
 	)
-	batches := a.group("batch", "Batches: submit, get, watch, results, cancel, retry, list",
-		errors.New("batch needs a subcommand: submit, get, watch, results, cancel, retry or list"),
+	batches := a.group("batch", "Batches: submit, get, watch, results, cancel, retry, max-cost, list",
+		errors.New("batch needs a subcommand: submit, get, watch, results, cancel, retry, max-cost or list"),
 		func(name string) string {
-			return fmt.Sprintf("unknown batch subcommand %q: want submit, get, watch, results, cancel, retry or list", name)
+			return fmt.Sprintf("unknown batch subcommand %q: want submit, get, watch, results, cancel, retry, max-cost or list", name)
 		})
 	batches.Long = batchLong
 	batches.AddCommand(
@@ -149,6 +149,7 @@ func (a *app) newRoot() *cobra.Command {
 		a.leaf("results ID", "Print a batch's results as JSONL, in completion order", "", a.batchResults),
 		a.leaf("cancel ID", "Start no new item of a batch and cancel those in flight", "", a.batchCmd("cancel")),
 		a.leaf("retry ID", "Run a batch's failed and expired items again", "", a.batchRetry),
+		a.leaf("max-cost ID USD", "Set a batch's cost ceiling (0: none), running or ended", "", a.batchMaxCost),
 		a.leaf("list", "One line per batch", "", a.batchList),
 	)
 	tools := a.group("tools", "The tool registry; call a tool directly",

@@ -30,8 +30,9 @@ type request struct {
 // set writes v, the request type of the verb (package wire) filled from
 // the flags, into the request's data: the fields the flags gave (the
 // others are left out of v's JSON) replace what --data holds, and the
-// keys of --data that v does not set stay.
-func (r *request) set(v any) error {
+// keys of --data that v does not set stay. unset names the fields v's
+// JSON always has (required ones) that the flags did not give.
+func (r *request) set(v any, unset ...string) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -41,6 +42,9 @@ func (r *request) set(v any) error {
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
 		return err
+	}
+	for _, k := range unset {
+		delete(m, k)
 	}
 	for k, x := range m {
 		r.data[k] = x
@@ -293,12 +297,6 @@ func noArgs(args []string) error {
 	return nil
 }
 
-func setString(data map[string]any, key, v string) {
-	if v != "" {
-		data[key] = v
-	}
-}
-
 // modelFlag reads the model reference flag --name: a JSON object when it
 // starts with "{", else the string form "provider:model"; nil when v is "".
 func modelFlag(name, v string) (*wire.ModelRef, error) {
@@ -317,27 +315,6 @@ func modelFlag(name, v string) (*wire.ModelRef, error) {
 	}
 	m, err := wire.ParseModelRef(v)
 	return &m, err
-}
-
-// setModel sets a model reference flag: a JSON object when it starts with
-// "{", else the string form "provider:model".
-func setModel(data map[string]any, key, v string) error {
-	if v == "" {
-		return nil
-	}
-	if strings.HasPrefix(strings.TrimSpace(v), "{") {
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(v), &obj); err != nil {
-			return fmt.Errorf("--%s: not a JSON object: %w", strings.ReplaceAll(key, "_", "-"), err)
-		}
-		data[key] = obj
-		return nil
-	}
-	if p, m, ok := strings.Cut(v, ":"); !ok || p == "" || m == "" {
-		return fmt.Errorf("--%s %q: want provider:model (e.g. scripted:echo) or a JSON object", strings.ReplaceAll(key, "_", "-"), v)
-	}
-	data[key] = v
-	return nil
 }
 
 // jsonOrText returns s decoded when it is a JSON object or array, else s.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
-	"strings"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // parseCommand is "publisher parse": the parse verb, a text into a value of
@@ -30,39 +32,54 @@ func parseCommand() command {
 				req.verb = "parse"
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				d := wire.ParseRequest{HandleValidation: *handle}
+				// text and response_format are always in the type's JSON:
+				// left out unless a flag gives them.
+				unset := []string{"text", "response_format"}
 				switch {
 				case set["text"] && set["text-file"]:
 					return errors.New("give the text with --text or --text-file, not both")
 				case set["text"]:
-					req.data["text"] = *text
+					d.Text, unset = *text, unset[1:]
 				case set["text-file"]:
 					b, err := readLimited(*textFile, nil)
 					if err != nil {
 						return err
 					}
-					req.data["text"] = string(b)
+					d.Text, unset = string(b), unset[1:]
 				}
 				if *format != "" {
 					v, err := readJSONArg("--response-format", *format)
 					if err != nil {
 						return err
 					}
-					req.data["response_format"] = v
+					if d.ResponseFormat, err = json.Marshal(v); err != nil {
+						return err
+					}
+					unset = unset[:len(unset)-1]
 				}
-				if err := setModel(req.data, "parse_model", *parse); err != nil {
+				var err error
+				if d.ParseModel, err = modelFlag("parse-model", *parse); err != nil {
 					return err
 				}
 				if *noFuzzy {
-					req.data["fuzzy_match"] = false
+					fuzzy := false
+					d.FuzzyMatch = &fuzzy
 				}
-				setString(req.data, "handle_validation", *handle)
-				for name, v := range map[string]any{
-					"similarity-threshold": *threshold, "max-retries": *retries,
-					"retry-initial-delay": *delay, "retry-backoff": *backoff,
-				} {
-					if set[name] {
-						req.data[strings.ReplaceAll(name, "-", "_")] = v
-					}
+				if set["similarity-threshold"] {
+					d.SimilarityThreshold = threshold
+				}
+				if set["max-retries"] {
+					d.MaxRetries = retries
+				}
+				if set["retry-initial-delay"] {
+					d.RetryInitialDelay = delay
+				}
+				if set["retry-backoff"] {
+					d.RetryBackoff = backoff
+				}
+				if err := req.set(d, unset...); err != nil {
+					return err
 				}
 				if _, ok := req.data["text"]; !ok {
 					return errors.New("parse needs --text or --text-file (or a text in --data)")

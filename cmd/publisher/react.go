@@ -31,14 +31,19 @@ func interpretCommand() command {
 					return err
 				}
 				req.verb = "interpret"
-				setString(req.data, "text", *text)
-				setString(req.data, "domain", *domain)
-				setString(req.data, "style", *style)
-				setString(req.data, "sample_writing", *sample)
-				if err := setModel(req.data, "interpret_model", *model); err != nil {
+				d := wire.InterpretRequest{Text: *text, Domain: *domain, Style: *style, SampleWriting: *sample}
+				var err error
+				if d.InterpretModel, err = modelFlag("interpret-model", *model); err != nil {
 					return err
 				}
-				if err := setModel(req.data, "chat_model", *chat); err != nil {
+				if d.ChatModel, err = modelFlag("chat-model", *chat); err != nil {
+					return err
+				}
+				var unset []string
+				if *text == "" {
+					unset = []string{"text"} // always in the type's JSON
+				}
+				if err := req.set(d, unset...); err != nil {
 					return err
 				}
 				if _, ok := req.data["text"]; !ok {

@@ -9,7 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +28,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/budget"
 	"github.com/lionbus/lionbus/pkg/ops/provider/openai/openaitest"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // budgetFile writes a --budgets file.
@@ -296,6 +300,69 @@ func TestBudget_a_tiny_budget_does_not_slow_another_model(t *testing.T) {
 	}
 }
 
+// Calls waiting for a model's budget give up their worker's request
+// slots: a worker of two slots whose tiny model's five requests (on five
+// branches) wait for budget still answers another model's requests while
+// they wait. Holding their slots, they would leave none: the other
+// model's requests would be answered only once at most one tiny request
+// was left waiting.
+func TestBudget_calls_waiting_for_budget_give_up_their_slots(t *testing.T) {
+	api := openaitest.New(openaitest.Config{})
+	defer api.Close()
+	srv := bustest.NewServer(t)
+	budgets := budgetFile(t, budget.File{Limits: map[string]budget.Limits{
+		"openai:tiny": {Requests: 1, WindowMS: 5000},
+	}})
+	budgetFleet(t, srv.ClientURL(), "slots", 1, api, budgets, "--concurrency", "2")
+	const tiny, free = 6, 40
+	cl := budgetClient(t, srv.ClientURL(), "slots", tiny, map[string]any{"provider": "openai", "model": "tiny"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 4 {
+		if _, err := cl.Do(ctx, "branch.create", "", map[string]any{"branch_id": fmt.Sprintf("f%d", i), "chat_model": map[string]any{"provider": "openai", "model": "free"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tinyDone atomic.Int64
+	var wg sync.WaitGroup
+	tinyCtx, tinyCancel := context.WithCancel(ctx)
+	defer tinyCancel()
+	for i := range tiny {
+		wg.Go(func() {
+			r, err := cl.Do(tinyCtx, "chat", fmt.Sprintf("b%d", i), map[string]any{"instruction": fmt.Sprintf("tiny %d", i)})
+			if tinyCtx.Err() != nil {
+				return // the test is over
+			}
+			if err != nil || r.Err() != nil {
+				t.Errorf("tiny %d: %v %v", i, err, r.Err())
+			}
+			tinyDone.Add(1)
+		})
+	}
+	waitFor(t, 10*time.Second, "the tiny model's first call", func() bool { return len(api.Admitted()) >= 1 })
+	var fwg sync.WaitGroup
+	var failed atomic.Int64
+	for i := range free {
+		fwg.Go(func() {
+			r, err := cl.Do(ctx, "chat", fmt.Sprintf("f%d", i%4), map[string]any{"instruction": fmt.Sprintf("free %d", i)})
+			if err != nil || r.Err() != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	fwg.Wait()
+	done := tinyDone.Load()
+	t.Logf("%d requests of the free model answered while %d of the tiny model's %d were", free, done, tiny)
+	if failed.Load() > 0 {
+		t.Fatalf("%d of the free model's requests failed", failed.Load())
+	}
+	if done > tiny-2 {
+		t.Errorf("%d of %d tiny requests were answered before the free model's %d: the waiting ones held the slots", done, tiny, free)
+	}
+	tinyCancel() // the rest would take a window each
+	wg.Wait()
+}
+
 // A worker SIGKILLed while its calls are in flight: its share of the
 // budget (two of four calls in flight) comes back to the survivor within
 // seconds, the survivor then runs all four at once, and every request is
@@ -391,17 +458,23 @@ func TestBudget_tokens_per_window_stay_under_the_budget(t *testing.T) {
 	}
 }
 
-// The cost of a request (its result's usage) and of a branch (the sum of
-// its assistant messages' usage) agree with the price table and the usage
-// the server reported.
-func TestBudget_cost_of_a_request_and_a_branch(t *testing.T) {
+// The cost of a request (its result's usage), of a branch (the sum of
+// its assistant messages' usage) and of a batch (its record's usage)
+// agree with the price table and the usage the server reported.
+func TestBudget_cost_of_a_request_a_branch_and_a_batch(t *testing.T) {
 	const model = "priced"
 	price := budget.Price{Input: 2.5, Output: 10}
 	api := openaitest.New(openaitest.Config{OutputTokens: 5})
 	defer api.Close()
 	srv := bustest.NewServer(t)
 	budgets := budgetFile(t, budget.File{Prices: budget.Prices{"openai:" + model: price}})
-	budgetFleet(t, srv.ClientURL(), "cst", 1, api, budgets)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	budgetFleet(t, srv.ClientURL(), "cst", 1, api, budgets, "--metrics-addr", metricsAddr)
 	cl := budgetClient(t, srv.ClientURL(), "cst", 1, map[string]any{"provider": "openai", "model": model})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -451,5 +524,46 @@ func TestBudget_cost_of_a_request_and_a_branch(t *testing.T) {
 	t.Logf("3 requests cost $%.8f; the branch's messages $%.8f; the server's usage by the price table $%.8f", requestsCost, branchCost, serverCost)
 	if math.Abs(requestsCost-serverCost) > 1e-12 || math.Abs(branchCost-serverCost) > 1e-12 {
 		t.Errorf("costs disagree: requests %v, branch %v, server usage %v", requestsCost, branchCost, serverCost)
+	}
+
+	// A batch of 30 items of different sizes: its record's usage is the
+	// server's usage of its calls by the price table.
+	before := len(api.Admitted())
+	var in strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&in, `{"custom_id": "c%d", "method": "POST", "url": "/v1/chat/completions", "body": {"model": %q, "messages": [{"role": "user", "content": %q}]}}`+"\n", i, model, strings.Repeat("z", 10+37*i))
+	}
+	if _, err := cl.SubmitBatch(ctx, client.BatchSpec{ID: "priced", Concurrency: 8}, strings.NewReader(in.String())); err != nil {
+		t.Fatal(err)
+	}
+	var end *wire.Batch
+	if err := cl.WatchBatch(ctx, "priced", func(b *wire.Batch) error { end = b; return nil }); err != nil || end.Counts.Succeeded != 30 {
+		t.Fatalf("batch: %v, %+v", err, end)
+	}
+	var batchServer float64
+	admitted := api.Admitted()
+	for _, a := range admitted[before:] {
+		batchServer += price.Cost(ops.Usage{InputTokens: a.PromptTokens, OutputTokens: a.CompletionTokens})
+	}
+	t.Logf("a batch of 30 items cost $%.8f; the server's usage of its %d calls by the price table $%.8f", end.Usage.CostUSD, len(admitted)-before, batchServer)
+	if len(admitted)-before != 30 || batchServer == 0 || math.Abs(end.Usage.CostUSD-batchServer) > 1e-9*batchServer {
+		t.Errorf("batch cost %v (%d calls), server usage %v", end.Usage.CostUSD, len(admitted)-before, batchServer)
+	}
+
+	// The metrics say the same: the model's cost, and one member.
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var metricCost float64
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, `lionbus_model_cost_usd_total{model="openai:priced"} `); ok {
+			fmt.Sscan(v, &metricCost)
+		}
+	}
+	if !strings.Contains(string(body), "lionbus_budget_members 1\n") || math.Abs(metricCost-(serverCost+batchServer)) > 1e-9 {
+		t.Errorf("metrics: cost %v (want %v) or no budget_members 1 in\n%s", metricCost, serverCost+batchServer, body)
 	}
 }

@@ -87,11 +87,19 @@ func (wb *workerBudgets) call(r budget.CallReport) {
 		Float64("cost_usd", r.CostUSD).Msg("model call metered")
 }
 
+// members records the fleet's member count in the budget metrics, when
+// the worker serves them.
+func (wb *workerBudgets) members(n int) {
+	if wb.metrics != nil {
+		wb.metrics.Members(n)
+	}
+}
+
 // attach joins the fleet's budgets on svc's connection; it leaves them
 // when ctx ends (the worker's shutdown).
 func (wb *workerBudgets) attach(ctx context.Context, svc *bus.Service, member string) error {
 	f, err := busbudget.Start(ctx, svc.Conn(), svc.Resources(), wb.ledger, busbudget.Config{
-		Member: member, Initial: wb.file.Limits, Logger: wb.log,
+		Member: member, Initial: wb.file.Limits, Logger: wb.log, OnMembers: wb.members,
 	})
 	if err != nil {
 		return err

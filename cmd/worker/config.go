@@ -26,6 +26,9 @@ const (
 	// maxConcurrency bounds --concurrency: each slot is one request in
 	// flight, holding a model call and a branch in memory.
 	maxConcurrency = 1024
+	// maxMaxAckPending bounds --max-ack-pending: the queue of requests
+	// (OpsMaxMsgs) holds no more.
+	maxMaxAckPending = provision.DefaultOpsMaxMsgs
 )
 
 // errHelp is returned by parseConfig when -h/--help was asked for.
@@ -59,6 +62,9 @@ type config struct {
 	// branches wait before another worker takes them over.
 	AckWait  time.Duration
 	LeaseTTL time.Duration
+	// MaxAckPending bounds the requests delivered to all workers together
+	// and not acknowledged (the workers consumer's max ack pending).
+	MaxAckPending int
 	// LeaseStorage is the storage of the leases stream when it is created
 	// ("file" or "memory").
 	LeaseStorage string
@@ -218,6 +224,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket when they are created (3 in a 3-node cluster; 1..5)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and health on /healthz and /readyz at this address (e.g. :9464; default off)")
 	fs.DurationVar(&c.AckWait, "ack-wait", provision.DefaultAckWait, "how long a request delivered to a worker that stopped reporting progress (it died) waits before it is delivered again; set when the consumer is created")
+	fs.IntVar(&c.MaxAckPending, "max-ack-pending", provision.DefaultMaxAckPending, fmt.Sprintf("requests delivered to all workers together and not yet answered (1..%d): with models that answer in seconds, the fleet's requests in flight; set on the workers consumer when it is created or provisioned", maxMaxAckPending))
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
 	fs.DurationVar(&c.DeletedHistoryRetention, "deleted-history-retention", 0, "purge the events of a branch deleted this long ago, keeping its tombstone (0: keep them until a branch.delete with purge)")
 	fs.StringVar(&c.LeaseStorage, "lease-storage", provision.LeasesOnFile, "storage of the leases stream when it is created: file (leases outlive a restart of the servers) or memory (cheaper to take and let go; after a restart, no new lease is used for 4/5 of --lease-ttl)")
@@ -266,6 +273,9 @@ func (c config) validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("--replicas must be between 1 and 5, got %d", c.Replicas))
+	}
+	if c.MaxAckPending < 1 || c.MaxAckPending > maxMaxAckPending {
+		errs = append(errs, fmt.Errorf("--max-ack-pending %d: want 1..%d", c.MaxAckPending, maxMaxAckPending))
 	}
 	if c.AckWait < time.Second || c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--ack-wait and --lease-ttl must be at least 1s, got %s and %s", c.AckWait, c.LeaseTTL))

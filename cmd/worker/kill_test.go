@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
@@ -68,25 +70,9 @@ func echoAs(ctx context.Context, call ops.Call) (*ops.Completion, error) {
 // "serving" once the worker runs. It returns the exit code for a worker
 // that could not start or stopped by itself.
 func blockingWorkerMain(raw string) int {
-	var args []string
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		fmt.Fprintf(os.Stderr, "blocking worker: arguments: %v\n", err)
-		return exitUsage
-	}
-	cfg, err := parseConfig(args, os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)
-		return exitUsage
-	}
-	log, err := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)
-		return exitUsage
-	}
-	bc, err := busConfig(cfg, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "blocking worker: %v\n", err)
-		return exitUsage
+	_, _, bc, code := childWorkerConfig("blocking worker", raw)
+	if code != exitOK {
+		return code
 	}
 	bc.Providers = ops.NewProviders(map[string]ops.Provider{"block": &blockingModel{out: os.Stdout}})
 	if err := scripted.Register(bc.Providers); err != nil {
@@ -102,6 +88,34 @@ func blockingWorkerMain(raw string) int {
 	<-svc.Worker().Stopped()
 	fmt.Fprintln(os.Stderr, "blocking worker: worker stopped by itself")
 	return exitFailure
+}
+
+// childWorkerConfig reads the JSON-encoded worker arguments raw of a test
+// binary running as a worker process (what is named name in its errors):
+// the worker's configuration, logger and bus configuration, as the worker
+// command makes them. A code other than exitOK says it could not.
+func childWorkerConfig(name, raw string) (config, zerolog.Logger, bus.Config, int) {
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: arguments: %v\n", name, err)
+		return config{}, zerolog.Logger{}, bus.Config{}, exitUsage
+	}
+	cfg, err := parseConfig(args, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return config{}, zerolog.Logger{}, bus.Config{}, exitUsage
+	}
+	log, err := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return config{}, zerolog.Logger{}, bus.Config{}, exitUsage
+	}
+	bc, err := busConfig(cfg, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return config{}, zerolog.Logger{}, bus.Config{}, exitUsage
+	}
+	return cfg, log, bc, exitOK
 }
 
 // workerProcess is this test binary running as a worker process (see

@@ -136,7 +136,7 @@ func TestRun_demo_twice_on_one_store_starts_a_fresh_branch(t *testing.T) {
 func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 	srv := bustest.NewServer(t)
 	stdout, stderr, stop := runWorker(t, "--nats", srv.ClientURL(), "--prefix", "joined", "--concurrency", "2",
-		"--log-format", "json", "--log-level", "info", "--name", "w1")
+		"--max-ack-pending", "37", "--log-format", "json", "--log-level", "info", "--name", "w1")
 	waitFor(t, 30*time.Second, "the worker to start", func() bool {
 		return strings.Contains(stdout.String(), "serving prefix") || strings.Contains(stderr.String(), "worker:")
 	})
@@ -144,7 +144,15 @@ func TestRun_joins_an_existing_server_and_serves_requests(t *testing.T) {
 		t.Fatalf("start line = %q", got)
 	}
 
-	nc, _ := bustest.Connect(t, srv)
+	nc, js := bustest.Connect(t, srv)
+	// --max-ack-pending reaches the workers consumer.
+	cons, err := js.Consumer(context.Background(), "JOINED_OPS", "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci := cons.CachedInfo(); ci.Config.MaxAckPending != 37 {
+		t.Fatalf("the workers consumer's max ack pending is %d, want 37 (--max-ack-pending)", ci.Config.MaxAckPending)
+	}
 	cl, err := client.New(nc, client.Config{Prefix: "joined"})
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +314,8 @@ func TestRun_exit_codes(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, exitUsage, "unknown flag: --bogus"},
 		{"stray argument", []string{"serve"}, exitUsage, `unexpected argument "serve"`},
 		{"zero concurrency", []string{"--concurrency", "0"}, exitUsage, "--concurrency must be between 1 and 1024"},
+		{"zero max ack pending", []string{"--max-ack-pending", "0"}, exitUsage, "--max-ack-pending 0: want 1..100000"},
+		{"max ack pending above the queue", []string{"--max-ack-pending", "100001"}, exitUsage, "--max-ack-pending 100001: want 1..100000"},
 		{"bad prefix", []string{"--prefix", "a.b"}, exitUsage, `--prefix "a.b"`},
 		{"store dir with nats", []string{"--nats", "nats://127.0.0.1:1", "--store-dir", "x"}, exitUsage, "--store-dir is for the embedded server"},
 		{"half TLS", []string{"--tls-cert", "c.pem"}, exitUsage, "--tls-cert and --tls-key go together"},

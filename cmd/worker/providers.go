@@ -25,8 +25,7 @@ func newProviders(cfg config, log zerolog.Logger) (*ops.Providers, error) {
 		if err != nil {
 			return nil, err
 		}
-		plog := log.With().Str("component", "provider").Str("provider", cli.Name).Logger()
-		prov.Logger = &plog
+		prov.Logger = log.With().Str("component", "provider").Str("provider", cli.Name).Logger()
 		if err := providers.Register(cli.Name, prov); err != nil {
 			return nil, err
 		}
@@ -47,8 +46,7 @@ func newProviders(cfg config, log zerolog.Logger) (*ops.Providers, error) {
 		return providers, nil
 	}
 	ocfg := cfg.openAIConfig()
-	plog := log.With().Str("component", "provider").Str("provider", openai.Name).Logger()
-	ocfg.Logger = &plog
+	ocfg.Logger = log.With().Str("component", "provider").Str("provider", openai.Name).Logger()
 	prov, err := openai.New(ocfg)
 	if err != nil {
 		return nil, err

@@ -109,13 +109,19 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	if err := wb.wrap(providers); err != nil {
 		return nil, err
 	}
+	// The journal wraps the budget: a call answered from it waits for no
+	// budget.
+	wj := &workerJournal{log: log}
+	if err := wj.wrap(providers, journaledProviders...); err != nil {
+		return nil, err
+	}
 	bc.Providers = providers
 	bc.Worker.Middleware = append(bc.Worker.Middleware, wb.annotate)
 	bc.Tracer = tracer
 	// Tools are the registry's, called over NATS (--demo serves two example
 	// tool services beside the worker).
 	wt := newWorkerTools(cfg)
-	bc.Tools = wt
+	bc.Tools = wj.tools(wt)
 	if wt.governed() {
 		bc.Authorizer = wt
 	}
@@ -134,6 +140,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	}
 	svc, err := bus.Start(ctx, bc)
 	if err == nil {
+		wj.attach(svc)
 		if err = wt.attach(ctx, svc, log); err != nil {
 			svc.Close()
 			return nil, fmt.Errorf("tool registry: %w", err)
@@ -169,12 +176,13 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 	bc := bus.Config{
 		Provision: provision.Config{
-			Prefix:       cfg.Prefix,
-			Replicas:     cfg.Replicas,
-			MaxPayload:   cfg.MaxPayload,
-			AckWait:      cfg.AckWait,
-			LeaseTTL:     cfg.LeaseTTL,
-			LeaseStorage: cfg.LeaseStorage,
+			Prefix:        cfg.Prefix,
+			Replicas:      cfg.Replicas,
+			MaxPayload:    cfg.MaxPayload,
+			AckWait:       cfg.AckWait,
+			LeaseTTL:      cfg.LeaseTTL,
+			MaxAckPending: cfg.MaxAckPending,
+			LeaseStorage:  cfg.LeaseStorage,
 		},
 		StartupTimeout: cfg.StartupTimeout,
 		RunLogDir:      cfg.RunLogDir,

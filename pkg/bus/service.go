@@ -380,7 +380,7 @@ func (s *Service) build(cfg Config) error {
 		Tools:      cfg.Tools,
 		Authorizer: cfg.Authorizer,
 		Signals:    sink,
-		Logger:     &engineLog,
+		Logger:     engineLog,
 		Clock:      cfg.Clock,
 		Sleep:      cfg.Sleep,
 

@@ -12,11 +12,11 @@ import (
 
 // Strategies of act (ADR-0022 D4): how its tool calls are scheduled.
 const (
-	// StrategyConcurrent runs the calls at once, at most
+	// strategyConcurrent runs the calls at once, at most
 	// Config.MaxConcurrentTools at a time. It is the default.
-	StrategyConcurrent = "concurrent"
-	// StrategySequential runs the calls one after the other, in order.
-	StrategySequential = "sequential"
+	strategyConcurrent = "concurrent"
+	// strategySequential runs the calls one after the other, in order.
+	strategySequential = "sequential"
 )
 
 // Bounds of act.
@@ -107,11 +107,11 @@ func (d *actData) params() (actParams, error) {
 	}
 	if d.Strategy != nil {
 		switch *d.Strategy {
-		case StrategyConcurrent:
-		case StrategySequential:
+		case strategyConcurrent:
+		case strategySequential:
 			p.sequential = true
 		default:
-			return p, Errorf(CodeInvalidRequest, "data.strategy must be %q or %q, not %q", StrategyConcurrent, StrategySequential, Truncate(*d.Strategy, 64))
+			return p, Errorf(CodeInvalidRequest, "data.strategy must be %q or %q, not %q", strategyConcurrent, strategySequential, Truncate(*d.Strategy, 64))
 		}
 	}
 	if len(p.requests) > MaxActionRequests {

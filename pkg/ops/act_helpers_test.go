@@ -118,7 +118,7 @@ func newActBundle(t *testing.T, cfg ops.Config) *actBundle {
 	log := zerolog.New(a.logs).Level(zerolog.DebugLevel)
 	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	cfg.Store, cfg.Signals, cfg.Logger = a.store, a.signals, &log
+	cfg.Store, cfg.Signals, cfg.Logger = a.store, a.signals, log
 	cfg.Clock = func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()

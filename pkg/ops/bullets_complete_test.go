@@ -146,7 +146,7 @@ type failingMiddle struct {
 	err   error
 }
 
-func (m *failingMiddle) Exchange(context.Context, ops.MiddleInput) (*ops.Result, error) {
+func (m *failingMiddle) Exchange(context.Context, ops.MiddleInput) (*ops.MiddleResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++

@@ -7,6 +7,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -192,6 +193,25 @@ func (e *Engine) prepareData(ctx context.Context, req Request, d *chatData) (*ex
 	return x, nil
 }
 
+// prepareStateless prepares a chat without a branch: the exchange runs on
+// an empty branch that is never stored, so the request must name its
+// chat_model. A batch's stateless items run so, without a branch of their
+// own to create and delete.
+func (e *Engine) prepareStateless(req Request, d *chatData) (*exchange, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.ChatModel == nil {
+		return nil, Errorf(CodeInvalidRequest, "a chat without a branch must name its chat_model")
+	}
+	x := &exchange{e: e, branch: &history.Branch{}, data: d}
+	var err error
+	if x.chat, x.parse, err = d.models(x.branch); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
 // call calls the chat model once with the branch history (or none, when
 // clear_messages) followed by the instruction.
 func (x *exchange) call(ctx context.Context, req Request) error {
@@ -209,7 +229,7 @@ func (x *exchange) call(ctx context.Context, req Request) error {
 	if x.data.Stream {
 		comp, err = x.stream(ctx, req, msgs)
 	} else {
-		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+		comp, err = e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, toolschema.Native(x.data.tools)...)
 	}
 	x.calls++
 	if err != nil {
@@ -221,9 +241,20 @@ func (x *exchange) call(ctx context.Context, req Request) error {
 	return nil
 }
 
-// chatVerb is chat: one unrecorded model call; the value is the text.
+// chatVerb is chat: one unrecorded model call; the value is the text. A
+// chat without a branch runs on an empty one (see prepareStateless).
 func (e *Engine) chatVerb(ctx context.Context, req Request) (*Result, error) {
-	x, err := e.prepare(ctx, req)
+	var d chatData
+	if err := decodeData(req.Data, &d); err != nil {
+		return nil, err
+	}
+	var x *exchange
+	var err error
+	if req.BranchID == "" {
+		x, err = e.prepareStateless(req, &d)
+	} else {
+		x, err = e.prepareData(ctx, req, &d)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,3 @@ type Error = wire.Error
 func Errorf(code Code, format string, args ...any) *Error {
 	return wire.Errorf(code, format, args...)
 }
-
-// Codes returns every code the operations layer produces.
-func Codes() []Code { return wire.Codes() }

@@ -126,7 +126,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 	if !ok {
 		return value
 	}
-	list, _ := obj[FieldActionRequests].([]any)
+	list, _ := obj[fieldActionRequests].([]any)
 	seen := make(map[string]bool, len(list)+len(calls))
 	for _, r := range list {
 		seen[jsonval.Compact(r)] = true
@@ -142,7 +142,7 @@ func withNativeToolCalls(value any, calls []ToolCall) any {
 			list = append(list, r)
 		}
 	}
-	obj[FieldActionRequests] = list
+	obj[fieldActionRequests] = list
 	if len(list) > 0 {
 		obj["action_required"] = true
 	}

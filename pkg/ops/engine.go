@@ -23,8 +23,8 @@ type Config struct {
 	// Clock returns the current time; nil means time.Now. Tests set it to
 	// get stable timestamps.
 	Clock func() time.Time
-	// Logger receives operational logs; nil means no logging.
-	Logger *zerolog.Logger
+	// Logger receives operational logs. The zero value discards them.
+	Logger zerolog.Logger
 	// MaxPromptBytes bounds the text of the messages of one model call
 	// (the branch's history as a prompt, plus the instruction): a request
 	// whose prompt is larger is refused before the call. 0 means
@@ -124,7 +124,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		store:      forks,
 		forks:      forks,
 		providers:  cfg.Providers,
-		log:        zerolog.Nop(),
+		log:        cfg.Logger,
 		clock:      cfg.Clock,
 		observer:   cfg.Observer,
 		maxPrompt:  cfg.MaxPromptBytes,
@@ -149,9 +149,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if e.providers == nil {
 		e.providers = NewProviders(nil)
-	}
-	if cfg.Logger != nil {
-		e.log = *cfg.Logger
 	}
 	if e.maxPrompt <= 0 {
 		e.maxPrompt = DefaultMaxPromptBytes

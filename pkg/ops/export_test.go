@@ -13,7 +13,7 @@ const CLIProviderName = cliProviderName
 
 // LNDLMiddleExchange runs the lndl middle of e once, with cli as its
 // run_and_collect middle (nil: the engine has none).
-func LNDLMiddleExchange(ctx context.Context, e *Engine, cli Middle, in MiddleInput) (*Result, error) {
+func LNDLMiddleExchange(ctx context.Context, e *Engine, cli Middle, in MiddleInput) (*MiddleResult, error) {
 	return lndlMiddle{e: e, cli: cli}.Exchange(ctx, in)
 }
 

@@ -32,9 +32,6 @@ func checkID(field, id string) error {
 	return nil
 }
 
-// NewID returns a new random id (a UUID v4), valid as a branch id.
-func NewID() string { return uuid.NewString() }
-
 // requestScopedID returns the id of the branch that request requestID
 // creates when the request names none: a UUID (version 5) derived from the
 // request id, so that every delivery of one request picks the same id and a

@@ -48,6 +48,10 @@ var (
 // clears messages when asked, calls the model (once, as a stream, or in a
 // bounded series of inner exchanges) and records what it exchanged; the
 // caller records nothing around it.
+//
+// The fields are what every middle reads; what only one built-in middle
+// reads is in its own part ([LNDLInput], [RunInput]), nil when the request
+// gives none of it.
 type MiddleInput struct {
 	// RequestID is the idempotency key of what the middle records; a
 	// middle that finds it already committed answers from history. The
@@ -88,46 +92,92 @@ type MiddleInput struct {
 	ClearMessages bool
 	// SkipValidation asks for the raw answer text, unparsed.
 	SkipValidation bool
-
-	// RoundBudget bounds the model exchanges of the LNDL middle; 0 is
-	// DefaultRoundBudget. Other middles ignore it.
-	RoundBudget int
-	// Tools, when not nil, narrows the branch's tools a middle may run
-	// itself (the LNDL middle's actions) to these names.
-	Tools []string
-	// CallerFormat is the caller's response_format as sent, which keeps
-	// the order of its properties (ResponseFormat, generated, does not);
-	// nil for none.
-	CallerFormat json.RawMessage
 	// Stream asks for the model's answer as chunks too (see
 	// communicate's "stream"); StreamID is the request id they are
 	// published under (the caller's; "" means RequestID).
 	Stream   bool
 	StreamID string
-	// StreamPersist asks run_and_collect to keep its run's live chunk log
-	// and snapshots (run's stream_persist); other middles ignore it.
+
+	// LNDL is what the LNDL middle reads besides; nil means its defaults.
+	LNDL *LNDLInput
+	// Run is what run_and_collect reads besides: run's parameters; nil
+	// means none (the run keeps no log).
+	Run *RunInput
+}
+
+// LNDLInput is the part of a [MiddleInput] only the LNDL middle reads.
+type LNDLInput struct {
+	// RoundBudget bounds the model exchanges; 0 is DefaultRoundBudget.
+	RoundBudget int
+	// Tools, when not nil, narrows the branch's tools the middle's actions
+	// may run to these names.
+	Tools []string
+	// CallerFormat is the caller's response_format as sent, which keeps
+	// the order of its properties (ResponseFormat, generated, does not);
+	// nil for none.
+	CallerFormat json.RawMessage
+}
+
+// RunInput is the part of a [MiddleInput] only run_and_collect reads: the
+// run parameters of run.
+type RunInput struct {
+	// StreamPersist keeps the run's live chunk log and snapshots (run's
+	// stream_persist).
 	StreamPersist bool
 	// StreamPersistDir is the run log directory of that run (run's
-	// stream_persist_dir); "" means the engine's
-	// Config.RunLogDir. Only with StreamPersist.
+	// stream_persist_dir); "" means the engine's Config.RunLogDir. Only
+	// with StreamPersist.
 	StreamPersistDir string
 }
 
+// MiddleResult is what a middle answers for one exchange.
+type MiddleResult struct {
+	// Value is the answer as encoding/json decodes JSON (string, float64,
+	// bool, nil, []any, map[string]any): the parsed value, or the raw text
+	// as a string when validation is skipped or there is nothing to parse;
+	// nil for null. With SkipValidation it may be any value encoding/json
+	// encodes: the caller returns it as it is.
+	Value any
+	// Usage is the token usage of the exchange's model calls, if any.
+	Usage *Usage
+	// Replayed is set when the exchange was read back from history.
+	Replayed bool
+
+	// LNDL is what the LNDL middle reports besides; nil for the others.
+	LNDL *LNDLReport
+	// Run is what run_and_collect reports besides; nil for the others and
+	// for a run that kept no log.
+	Run *RunReport
+}
+
+// LNDLReport is the part of a [MiddleResult] only the LNDL middle gives:
+// what each of its rounds did.
+type LNDLReport struct {
+	// Rounds are the records of the rounds run, the last one the success.
+	Rounds []LNDLRound
+}
+
+// RunReport is the part of a [MiddleResult] only run_and_collect gives.
+type RunReport struct {
+	// Log says where the run kept its log (stream_persist).
+	Log *RunLogLocation
+}
+
 // Middle performs one logical exchange for operate (ADR-0021 D5). operate
-// calls it exactly once and never retries it. The Result's Value is the
-// parsed value, or the raw text as a JSON string when validation is skipped
-// or there is nothing to parse; the protocol promises neither a particular
-// shape nor a single model reply. Failures are returned as errors, not
-// turned into values. Implementations must be safe for concurrent use.
+// calls it exactly once and never retries it. The result's Value is the
+// parsed value, or the raw text when validation is skipped or there is
+// nothing to parse; the protocol promises neither a particular shape nor a
+// single model reply. Failures are returned as errors, not turned into
+// values. Implementations must be safe for concurrent use.
 type Middle interface {
-	Exchange(ctx context.Context, in MiddleInput) (*Result, error)
+	Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error)
 }
 
 // MiddleFunc adapts a function to a [Middle].
-type MiddleFunc func(ctx context.Context, in MiddleInput) (*Result, error)
+type MiddleFunc func(ctx context.Context, in MiddleInput) (*MiddleResult, error)
 
 // Exchange calls f.
-func (f MiddleFunc) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+func (f MiddleFunc) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
 	return f(ctx, in)
 }
 
@@ -240,7 +290,7 @@ func (in MiddleInput) exchange(name string) (Request, *chatData, error) {
 type communicateMiddle struct{ e *Engine }
 
 // Exchange runs communicate's exchange for in.
-func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
 	req, d, err := in.exchange(MiddleCommunicate)
 	if err != nil {
 		return nil, err
@@ -260,5 +310,17 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Resul
 	if err != nil {
 		return nil, asError(ctx, err)
 	}
-	return res, nil
+	return middleResult(MiddleCommunicate, res)
+}
+
+// middleResult is the middle result of an exchange recorded as res: its
+// value decoded, its usage and whether it was replayed.
+func middleResult(name string, res *Result) (*MiddleResult, error) {
+	out := &MiddleResult{Usage: res.Usage, Replayed: res.Replayed}
+	if len(res.Value) > 0 {
+		if err := json.Unmarshal(res.Value, &out.Value); err != nil {
+			return nil, Errorf(CodeInternal, "middle %s: the recorded value is not JSON: %v", name, err)
+		}
+	}
+	return out, nil
 }

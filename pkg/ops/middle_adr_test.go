@@ -23,7 +23,7 @@ type innerExchanges struct {
 	calls int
 }
 
-func (m *innerExchanges) Exchange(ctx context.Context, in ops.MiddleInput) (*ops.Result, error) {
+func (m *innerExchanges) Exchange(ctx context.Context, in ops.MiddleInput) (*ops.MiddleResult, error) {
 	m.mu.Lock()
 	m.calls++
 	m.mu.Unlock()
@@ -36,7 +36,7 @@ func (m *innerExchanges) Exchange(ctx context.Context, in ops.MiddleInput) (*ops
 		}
 		last = res
 	}
-	return &ops.Result{Value: last.Value, BranchID: in.BranchID}, nil
+	return middleValue(string(last.Value))
 }
 
 // 0021-D5-01, 0021-D5-02: operate calls the selected middle once per

@@ -55,9 +55,6 @@ const cliProviderName = "cli"
 // LNDLRound is what one round of the LNDL middle did ([wire.LNDLRound]).
 type LNDLRound = wire.LNDLRound
 
-// LNDLAction is one action a round ran ([wire.LNDLAction]).
-type LNDLAction = wire.LNDLAction
-
 // lndlMiddle is the LNDL adapter of ADR-0024: a bounded loop of recorded
 // inner exchanges, each classified with lndl.Round, whose actions run
 // through act's stage, returning the first value that validates against
@@ -104,11 +101,15 @@ func (m lndlMiddle) inner(model *history.ModelRef) (Middle, error) {
 // the answer; running out of rounds is a CodeParse error matching
 // ErrLNDLExhausted. Errors of the inner exchanges and of the action
 // stage are returned as they are.
-func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
 	if in.RequestID == "" {
 		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleLNDL)
 	}
-	budget, err := lndlmiddle.RoundBudget(in.RoundBudget)
+	var opts LNDLInput
+	if in.LNDL != nil {
+		opts = *in.LNDL
+	}
+	budget, err := lndlmiddle.RoundBudget(opts.RoundBudget)
 	if err != nil {
 		return nil, err
 	}
@@ -120,32 +121,37 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, erro
 	if l.Verb == "" {
 		l.Verb = MiddleLNDL
 	}
-	if l.Target, err = lndlmiddle.Target(in.ResponseFormat, in.CallerFormat); err != nil {
+	if l.Target, err = lndlmiddle.Target(in.ResponseFormat, opts.CallerFormat); err != nil {
 		return nil, err
 	}
 	inner, err := m.inner(in.ChatModel)
 	if err != nil {
 		return nil, err
 	}
-	out := &Result{BranchID: in.BranchID}
-	l.Exchange = func(ctx context.Context, t lndlmiddle.Turn) (*Result, error) {
+	out := &MiddleResult{}
+	l.Exchange = func(ctx context.Context, t lndlmiddle.Turn) (*lndlmiddle.Reply, error) {
 		res, err := inner.Exchange(ctx, roundInput(in, t))
-		if res != nil {
-			addUsage(&out.Usage, res.Usage)
+		if err != nil || res == nil {
+			return nil, err
 		}
-		return res, err
+		addUsage(&out.Usage, res.Usage)
+		return &lndlmiddle.Reply{Value: res.Value, Replayed: res.Replayed}, nil
 	}
 	l.Bridge = func(ctx context.Context, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
-		return m.bridge(ctx, in, l.Verb, n, roundID, pending, rec)
+		return m.bridge(ctx, in, opts.Tools, l.Verb, n, roundID, pending, rec)
 	}
 	o, err := l.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if out.Value, err = marshalValue(o.Value); err != nil {
-		return nil, err
+	out.Value = o.Value
+	if !in.SkipValidation {
+		// Unvalidated, the value keeps the caller's order of properties.
+		if out.Value, err = decoded(o.Value); err != nil {
+			return nil, err
+		}
 	}
-	out.Replayed, out.LNDLRounds = o.Replayed, o.Rounds
+	out.Replayed, out.LNDL = o.Replayed, &LNDLReport{Rounds: o.Rounds}
 	return out, nil
 }
 
@@ -155,8 +161,8 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, erro
 // instruction instead of the caller's, no plain content and no clear.
 func roundInput(in MiddleInput, t lndlmiddle.Turn) MiddleInput {
 	in.RequestID = t.ID
-	in.ResponseFormat, in.ToolSchemas, in.CallerFormat = nil, nil, nil
-	in.SkipValidation, in.NumParseRetries, in.RoundBudget, in.Tools = true, nil, 0, nil
+	in.ResponseFormat, in.ToolSchemas, in.LNDL = nil, nil, nil
+	in.SkipValidation, in.NumParseRetries = true, nil
 	if t.N == 1 {
 		in.Guidance = t.Guidance
 	} else {
@@ -179,12 +185,12 @@ type bridgeOutcome struct {
 // bridge runs round n's pending actions (at least one) through act's stage: as ordinary
 // action requests (the alias as the request's
 // id), concurrently, tool errors suppressed, authorized against the
-// branch's tools (narrowed to in.Tools) and the engine's gate, with the
+// branch's tools (narrowed to tools unless nil) and the engine's gate, with the
 // hook signals, recorded as one event under "<round id>/act". It returns
 // the results by alias: a call's output, or {"error": {code, message}}
 // for a call that failed. A stage already committed is
 // replayed from history.
-func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
+func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, tools []string, verb string, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
 	e := m.e
 	req := Request{ID: stageID(roundID, "act"), Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}
 	b, err := e.load(ctx, in.BranchID)
@@ -193,42 +199,12 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n i
 	}
 	var res *Result
 	if seq, ok := b.Commits.Seq(req.ID); ok {
-		if res, err = e.replayCommitted(ctx, req, seq, replayMessages); err != nil {
-			return nil, false, err
-		}
+		res, err = e.replayCommitted(ctx, req, seq, replayMessages)
 	} else {
-		if in.Tools != nil {
-			nb := *b
-			nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(in.Tools, t) })
-			b = &nb
-		}
-		p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}
-		for i, a := range pending {
-			p.requests[i] = ActionRequest{Function: a.Function, Arguments: a.Arguments}
-			if len(a.Name) <= maxActionIDLength {
-				p.requests[i].ID = a.Name
-			}
-		}
-		start := e.clock()
-		run := e.runActions(ctx, req, b, p)
-		if err := ended(ctx); err != nil {
-			return nil, false, err
-		}
-		outcomes := make([]bridgeOutcome, len(run.calls))
-		for i, c := range run.calls {
-			outcomes[i] = bridgeOutcome{Alias: pending[i].Name, Function: c.req.Function}
-			if c.resp != nil {
-				outcomes[i].Output, outcomes[i].Error = c.resp.Output, c.resp.Error
-			}
-		}
-		v, err := marshalValue(outcomes)
-		if err != nil {
-			return nil, false, err
-		}
-		res = &Result{Value: v, BranchID: b.ID, DurationMS: e.clock().Sub(start).Milliseconds()}
-		if res, err = e.commitEvent(ctx, req, b.ID, history.Event{Messages: run.messages()}, res, nil); err != nil {
-			return nil, false, err
-		}
+		res, err = m.runStage(ctx, req, b, tools, pending)
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	var outcomes []bridgeOutcome
 	if err := json.Unmarshal(res.Value, &outcomes); err != nil {
@@ -243,7 +219,7 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n i
 			return nil, false, Errorf(CodeInternal, "middle %s: round %d: action outcome %d is of %s (%s), the call was %s (%s)",
 				MiddleLNDL, n, i, Truncate(o.Alias, MaxIDLength), Truncate(o.Function, MaxIDLength), Truncate(pending[i].Name, MaxIDLength), Truncate(pending[i].Function, MaxIDLength))
 		}
-		act := LNDLAction{Alias: o.Alias, Function: o.Function}
+		act := wire.LNDLAction{Alias: o.Alias, Function: o.Function}
 		if o.Error != nil {
 			act.ErrorCode = o.Error.Code
 			executed[o.Alias] = map[string]any{"error": map[string]any{"code": o.Error.Code, "message": o.Error.Message}}
@@ -253,4 +229,41 @@ func (m lndlMiddle) bridge(ctx context.Context, in MiddleInput, verb string, n i
 		rec.Actions = append(rec.Actions, act)
 	}
 	return executed, res.Replayed, nil
+}
+
+// runStage runs pending as the act stage req on branch b, its tools
+// narrowed to tools unless nil, and records it: the value is the list of
+// bridgeOutcomes, one per call, in call order.
+func (m lndlMiddle) runStage(ctx context.Context, req Request, b *history.Branch, tools []string, pending []lndl.Action) (*Result, error) {
+	e := m.e
+	if tools != nil {
+		nb := *b
+		nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(tools, t) })
+		b = &nb
+	}
+	p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}
+	for i, a := range pending {
+		p.requests[i] = ActionRequest{Function: a.Function, Arguments: a.Arguments}
+		if len(a.Name) <= maxActionIDLength {
+			p.requests[i].ID = a.Name
+		}
+	}
+	start := e.clock()
+	run := e.runActions(ctx, req, b, p)
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
+	outcomes := make([]bridgeOutcome, len(run.calls))
+	for i, c := range run.calls {
+		outcomes[i] = bridgeOutcome{Alias: pending[i].Name, Function: c.req.Function}
+		if c.resp != nil {
+			outcomes[i].Output, outcomes[i].Error = c.resp.Output, c.resp.Error
+		}
+	}
+	v, err := marshalValue(outcomes)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Value: v, BranchID: b.ID, DurationMS: e.clock().Sub(start).Milliseconds()}
+	return e.commitEvent(ctx, req, b.ID, history.Event{Messages: run.messages()}, res, nil)
 }

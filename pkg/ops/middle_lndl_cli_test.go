@@ -45,11 +45,11 @@ type cliReplies struct {
 	ins     []ops.MiddleInput
 }
 
-func (c *cliReplies) Exchange(_ context.Context, in ops.MiddleInput) (*ops.Result, error) {
+func (c *cliReplies) Exchange(_ context.Context, in ops.MiddleInput) (*ops.MiddleResult, error) {
 	c.ins = append(c.ins, in)
 	for suffix, v := range c.replies {
 		if strings.HasSuffix(in.RequestID, suffix) {
-			return &ops.Result{Value: json.RawMessage(v), BranchID: in.BranchID}, nil
+			return middleValue(v)
 		}
 	}
 	return nil, errors.New("no reply scripted")
@@ -75,8 +75,8 @@ func TestLNDLMiddle_0024_D3_02_cli_no_text_continues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if compactValue(t, res.Value) != `{"n":3,"s":"GO"}` || len(res.LNDLRounds) != 3 || res.LNDLRounds[0].Outcome != ops.RoundContinue {
-		t.Fatalf("value %s, rounds %+v", res.Value, res.LNDLRounds)
+	if valueJSON(res) != `{"n":3,"s":"GO"}` || res.LNDL == nil || len(res.LNDL.Rounds) != 3 || res.LNDL.Rounds[0].Outcome != ops.RoundContinue {
+		t.Fatalf("value %s, report %+v", valueJSON(res), res.LNDL)
 	}
 	if len(cli.ins) != 3 || !cli.ins[0].SkipValidation || cli.ins[0].ResponseFormat != nil {
 		t.Fatalf("the CLI middle was handed %+v", cli.ins)

@@ -15,16 +15,33 @@ import (
 )
 
 // textMiddle answers the instruction upper-cased, without touching a branch.
-var textMiddle = ops.MiddleFunc(func(_ context.Context, in ops.MiddleInput) (*ops.Result, error) {
+var textMiddle = ops.MiddleFunc(func(_ context.Context, in ops.MiddleInput) (*ops.MiddleResult, error) {
 	s, _ := in.Instruction.(string)
-	v, err := json.Marshal(strings.ToUpper(s))
-	return &ops.Result{Value: v, BranchID: in.BranchID}, err
+	return &ops.MiddleResult{Value: strings.ToUpper(s)}, nil
 })
+
+// middleValue is a middle result answering raw, a JSON value, decoded.
+func middleValue(raw string) (*ops.MiddleResult, error) {
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return nil, err
+	}
+	return &ops.MiddleResult{Value: v}, nil
+}
+
+// valueJSON is the JSON of a middle result's value, as the engine encodes it.
+func valueJSON(res *ops.MiddleResult) string {
+	b, err := json.Marshal(res.Value)
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	return string(b)
+}
 
 func TestMiddles_Register(t *testing.T) {
 	t.Parallel()
-	other := ops.MiddleFunc(func(context.Context, ops.MiddleInput) (*ops.Result, error) {
-		return &ops.Result{Value: json.RawMessage(`"other"`)}, nil
+	other := ops.MiddleFunc(func(context.Context, ops.MiddleInput) (*ops.MiddleResult, error) {
+		return &ops.MiddleResult{Value: "other"}, nil
 	})
 	tests := []struct {
 		name    string
@@ -70,7 +87,7 @@ func TestMiddles_Register(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := m.Exchange(context.Background(), ops.MiddleInput{Instruction: "hi"})
-			if err != nil || string(res.Value) != tt.want {
+			if err != nil || valueJSON(res) != tt.want {
 				t.Fatalf("Exchange = %v, %v; want %s", res, err, tt.want)
 			}
 		})
@@ -230,8 +247,8 @@ func TestCommunicateMiddle(t *testing.T) {
 				}
 			} else if err != nil {
 				t.Fatal(err)
-			} else if string(res.Value) != tt.wantValue {
-				t.Fatalf("value = %s, want %s", res.Value, tt.wantValue)
+			} else if valueJSON(res) != tt.wantValue {
+				t.Fatalf("value = %s, want %s", valueJSON(res), tt.wantValue)
 			}
 			if in.BranchID == "b" {
 				if n := len(b.branch(t, "b").Messages); n != tt.wantMsgs {
@@ -266,7 +283,7 @@ func TestCommunicateMiddle(t *testing.T) {
 			// second model call.
 			made := b.prov.count() - calls
 			again, err := m.Exchange(context.Background(), in)
-			if err != nil || !again.Replayed || string(again.Value) != tt.wantValue || b.prov.count()-calls != made {
+			if err != nil || !again.Replayed || valueJSON(again) != tt.wantValue || b.prov.count()-calls != made {
 				t.Fatalf("redelivery: %+v, %v; model calls %d -> %d", again, err, made, b.prov.count()-calls)
 			}
 		})
@@ -278,9 +295,8 @@ func TestCommunicateMiddle(t *testing.T) {
 func ExampleMiddle() {
 	providers := ops.NewProviders(map[string]ops.Provider{scripted.Name: scripted.New()})
 	middles := ops.NewMiddles()
-	if err := middles.Register("upper", ops.MiddleFunc(func(_ context.Context, in ops.MiddleInput) (*ops.Result, error) {
-		v, err := json.Marshal(strings.ToUpper(fmt.Sprint(in.Instruction)))
-		return &ops.Result{Value: v, BranchID: in.BranchID}, err
+	if err := middles.Register("upper", ops.MiddleFunc(func(_ context.Context, in ops.MiddleInput) (*ops.MiddleResult, error) {
+		return &ops.MiddleResult{Value: strings.ToUpper(fmt.Sprint(in.Instruction))}, nil
 	})); err != nil {
 		panic(err)
 	}
@@ -305,7 +321,8 @@ func ExampleMiddle() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(name, string(res.Value))
+		v, _ := json.Marshal(res.Value)
+		fmt.Println(name, string(v))
 	}
 	// Output:
 	// communicate "one exchange"

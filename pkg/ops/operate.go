@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
 )
 
 // operate is the composed operation of ADR-0022: prepare the request
@@ -96,22 +97,22 @@ func (o *operation) run(ctx context.Context) (*Result, error) {
 	if mres == nil {
 		return nil, Errorf(CodeInternal, "middle %s returned no result", o.p.middle)
 	}
-	o.out.Usage, o.out.Replayed, o.out.Value = mres.Usage, mres.Replayed, mres.Value
-	o.out.LNDLRounds, o.out.RunLog = mres.LNDLRounds, mres.RunLog
+	o.out.Usage, o.out.Replayed = mres.Usage, mres.Replayed
+	if mres.LNDL != nil {
+		o.out.LNDLRounds = mres.LNDL.Rounds
+	}
+	if mres.Run != nil {
+		o.out.RunLog = mres.Run.Log
+	}
+	value := mres.Value
 	// skip_validation returns the raw result at once.
 	if o.p.skip {
-		return o.finish()
-	}
-	var value any
-	if len(mres.Value) > 0 {
-		if err := json.Unmarshal(mres.Value, &value); err != nil {
-			return nil, Errorf(CodeInternal, "middle %s returned a value that is not JSON: %v", o.p.middle, err)
-		}
+		return o.value(value)
 	}
 	obj, _ := value.(map[string]any)
 	if obj != nil && o.p.actions {
 		// Only the runtime fills action_responses.
-		delete(obj, FieldActionResponses)
+		delete(obj, fieldActionResponses)
 	}
 	if res, done, err := o.policy(value); done {
 		return res, err
@@ -136,9 +137,9 @@ func (o *operation) middleInput(ctx context.Context) (MiddleInput, error) {
 	if o.p.action != nil {
 		// The selected (or all) branch tools replace the tool schemas of
 		// the instruction.
-		in.ToolSchemas = toolSchemas(o.p.tools, o.b.Settings.Tools)
+		in.ToolSchemas = toolschema.Names(o.p.tools, o.b.Settings.Tools)
 		if d, ok := o.e.tools.invoker.(ToolDescriber); ok {
-			in.ToolSchemas = describedTools(ctx, d, in.ToolSchemas)
+			in.ToolSchemas = toolschema.Described(in.ToolSchemas, func(names []string) []ToolSpec { return d.DescribeTools(ctx, names) })
 		}
 	}
 	return in, nil
@@ -153,7 +154,7 @@ func (o *operation) act(ctx context.Context, value any, obj map[string]any) (*Re
 		return o.value(value)
 	}
 	// Requests come only from the structured result.
-	rawReqs, ok := obj[FieldActionRequests]
+	rawReqs, ok := obj[fieldActionRequests]
 	if !ok || rawReqs == nil {
 		return o.value(value)
 	}
@@ -203,7 +204,7 @@ func (o *operation) act(ctx context.Context, value any, obj map[string]any) (*Re
 	}
 	if len(responses) > 0 {
 		// Enriched in place, never replaced by the list.
-		obj[FieldActionResponses] = responses
+		obj[fieldActionResponses] = responses
 	}
 	return o.value(value)
 }
@@ -228,70 +229,4 @@ func (o *operation) finish() (*Result, error) {
 		o.out.DurationMS = o.e.clock().Sub(o.t0).Milliseconds()
 	}
 	return o.out, nil
-}
-
-// describedTools replaces the name-only schemas of toolSchemas with what
-// d knows of each tool: {name, description, parameters}.
-func describedTools(ctx context.Context, d ToolDescriber, schemas []any) []any {
-	names := make([]string, 0, len(schemas))
-	for _, s := range schemas {
-		if m, ok := s.(map[string]any); ok {
-			if n, ok := m["name"].(string); ok {
-				names = append(names, n)
-			}
-		}
-	}
-	out := make([]any, 0, len(names))
-	for _, spec := range d.DescribeTools(ctx, names) {
-		m := map[string]any{"name": spec.Name}
-		if spec.Description != "" {
-			m["description"] = spec.Description
-		}
-		if len(spec.Parameters) > 0 {
-			var params any
-			if json.Unmarshal(spec.Parameters, &params) == nil {
-				m["parameters"] = params
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// nativeTools returns the tool schemas of an instruction as the specs of
-// a provider's native tools: each {name, description, parameters}.
-func nativeTools(schemas []any) []ToolSpec {
-	var out []ToolSpec
-	for _, s := range schemas {
-		m, ok := s.(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _ := m["name"].(string)
-		if name == "" {
-			continue
-		}
-		spec := ToolSpec{Name: name}
-		spec.Description, _ = m["description"].(string)
-		if p, ok := m["parameters"]; ok {
-			if raw, err := json.Marshal(p); err == nil {
-				spec.Parameters = raw
-			}
-		}
-		out = append(out, spec)
-	}
-	return out
-}
-
-// toolSchemas describes the selected tools, or all of the branch's.
-func toolSchemas(selected, all []string) []any {
-	names := selected
-	if names == nil {
-		names = all
-	}
-	out := make([]any, 0, len(names))
-	for _, n := range names {
-		out = append(out, map[string]any{"name": n})
-	}
-	return out
 }

@@ -241,7 +241,7 @@ func TestOperateSchemas_0022_D2(t *testing.T) {
 					t.Fatalf("%v does not compile: %v", x["title"], err)
 				}
 			}
-			if r, ok := s.request["properties"].(map[string]any)[FieldReason].(map[string]any); ok {
+			if r, ok := s.request["properties"].(map[string]any)[fieldReason].(map[string]any); ok {
 				if !slices.Contains(r["type"].([]any), any("null")) {
 					t.Fatalf("reason is not nullable: %v", r)
 				}

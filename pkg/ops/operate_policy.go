@@ -10,9 +10,9 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
-// MaxMismatchQuote is how much of a result a handle_validation "raise"
+// maxMismatchQuote is how much of a result a handle_validation "raise"
 // error quotes, in bytes of compact JSON.
-const MaxMismatchQuote = 200
+const maxMismatchQuote = 200
 
 // parseFailureValue applies handle_validation to a parse failure of the
 // communicate middle: the exchange was recorded,
@@ -66,7 +66,7 @@ func (o *operation) policy(value any) (res *Result, done bool, err error) {
 	case handleRaise:
 		return nil, true, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
 			"the result does not match response_format: %s; result: %s", shortError(verr, 300),
-			Truncate(jsonval.Compact(value), MaxMismatchQuote))}
+			Truncate(jsonval.Compact(value), maxMismatchQuote))}
 	case handleReturnNone:
 		o.out.Value = json.RawMessage("null")
 		res, err = o.finish()
@@ -88,7 +88,7 @@ func callerView(v any, sch *operateSchemas, p *operatePlan) any {
 		if _, field := p.fields[k]; field {
 			continue
 		}
-		if (k == FieldReason && p.reason) || (p.actions && (k == FieldActionRequired || k == FieldActionRequests)) {
+		if (k == fieldReason && p.reason) || (p.actions && (k == fieldActionRequired || k == fieldActionRequests)) {
 			continue
 		}
 		view[k] = x

@@ -66,6 +66,24 @@ type operatePlan struct {
 	invokeActions bool
 }
 
+// run returns the run_and_collect part of the middle's input, made on
+// first use.
+func (p *operatePlan) run() *RunInput {
+	if p.chat.Run == nil {
+		p.chat.Run = &RunInput{}
+	}
+	return p.chat.Run
+}
+
+// lndlInput returns the LNDL middle's part of the middle's input, made on
+// first use.
+func (p *operatePlan) lndlInput() *LNDLInput {
+	if p.chat.LNDL == nil {
+		p.chat.LNDL = &LNDLInput{}
+	}
+	return p.chat.LNDL
+}
+
 // removedNames are the removed names of operate and what to use instead.
 var removedNames = []struct{ name, instead string }{
 	{"request_model", "response_format (a JSON Schema)"},
@@ -127,17 +145,42 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 		return nil, Errorf(CodeInvalidRequest, "data.handle_validation must be %q, %q or %q, got %q",
 			handleRaise, handleReturnValue, handleReturnNone, Truncate(p.handle, 64))
 	}
-	// The instruction's checks are communicate's.
+	if err := d.exchange(p, ins, b); err != nil {
+		return nil, err
+	}
+	if err := d.runParams(p); err != nil {
+		return nil, err
+	}
+	if err := d.lndl(p); err != nil {
+		return nil, err
+	}
+	if err := p.actionStage(ins); err != nil {
+		return nil, err
+	}
+	if err := d.selectTools(p, b); err != nil {
+		return nil, err
+	}
+	fields, err := fieldModels(d.FieldModels)
+	if err != nil {
+		return nil, err
+	}
+	p.fields = fields
+	return p, nil
+}
+
+// exchange checks the instruction as communicate does and fills the
+// middle's input with it and the models: the chat model defaults to the
+// branch's, the parse model to the chosen chat model, not the branch's
+// parse model. With no chat model at all the middle decides (communicate
+// refuses).
+func (d *operateData) exchange(p *operatePlan, ins instructData, b *history.Branch) error {
 	var chat chatData
 	chat.Instruction, chat.Guidance, chat.Context, chat.PlainContent = ins.Instruction, ins.Guidance, ins.Context, d.PlainContent
 	chat.Sender, chat.Recipient, chat.ResponseFormat, chat.NumParseRetries = d.Sender, d.Recipient, d.ResponseFormat, d.NumParseRetries
 	if err := chat.check(); err != nil {
-		return nil, err
+		return err
 	}
 	p.format, p.validator = chat.schema, chat.validator
-	// The chat model defaults to the branch's, the parse model to the
-	// chosen chat model, not the branch's parse model. With
-	// no chat model at all the middle decides (communicate refuses).
 	cm, pm := d.ChatModel, d.ParseModel
 	if cm == nil && b.Settings.ChatModel != nil {
 		c := *b.Settings.ChatModel
@@ -153,55 +196,65 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
 		Stream: d.Stream,
 	}
+	return nil
+}
+
+// runParams hands run_and_collect the run parameters: stream_persist,
+// copied as given (false included; present at all, it asks for run
+// parameters), and stream_persist_dir, checked here, before the lifecycle
+// starts or anything is stored (the run resolves the default).
+func (d *operateData) runParams(p *operatePlan) error {
 	if d.StreamPersist != nil {
-		// Copied as given, false included; present at all, it
-		// asks for run parameters.
-		p.chat.StreamPersist = *d.StreamPersist
+		p.run().StreamPersist = *d.StreamPersist
 		p.runParams = true
 	}
 	if d.StreamPersistDir != nil {
-		// Checked here, before the lifecycle starts or anything is stored;
-		// the run resolves the default.
-		if err := checkRunLogDirField("data.stream_persist_dir", p.chat.StreamPersist, *d.StreamPersistDir); err != nil {
-			return nil, err
+		if err := checkRunLogDirField("data.stream_persist_dir", p.run().StreamPersist, *d.StreamPersistDir); err != nil {
+			return err
 		}
-		p.chat.StreamPersistDir = *d.StreamPersistDir
+		p.run().StreamPersistDir = *d.StreamPersistDir
 	}
-	if err := d.lndl(p); err != nil {
-		return nil, err
+	return nil
+}
+
+// actionStage makes the action stage, which exists with invoke_actions
+// and actions enabled; its strategy is the request's, else the
+// instruction's, else concurrent; errors are always suppressed.
+func (p *operatePlan) actionStage(ins instructData) error {
+	if !p.invokeActions || !p.actions {
+		return nil
 	}
-	// The action stage exists with invoke_actions and actions enabled; its
-	// strategy is the request's, else the instruction's, else concurrent;
-	// errors are always suppressed.
-	if p.invokeActions && p.actions {
-		ap := actParams{suppress: true}
-		if s := ins.ActionStrategy; s != nil && *s != "" {
-			switch *s {
-			case StrategyConcurrent:
-			case StrategySequential:
-				ap.sequential = true
-			default:
-				return nil, Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
-					StrategyConcurrent, StrategySequential, Truncate(*s, 64))
-			}
+	ap := actParams{suppress: true}
+	if s := ins.ActionStrategy; s != nil && *s != "" {
+		switch *s {
+		case strategyConcurrent:
+		case strategySequential:
+			ap.sequential = true
+		default:
+			return Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
+				strategyConcurrent, strategySequential, Truncate(*s, 64))
 		}
-		p.action = &ap
 	}
-	if d.Tools != nil {
-		for i, t := range d.Tools {
-			if !slices.Contains(b.Settings.Tools, t) {
-				return nil, Errorf(CodeInvalidRequest, "data.tools[%d] %q is not one of the branch's tools %v", i, Truncate(t, MaxIDLength), b.Settings.Tools)
-			}
+	p.action = &ap
+	return nil
+}
+
+// selectTools checks the selected tools, each one of the branch's; the
+// LNDL middle's actions are narrowed to them too.
+func (d *operateData) selectTools(p *operatePlan, b *history.Branch) error {
+	if d.Tools == nil {
+		return nil
+	}
+	for i, t := range d.Tools {
+		if !slices.Contains(b.Settings.Tools, t) {
+			return Errorf(CodeInvalidRequest, "data.tools[%d] %q is not one of the branch's tools %v", i, Truncate(t, MaxIDLength), b.Settings.Tools)
 		}
-		p.tools = slices.Clone(d.Tools)
-		p.chat.Tools = slices.Clone(d.Tools)
 	}
-	fields, err := fieldModels(d.FieldModels)
-	if err != nil {
-		return nil, err
+	p.tools = slices.Clone(d.Tools)
+	if p.middle == MiddleLNDL {
+		p.lndlInput().Tools = slices.Clone(d.Tools)
 	}
-	p.fields = fields
-	return p, nil
+	return nil
 }
 
 // fieldModels decodes the named field_models: each a JSON Schema object;
@@ -243,10 +296,10 @@ func (d *operateData) lndl(p *operatePlan) error {
 		if err != nil {
 			return err
 		}
-		p.chat.RoundBudget = n
+		p.lndlInput().RoundBudget = n
 	}
 	if p.middle == MiddleLNDL && len(d.ResponseFormat) > 0 {
-		p.chat.CallerFormat = d.ResponseFormat
+		p.lndlInput().CallerFormat = d.ResponseFormat
 	}
 	return nil
 }

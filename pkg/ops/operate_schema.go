@@ -4,10 +4,10 @@ import "github.com/lionbus/lionbus/pkg/ops/internal/schema"
 
 // Names of the fields operate generates (ADR-0022 D2; see package schema).
 const (
-	FieldReason          = schema.FieldReason
-	FieldActionRequired  = schema.FieldActionRequired
-	FieldActionRequests  = schema.FieldActionRequests
-	FieldActionResponses = schema.FieldActionResponses
+	fieldReason          = schema.FieldReason
+	fieldActionRequired  = schema.FieldActionRequired
+	fieldActionRequests  = schema.FieldActionRequests
+	fieldActionResponses = schema.FieldActionResponses
 )
 
 // operateSchemas are the generated request and response schemas of

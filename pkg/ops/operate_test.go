@@ -22,11 +22,11 @@ type fixedMiddle struct {
 	ins   []ops.MiddleInput
 }
 
-func (m *fixedMiddle) Exchange(_ context.Context, in ops.MiddleInput) (*ops.Result, error) {
+func (m *fixedMiddle) Exchange(_ context.Context, in ops.MiddleInput) (*ops.MiddleResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ins = append(m.ins, in)
-	return &ops.Result{Value: json.RawMessage(m.value), BranchID: in.BranchID}, nil
+	return middleValue(m.value)
 }
 
 // operateBundle is an act bundle serving operate, with the scripted

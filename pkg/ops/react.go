@@ -100,9 +100,9 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 	if d.ActionStrategy != nil && *d.ActionStrategy != "" {
 		p.strategy = d.ActionStrategy
 	}
-	if p.strategy != nil && *p.strategy != "" && *p.strategy != StrategyConcurrent && *p.strategy != StrategySequential {
+	if p.strategy != nil && *p.strategy != "" && *p.strategy != strategyConcurrent && *p.strategy != strategySequential {
 		return nil, Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
-			StrategyConcurrent, StrategySequential, Truncate(*p.strategy, 64))
+			strategyConcurrent, strategySequential, Truncate(*p.strategy, 64))
 	}
 	if d.ExtensionAllowed != nil {
 		p.allowed = *d.ExtensionAllowed
@@ -319,7 +319,7 @@ func (l *reactLoop) analysisRound(ctx context.Context, n int, d *operateData) (*
 	var a reactAnalysis
 	if err := json.Unmarshal(v, &a); err != nil {
 		return nil, Errorf(CodeSchemaRejected, "react round %d: the analysis is not an object of the analysis schema: %s",
-			n, Truncate(string(v), MaxMismatchQuote))
+			n, Truncate(string(v), maxMismatchQuote))
 	}
 	l.analyses = append(l.analyses, v)
 	if err := l.emitRound(ctx, n, "analysis", v); err != nil {
@@ -361,9 +361,9 @@ func nextStrategy(a *reactAnalysis, request *string) *string {
 	if a.ActionStrategy == nil {
 		return request
 	}
-	s := StrategyConcurrent
-	if *a.ActionStrategy == StrategySequential {
-		s = StrategySequential
+	s := strategyConcurrent
+	if *a.ActionStrategy == strategySequential {
+		s = strategySequential
 	}
 	return &s
 }

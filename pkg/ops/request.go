@@ -19,8 +19,10 @@ type Request struct {
 	// TraceParent is the W3C traceparent to propagate, if any.
 	TraceParent string
 	// Attempt is the delivery attempt of the request, 1 for the first
-	// delivery (0 is read as 1). Only deterministic test providers look at
-	// it (a scripted temporary error fails the first N attempts).
+	// delivery (0 is read as 1). Stages and model calls carry it on; the
+	// transport's metrics, traces and chunk streams label redeliveries
+	// with it, and the scripted provider's temporary errors fail the first
+	// N attempts.
 	Attempt int
 	// LastAttempt is set on the last delivery the transport will make:
 	// a temporary failure is then answered instead of retried. The

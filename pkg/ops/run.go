@@ -22,6 +22,18 @@ type CLIProvider interface {
 	IsCLI(model history.ModelRef) bool
 }
 
+// ResultTotals is implemented by a [CLIProvider] whose result chunks
+// carry numbers that add up over the turns of one response instead of
+// replacing the previous turn's (Claude Code's total_cost_usd and
+// num_turns). A run sums those keys of its result chunks' metadata and
+// overwrites the others; the numbers of metadata.usage add up for every
+// provider.
+type ResultTotals interface {
+	// TotalKeys returns the metadata keys of the result chunks whose
+	// numbers add up.
+	TotalKeys() []string
+}
+
 // ChunkStream is the chunk sink of one request: Emit forwards a chunk
 // (numbered already), Close waits until every emitted chunk is delivered
 // (stored, for the bus) and releases the stream. Close is called once,
@@ -141,16 +153,12 @@ const (
 	metaResultSource = "run"
 )
 
-// runData is the data of a run request: communicate's instruction fields
-// and models, plus stream_persist.
+// runData is the data of a run request ([wire.RunRequest]): the exchange
+// data of communicate, whose turn fields are run's and whose others a run
+// checks as communicate does, and the run's parameters (stream_persist).
 type runData struct {
 	chatData
-	// StreamPersist keeps the chunk log and the branch snapshots of the
-	// run in the RunLog.
-	StreamPersist bool `json:"stream_persist"`
-	// StreamPersistDir is the run log directory of a persisted run; nil
-	// means the engine's.
-	StreamPersistDir *string `json:"stream_persist_dir"`
+	wire.RunParams
 }
 
 // RunValue is the value of a run result ([wire.RunValue]).
@@ -236,6 +244,9 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 	st := &transcript.Fold{Model: x.chat, Clock: e.clock, OnReconnect: func(notice string) {
 		e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
 	}}
+	if t, ok := prov.(ResultTotals); ok {
+		st.Totals = t.TotalKeys()
+	}
 
 	sinks, closeSinks, err := r.openSinks(ctx)
 	if err != nil {

@@ -15,17 +15,21 @@ import (
 type runCollectMiddle struct{ e *Engine }
 
 // Exchange runs run_and_collect for in.
-func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result, error) {
+func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
 	req, d, err := in.exchange(MiddleRunAndCollect)
 	if err != nil {
 		return nil, err
 	}
 	// The directory is checked before anything is stored.
-	var dir *string
-	if in.StreamPersistDir != "" {
-		dir = &in.StreamPersistDir
+	var run RunInput
+	if in.Run != nil {
+		run = *in.Run
 	}
-	logDir, err := m.e.runLogDir("stream_persist_dir", in.StreamPersist, dir)
+	var dir *string
+	if run.StreamPersistDir != "" {
+		dir = &run.StreamPersistDir
+	}
+	logDir, err := m.e.runLogDir("stream_persist_dir", run.StreamPersist, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -50,24 +54,22 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Result
 	return m.collect(ctx, req, x, res)
 }
 
-// collect turns a run's result into run_and_collect's value.
-func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange, res *Result) (*Result, error) {
+// collect turns a run's result into run_and_collect's.
+func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange, res *Result) (*MiddleResult, error) {
 	var rv RunValue
 	if err := json.Unmarshal(res.Value, &rv); err != nil {
 		return nil, Errorf(CodeInternal, "run_and_collect: the run's value is unreadable: %v", err)
 	}
-	out := *res
+	out := &MiddleResult{Usage: res.Usage, Replayed: res.Replayed}
+	if res.RunLog != nil {
+		out.Run = &RunReport{Log: res.RunLog}
+	}
 	if rv.Text == nil {
-		out.Value = json.RawMessage("null")
-		return &out, nil
+		return out, nil
 	}
 	if x.data.SkipValidation || x.data.validator == nil {
-		v, err := marshalValue(*rv.Text)
-		if err != nil {
-			return nil, err
-		}
-		out.Value = v
-		return &out, nil
+		out.Value = *rv.Text
+		return out, nil
 	}
 	b, err := m.e.load(ctx, x.branch.ID)
 	if err != nil {
@@ -85,10 +87,24 @@ func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange,
 		}
 		return nil, asError(ctx, err)
 	}
-	enc, err := marshalValue(v)
+	if out.Value, err = decoded(v); err != nil {
+		return nil, err
+	}
+	out.Usage = usage
+	return out, nil
+}
+
+// decoded returns v as encoding/json decodes its JSON, the form a
+// [MiddleResult] holds: the parse stage and the LNDL assembler keep
+// numbers as json.Number and objects in their own types.
+func decoded(v any) (any, error) {
+	raw, err := marshalValue(v)
 	if err != nil {
 		return nil, err
 	}
-	out.Value, out.Usage = enc, usage
-	return &out, nil
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, Errorf(CodeInternal, "decode value: %v", err)
+	}
+	return out, nil
 }

@@ -396,7 +396,7 @@ func TestRunAndCollect_0021_D3_13_instruction_under_its_stage_id(t *testing.T) {
 	}
 	in := ops.MiddleInput{RequestID: "m1", BranchID: "b1", Instruction: "go", ClearMessages: true}
 	res, err := mid.Exchange(context.Background(), in)
-	if err != nil || string(res.Value) != `"collected"` {
+	if err != nil || valueJSON(res) != `"collected"` {
 		t.Fatalf("exchange %+v, %v", res, err)
 	}
 	lines, evs := pb.events(t)
@@ -407,7 +407,7 @@ func TestRunAndCollect_0021_D3_13_instruction_under_its_stage_id(t *testing.T) {
 		t.Errorf("clear flags %v %v, want the instruction event's only", evs[0].Clear, evs[1].Clear)
 	}
 	res2, err := mid.Exchange(context.Background(), in)
-	if err != nil || string(res2.Value) != `"collected"` || len(pb.prov.calls) != 1 {
+	if err != nil || valueJSON(res2) != `"collected"` || len(pb.prov.calls) != 1 {
 		t.Fatalf("second exchange %+v, %v; %d streams", res2, err, len(pb.prov.calls))
 	}
 	if again, _ := pb.events(t); len(again) != 2 {
@@ -416,5 +416,76 @@ func TestRunAndCollect_0021_D3_13_instruction_under_its_stage_id(t *testing.T) {
 	want := []string{evs[0].Messages[0].ID, evs[1].Messages[0].ID}
 	if got := pb.signals.added("m1"); !slices.Equal(got, append(slices.Clone(want), want...)) {
 		t.Errorf("message.added %v, want %v twice", got, want)
+	}
+}
+
+// totalsCLI is a probe CLI that names the result keys whose numbers add
+// up ([ops.ResultTotals]).
+type totalsCLI struct {
+	*probeCLI
+	keys []string
+}
+
+func (p totalsCLI) TotalKeys() []string { return p.keys }
+
+// A run adds up the numbers of the result keys its provider names as
+// totals over a response, and keeps the last value of the others; a
+// provider naming none gets the last values.
+func TestRun_result_totals_are_the_providers(t *testing.T) {
+	t.Parallel()
+	stream := func(_ context.Context, _ int, _ ops.Call, emit func(ops.Chunk) error) (*ops.Completion, error) {
+		for _, c := range []ops.Chunk{
+			{Kind: ops.ChunkResult, Metadata: map[string]any{"total_cost_usd": 0.5, "num_turns": 1.0}},
+			{Kind: ops.ChunkResult, Metadata: map[string]any{"total_cost_usd": 0.25, "num_turns": 2.0}},
+		} {
+			if err := emit(c); err != nil {
+				return nil, err
+			}
+		}
+		return answer("done", emit)
+	}
+	tests := []struct {
+		name            string
+		keys            []string // nil: the provider names no totals
+		wantCost, turns float64
+	}{
+		{name: "cost and turns", keys: []string{"total_cost_usd", "num_turns"}, wantCost: 0.75, turns: 3},
+		{name: "turns only", keys: []string{"num_turns"}, wantCost: 0.25, turns: 3},
+		{name: "none", wantCost: 0.25, turns: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			probe := &probeCLI{stream: stream}
+			var prov ops.Provider = probe
+			if tt.keys != nil {
+				prov = totalsCLI{probe, tt.keys}
+			}
+			store := opstest.NewMemoryStore()
+			eng, err := ops.NewEngine(ops.Config{Store: store, Providers: ops.NewProviders(map[string]ops.Provider{"probe": prov})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := eng.Do(ctx, ops.Request{ID: "c", Verb: "branch.create", BranchID: "b1", Data: json.RawMessage(`{"chat_model":"probe:x"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := eng.Do(ctx, ops.Request{ID: "r", Verb: "run", BranchID: "b1", Data: json.RawMessage(`{"instruction":"go"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := store.Load(ctx, "b1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mr map[string]any
+			for _, m := range b.Messages {
+				if m.Kind == history.KindAssistantResponse {
+					mr, _ = m.Metadata[history.MetaModelResponse].(map[string]any)
+				}
+			}
+			if mr["total_cost_usd"] != tt.wantCost || mr["num_turns"] != tt.turns {
+				t.Errorf("model_response %v, want cost %v and turns %v", mr, tt.wantCost, tt.turns)
+			}
+		})
 	}
 }

@@ -390,8 +390,8 @@ func TestRunAndCollect_middle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(res.Value) != tt.want {
-				t.Errorf("value %s, want %s", res.Value, tt.want)
+			if valueJSON(res) != tt.want {
+				t.Errorf("value %s, want %s", valueJSON(res), tt.want)
 			}
 			if sig := rb.signals.types("m1"); slices.Contains(sig, "run.start") {
 				t.Errorf("the middle emitted a lifecycle: %v (0021-D4-01)", sig)

@@ -228,7 +228,7 @@ func TestRunLogDir_run_and_collect_middle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		res, err := mid.Exchange(context.Background(), ops.MiddleInput{RequestID: tt.id, BranchID: "b", Instruction: "go",
-			StreamPersist: tt.persist, StreamPersistDir: tt.dir})
+			Run: &ops.RunInput{StreamPersist: tt.persist, StreamPersistDir: tt.dir}})
 		if tt.wantError {
 			if !errors.Is(err, ops.ErrInvalidRunLogDir) || code(err) != ops.CodeInvalidRequest {
 				t.Errorf("%s: err %v, want invalid_request wrapping ErrInvalidRunLogDir", tt.id, err)
@@ -241,8 +241,8 @@ func TestRunLogDir_run_and_collect_middle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.id, err)
 		}
-		if res.RunLog == nil || res.RunLog.Dir != tt.wantDir {
-			t.Errorf("%s: run_log %+v, want dir %q", tt.id, res.RunLog, tt.wantDir)
+		if res.Run == nil || res.Run.Log == nil || res.Run.Log.Dir != tt.wantDir {
+			t.Errorf("%s: run report %+v, want dir %q", tt.id, res.Run, tt.wantDir)
 		}
 	}
 	if n := len(clitest.Records(t, rb.cliDir)); n != 2 {

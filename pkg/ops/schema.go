@@ -29,11 +29,6 @@ const (
 // MaxSchemaDepth or with more than MaxSchemaNodes values.
 var ErrSchemaTooComplex = wire.ErrSchemaTooComplex
 
-// CheckSchemaShape checks that doc, a decoded JSON value, nests at most
-// MaxSchemaDepth objects and arrays deep and holds at most MaxSchemaNodes
-// values. It walks doc without recursion, in time linear in its size.
-func CheckSchemaShape(doc any) error { return wire.CheckSchemaShape(doc) }
-
 // responseSchema is a compiled response_format (or generated schema).
 type responseSchema = schema.Compiled
 

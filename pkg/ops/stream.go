@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 )
 
@@ -37,7 +38,7 @@ func chunkEmitter(ctx context.Context) func(Chunk) error {
 func (x *exchange) stream(ctx context.Context, req Request, msgs Prompt) (*Completion, error) {
 	e := x.e
 	if e.chunks == nil {
-		return e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+		return e.complete(ctx, req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, toolschema.Native(x.data.tools)...)
 	}
 	cs, err := e.openChunks(ctx, x.streamRequest(req), "")
 	if err != nil {
@@ -45,7 +46,7 @@ func (x *exchange) stream(ctx context.Context, req Request, msgs Prompt) (*Compl
 	}
 	out := Sequence(cs)
 	emit := func(c Chunk) error { return out.Emit(ctx, c) }
-	comp, err := e.complete(withChunkEmitter(ctx, emit), req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, nativeTools(x.data.tools)...)
+	comp, err := e.complete(withChunkEmitter(ctx, emit), req, x.branch, x.chat, msgs, prompt.InstructionText(x.ins.Content), x.calls, toolschema.Native(x.data.tools)...)
 	if cerr := closeChunks(ctx, cs, ""); cerr != nil && err == nil {
 		return nil, cerr
 	}

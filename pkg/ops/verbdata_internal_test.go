@@ -20,34 +20,54 @@ func TestVerbData_fields_declared_once(t *testing.T) {
 		data any
 		wire any
 		own  []string // JSON names the engine reads as sent
+		// parts are the types data embeds instead of the wire type: parts
+		// of it, or the data type of another verb checked here; nil means
+		// the wire type.
+		parts []any
 	}{
-		{"communicate", chatData{}, wire.CommunicateRequest{}, nil},
-		{"operate", operateData{}, wire.OperateRequest{}, []string{"round_budget", "request_model", "operative_model", "imodel", "operative"}},
-		{"react", reactData{}, wire.ReactRequest{}, nil},
-		{"interpret", interpretData{}, wire.InterpretRequest{}, nil},
-		{"act", actData{}, wire.ActRequest{}, []string{"strategy"}},
-		{"parse", parseData{}, wire.ParseRequest{}, []string{"text"}},
-		{"branch.create", branchCreateData{}, wire.BranchCreateRequest{}, nil},
-		{"branch.clone", branchCloneData{}, wire.BranchCloneRequest{}, nil},
-		{"branch.history", branchHistoryData{}, wire.BranchHistoryRequest{}, nil},
-		{"branch.get", branchGetData{}, wire.BranchGetRequest{}, nil},
-		{"branch.import", branchImportData{}, wire.BranchImportRequest{}, nil},
+		{verb: "communicate", data: chatData{}, wire: wire.CommunicateRequest{}},
+		{verb: "operate", data: operateData{}, wire: wire.OperateRequest{}, own: []string{"round_budget", "request_model", "operative_model", "imodel", "operative"}},
+		{verb: "react", data: reactData{}, wire: wire.ReactRequest{}},
+		{verb: "interpret", data: interpretData{}, wire: wire.InterpretRequest{}},
+		{verb: "act", data: actData{}, wire: wire.ActRequest{}, own: []string{"strategy"}},
+		{verb: "parse", data: parseData{}, wire: wire.ParseRequest{}, own: []string{"text"}},
+		// run's exchange is communicate's; its own parameters are the wire's.
+		{verb: "run", data: runData{}, wire: wire.RunRequest{}, parts: []any{chatData{}, wire.RunParams{}}},
+		{verb: "branch.create", data: branchCreateData{}, wire: wire.BranchCreateRequest{}},
+		{verb: "branch.clone", data: branchCloneData{}, wire: wire.BranchCloneRequest{}},
+		{verb: "branch.history", data: branchHistoryData{}, wire: wire.BranchHistoryRequest{}},
+		{verb: "branch.get", data: branchGetData{}, wire: wire.BranchGetRequest{}},
+		{verb: "branch.import", data: branchImportData{}, wire: wire.BranchImportRequest{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.verb, func(t *testing.T) {
 			dt, wt := reflect.TypeOf(tt.data), reflect.TypeOf(tt.wire)
+			// Every field of the wire type is decoded.
+			have := jsonNames(dt)
+			for _, name := range jsonNames(wt) {
+				if !slices.Contains(have, name) {
+					t.Errorf("%s does not decode %s's %q", dt, wt, name)
+				}
+			}
 			if dt == wt {
 				return // the wire type itself
 			}
-			embeds := false
+			parts := []reflect.Type{wt}
+			if tt.parts != nil {
+				parts = parts[:0]
+				for _, p := range tt.parts {
+					parts = append(parts, reflect.TypeOf(p))
+				}
+			}
+			embedded := map[reflect.Type]bool{}
 			for i := 0; i < dt.NumField(); i++ {
 				f := dt.Field(i)
 				switch {
 				case f.Anonymous:
-					if f.Type != wt {
-						t.Errorf("%s embeds %s, want %s", dt, f.Type, wt)
+					if !slices.Contains(parts, f.Type) {
+						t.Errorf("%s embeds %s, want %v", dt, f.Type, parts)
 					}
-					embeds = true
+					embedded[f.Type] = true
 				case !f.IsExported():
 				default:
 					name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -56,9 +76,46 @@ func TestVerbData_fields_declared_once(t *testing.T) {
 					}
 				}
 			}
-			if !embeds {
-				t.Errorf("%s does not embed %s", dt, wt)
+			for _, p := range parts {
+				if !embedded[p] {
+					t.Errorf("%s does not embed %s", dt, p)
+				}
+				if p.PkgPath() == wt.PkgPath() && p != wt && !embeds(wt, p) {
+					t.Errorf("%s is not a part of %s", p, wt)
+				}
 			}
 		})
 	}
+}
+
+// jsonNames returns the JSON names encoding/json decodes into t, a struct
+// type, its embedded structs' included.
+func jsonNames(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			out = append(out, jsonNames(f.Type)...)
+		case f.IsExported():
+			if name == "" {
+				name = f.Name
+			}
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// embeds reports whether struct type t embeds part, directly or deeper.
+func embeds(t, part reflect.Type) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && (f.Type == part || (f.Type.Kind() == reflect.Struct && embeds(f.Type, part))) {
+			return true
+		}
+	}
+	return false
 }

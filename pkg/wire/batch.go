@@ -59,6 +59,10 @@ const (
 	BranchesKeep   = "keep"
 )
 
+// CodeCostCeiling is the error code of an item a batch did not start
+// because its cost ceiling ([Batch].MaxCostUSD) was reached.
+const CodeCostCeiling = "cost_ceiling"
+
 // ErrBadBatchLine is matched (errors.Is) by every error of
 // [ParseBatchLine].
 var ErrBadBatchLine = errors.New("wire: bad batch line")
@@ -110,6 +114,13 @@ type Batch struct {
 	Branches string `json:"branches,omitempty"`
 	// Metadata is the submitter's, kept as it is.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// MaxCostUSD, when above 0, is the batch's cost ceiling: once what its
+	// finished items cost (Usage.CostUSD) reaches it, no new item starts;
+	// those not started are recorded canceled with code
+	// CodeCostCeiling. The items in flight at that moment finish, so the
+	// cost may pass the ceiling by what they cost (at most Concurrency
+	// items). It may be changed while the batch runs.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	// Created is when the batch was submitted.
 	Created time.Time `json:"created"`
 
@@ -121,6 +132,13 @@ type Batch struct {
 	RetryStatuses []string `json:"retry_statuses,omitempty"`
 	// Counts are the items by state, as of Updated.
 	Counts BatchCounts `json:"counts"`
+	// Usage is the token usage and cost of the batch's finished items
+	// over every round, as of Updated: the sum of their results'
+	// TotalUsage.
+	Usage Usage `json:"usage"`
+	// CostCeilingReached is set once the batch's cost reached MaxCostUSD
+	// and items were left unstarted because of it.
+	CostCeilingReached bool `json:"cost_ceiling_reached,omitempty"`
 	// Owner is the worker driving the batch, and OwnerUntil when another
 	// may take it over unless Owner renews it.
 	Owner      string    `json:"owner,omitempty"`
@@ -159,8 +177,11 @@ type BatchResult struct {
 	Result *Result `json:"result,omitempty"`
 	// Error is why the item did not succeed.
 	Error *BatchError `json:"error,omitempty"`
-	// Usage is the request's token usage, if any.
+	// Usage is the request's token usage and cost in this round, if any.
 	Usage *Usage `json:"usage,omitempty"`
+	// TotalUsage is the item's usage over every round it ran in, this one
+	// included: what it adds to its batch's Usage.
+	TotalUsage *Usage `json:"total_usage,omitempty"`
 	// Finished is when the record was written.
 	Finished time.Time `json:"finished"`
 	// Seq is the record's sequence in the results stream: the position to

@@ -22,7 +22,8 @@ const (
 	// ChunkResult ends a turn; Metadata carries usage and cost.
 	ChunkResult ChunkKind = "result"
 	// ChunkError is an error the model reported in the stream, in Content;
-	// metadata.benign_eos marks one that only ends the stream.
+	// metadata.benign_eos marks one that only ends the stream,
+	// metadata.reconnect_notice one that is a notice (see [Chunk.End]).
 	ChunkError ChunkKind = "error"
 	// ChunkRound is a completed round of a streamed react: Content is the
 	// round's analysis text (the answer, for the final round; compact
@@ -30,6 +31,56 @@ const (
 	// metadata.phase "analysis" or "answer", metadata.value its value.
 	ChunkRound ChunkKind = "round"
 )
+
+// Metadata keys of the error chunks that do not fail their stream.
+const (
+	// MetaBenignEOS (true) marks an error chunk that only ends the stream.
+	MetaBenignEOS = "benign_eos"
+	// MetaReconnectNotice (true) marks an error chunk that is a notice:
+	// the model's connection is restored and the stream goes on.
+	MetaReconnectNotice = "reconnect_notice"
+)
+
+// StreamEnd is what an error chunk means for its stream ([Chunk.End]).
+type StreamEnd int
+
+// What an error chunk means for its stream.
+const (
+	// EndNone: the chunk is not an error chunk.
+	EndNone StreamEnd = iota
+	// EndFailure: the model reported a failure; the stream fails with it.
+	EndFailure
+	// EndBenign: the stream ends normally (metadata.benign_eos).
+	EndBenign
+	// EndNotice: a notice that ends nothing (metadata.reconnect_notice).
+	EndNotice
+)
+
+// BenignEnd returns the error chunk that ends a stream normally.
+func BenignEnd() Chunk {
+	return Chunk{Kind: ChunkError, Metadata: map[string]any{MetaBenignEOS: true}}
+}
+
+// ReconnectNotice returns the error chunk of a reconnect notice, text.
+func ReconnectNotice(text string) Chunk {
+	return Chunk{Kind: ChunkError, Content: text, Metadata: map[string]any{MetaReconnectNotice: true}}
+}
+
+// End returns what c means for its stream: EndNone unless c is an error
+// chunk, else EndBenign or EndNotice as its metadata marks it, else
+// EndFailure.
+func (c Chunk) End() StreamEnd {
+	if c.Kind != ChunkError {
+		return EndNone
+	}
+	if b, _ := c.Metadata[MetaBenignEOS].(bool); b {
+		return EndBenign
+	}
+	if b, _ := c.Metadata[MetaReconnectNotice].(bool); b {
+		return EndNotice
+	}
+	return EndFailure
+}
 
 // Valid reports whether k is one of the chunk kinds.
 func (k ChunkKind) Valid() bool {
@@ -63,5 +114,6 @@ type Chunk struct {
 	// one rather than starting a block.
 	IsDelta bool `json:"is_delta,omitempty"`
 	// Metadata holds kind-specific data (session_id, usage, benign_eos...).
+	// Read an error chunk's marks with [Chunk.End].
 	Metadata map[string]any `json:"metadata,omitempty"`
 }

@@ -175,6 +175,12 @@ type ReactRequest struct {
 // answer streamed as chunks.
 type RunRequest struct {
 	Turn
+	RunParams
+}
+
+// RunParams are the parameters of a run besides its turn: whether and
+// where it keeps its run log.
+type RunParams struct {
 	// StreamPersist keeps the chunk log and the branch snapshots of the
 	// run in the run log.
 	StreamPersist bool `json:"stream_persist,omitempty"`

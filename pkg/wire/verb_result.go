@@ -27,11 +27,23 @@ type CommunicateResult struct {
 // ChatResult is the result of chat: the response text.
 type ChatResult struct {
 	Value string `json:"value"`
-	ResultMeta
+	// BranchID is the branch the chat ran on; "" for a chat without a
+	// branch.
+	BranchID string `json:"branch_id,omitempty"`
+	// Usage is the token usage of the model call, if any.
+	Usage *Usage `json:"usage,omitempty"`
+	// DurationMS is how long the request ran, in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+	// Replayed is never set for a chat (nothing is recorded to replay);
+	// the schema allows it as for every verb.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // ChatAndRecordResult is the result of chat_and_record: the response text.
-type ChatAndRecordResult ChatResult
+type ChatAndRecordResult struct {
+	Value string `json:"value"`
+	ResultMeta
+}
 
 // OperateResult is the result of operate.
 type OperateResult struct {

@@ -5,6 +5,7 @@ import type { ConnectionOptions, Msg, NatsConnection } from "@nats-io/transport-
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { JetStreamClient, JetStreamManager, OrderedConsumerOptions } from "@nats-io/jetstream";
 
+import { Batches } from "./batch.js";
 import { Answer, Call } from "./call.js";
 import type { BranchlessCallOptions, CallHost, CallOptions } from "./call.js";
 import type { ChunkStream, FollowOptions } from "./chunks.js";
@@ -90,6 +91,7 @@ export class LionClient extends VerbMethods implements CallHost {
   readonly #timeout: number;
   readonly #awaitTimeout: number;
   #owned = false;
+  #batches: Batches | undefined;
 
   /** Connects to NATS (opts.servers, default nats://127.0.0.1:4222) and returns a client that closes the connection on close(). */
   static async connect(opts: ConnectOptions = {}): Promise<LionClient> {
@@ -168,6 +170,12 @@ export class LionClient extends VerbMethods implements CallHost {
       .then(() => this.#wait<R>(w, given, wait, opts.signal))
       .finally(() => w.stop());
     return new Call<R>(id, submitted, answer, this);
+  }
+
+  /** The batch operations (docs/batch.md): submit, get, list, watch, results, cancel, retry, setMaxCost. */
+  get batches(): Batches {
+    this.#batches ??= new Batches(this.nc, this.subjects, this.#timeout);
+    return this.#batches;
   }
 
   /** Submits a request for the named operation op.NAME (registered in the worker). */

@@ -2,6 +2,8 @@
 export { LionClient } from "./client.js";
 export type { ClientOptions, ConnectOptions, OpResult, SignalEvent, WatchOptions } from "./client.js";
 export { Answer, Call } from "./call.js";
+export { batchFinal, batchID, BatchError, Batches, checkBatchInput, checkBatchLine, defaultBatchConcurrency, maxBatchConcurrency, maxBatchIDLength, maxBatchItems, maxBatchLineBytes, maxCustomIDLength, validBatchID } from "./batch.js";
+export type { Batch, BatchCounts, BatchResult, BatchSpec, BatchState, ItemStatus } from "./batch.js";
 export type { BranchlessCallOptions, CallOptions } from "./call.js";
 export type { ChunkStream, FollowOptions } from "./chunks.js";
 export { LionError, WaitError } from "./errors.js";

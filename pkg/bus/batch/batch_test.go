@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/batch"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
@@ -591,5 +592,52 @@ func TestBatch_input_spooled_to_a_file(t *testing.T) {
 	end := waitEnded(t, b.Client, "spooled")
 	if end.Counts.Succeeded != 50 || len(results(t, b.Client, "spooled")) != 50 {
 		t.Fatalf("ended %+v", end.Counts)
+	}
+}
+
+// Stateless items (issue 23: "or on none for stateless verbs"): a chat
+// item of a batch without a template, whose branches are not kept, runs
+// on no branch — no branch is created (the history stream stays empty),
+// and each item is one request.
+func TestBatch_stateless_items_run_on_no_branch(t *testing.T) {
+	model := newCounted()
+	b := startBus(t, model, 1)
+	const n = 50
+	var in bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&in, `{"custom_id": "q-%d", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "counted:echo", "messages": [{"role": "user", "content": "question %d"}]}}`+"\n", i, i)
+	}
+	submit(t, b.Client, client.BatchSpec{ID: "stateless", Concurrency: 8}, in.Bytes())
+	end := waitEnded(t, b.Client, "stateless")
+	res := results(t, b.Client, "stateless")
+	if end.Counts.Succeeded != n {
+		t.Fatalf("ended %s %+v; item q-0: %+v", end.State, end.Counts, res["q-0"].Error)
+	}
+	for id, r := range res {
+		var v string
+		_ = json.Unmarshal(r.Result.Value, &v)
+		if want := "question " + strings.TrimPrefix(id, "q-"); v != want || r.BranchID != "" || r.Result.BranchID != "" {
+			t.Fatalf("%s: %+v answered %q, want %q on no branch", id, r, v, want)
+		}
+	}
+	if calls := len(model.snapshot()); calls != n {
+		t.Fatalf("%d instructions reached the model, want %d", calls, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(b.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "LION_HISTORY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Fatalf("the history stream holds %d events; a stateless item creates no branch", info.State.Msgs)
 	}
 }

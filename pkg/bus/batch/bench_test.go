@@ -100,20 +100,26 @@ func (m sleepModel) Complete(ctx context.Context, call ops.Call) (*ops.Completio
 	return &ops.Completion{Text: call.Instruction}, nil
 }
 
-func echoItems(n int, model string) []byte {
+// echoItems returns n communicate items, or (stateless) n chat items,
+// which a batch without a template runs on no branch.
+func echoItems(n int, model string, stateless bool) []byte {
 	var in bytes.Buffer
 	for i := range n {
+		if stateless {
+			fmt.Fprintf(&in, `{"custom_id": "doc-%d", "verb": "chat", "data": {"instruction": "doc %d", "chat_model": %q}}`+"\n", i, i, model)
+			continue
+		}
 		fmt.Fprintf(&in, `{"custom_id": "doc-%d", "verb": "communicate", "data": {"instruction": "doc %d", "chat_model": %q, "skip_validation": true}}`+"\n", i, i, model)
 	}
 	return in.Bytes()
 }
 
-func runBatchBench(b *testing.B, n, workers, slots, concurrency int, model ops.Provider, ref string) {
+func runBatchBench(b *testing.B, n, workers, slots, concurrency int, model ops.Provider, ref string, stateless bool) {
 	bus := bustest.New(b, provision.Config{MaxAckPending: max(1000, workers*slots)})
 	for range workers {
 		bus.StartService(b, nil, nil, map[string]ops.Provider{"m": model}, worker.Config{MaxInFlight: slots})
 	}
-	input := echoItems(n, ref)
+	input := echoItems(n, ref, stateless)
 	peak := heapPeak()
 	start := time.Now()
 	var before runtime.MemStats
@@ -144,7 +150,16 @@ func runBatchBench(b *testing.B, n, workers, slots, concurrency int, model ops.P
 func BenchmarkBatch_vs_OneByOne_batch(b *testing.B) {
 	n := benchItems(b)
 	for range b.N {
-		runBatchBench(b, n, 1, 64, 64, sleepModel{}, "m:x")
+		runBatchBench(b, n, 1, 64, 64, sleepModel{}, "m:x", false)
+	}
+}
+
+// BenchmarkBatch_stateless: n chat items on no branch (one request per
+// item), one worker of 64 slots, the batch's concurrency 64.
+func BenchmarkBatch_stateless(b *testing.B) {
+	n := benchItems(b)
+	for range b.N {
+		runBatchBench(b, n, 1, 64, 64, sleepModel{}, "m:x", true)
 	}
 }
 
@@ -198,18 +213,21 @@ func BenchmarkBatch_vs_OneByOne_onebyone(b *testing.B) {
 	}
 }
 
-// BenchmarkBatch_model_1s: n items whose model answers after 1 s, the
+// BenchmarkBatch_model_1s: n items (communicate on a branch each, or
+// stateless chats) whose model answers after 1 s, the
 // batch's concurrency 2,000, against one and two workers of 1,024 slots
 // (the consumer's max ack pending raised to their slots): what the
 // concurrency allows is slots items per second.
 func BenchmarkBatch_model_1s(b *testing.B) {
 	n := benchItems(b)
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			for range b.N {
-				runBatchBench(b, n, workers, 1024, 2000, sleepModel{d: time.Second}, "m:x")
-			}
-		})
+	for _, stateless := range []bool{false, true} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("stateless=%v/workers=%d", stateless, workers), func(b *testing.B) {
+				for range b.N {
+					runBatchBench(b, n, workers, 1024, 2000, sleepModel{d: time.Second}, "m:x", stateless)
+				}
+			})
+		}
 	}
 }
 
@@ -244,7 +262,7 @@ func BenchmarkBatch_cluster(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if _, err := cl.SubmitBatch(ctx, client.BatchSpec{ID: "bench", Concurrency: 64}, bytes.NewReader(echoItems(n, "m:x"))); err != nil {
+		if _, err := cl.SubmitBatch(ctx, client.BatchSpec{ID: "bench", Concurrency: 64}, bytes.NewReader(echoItems(n, "m:x", false))); err != nil {
 			b.Fatal(err)
 		}
 		var end *wire.Batch

@@ -23,11 +23,12 @@ import (
 // errLost means another driver owns the batch now.
 var errLost = errors.New("batch: ownership lost")
 
-// itemState is what a runner knows of one item: its last status and the
-// round it ran in.
+// itemState is what a runner knows of one item: its last status, the
+// round it ran in, and its usage over every round.
 type itemState struct {
 	status string
 	round  int
+	used   wire.Usage
 }
 
 // runner drives one batch while its driver owns it.
@@ -46,6 +47,8 @@ type runner struct {
 	inflight map[string]string    // request id by item key
 	cancels  bool                 // the items in flight were told to cancel
 	requeued int                  // the round whose items were queued again
+	usage    wire.Usage           // of every finished item, every round
+	ceiling  bool                 // items were left unstarted by the cost ceiling
 }
 
 func newRunner(d *Driver, kv jetstream.KeyValue, b wire.Batch, rev uint64) *runner {
@@ -106,7 +109,7 @@ func (r *runner) run(ctx context.Context) {
 				return false // a retry came: another pass
 			}
 			switch {
-			case b.State == wire.BatchCanceling:
+			case b.State == wire.BatchCanceling, r.ceiling || b.CostCeilingReached:
 				b.State = wire.BatchCanceled
 			case r.fin[wire.ItemExpired] > 0 && b.Deadline != nil && time.Now().After(*b.Deadline):
 				b.State = wire.BatchExpired
@@ -151,7 +154,8 @@ func (r *runner) write(ctx context.Context, mutate func(*wire.Batch) bool) error
 		now := time.Now()
 		r.mu.Lock()
 		b := r.b
-		b.Counts = r.countsLocked()
+		b.Counts, b.Usage = r.countsLocked(), r.usage
+		b.CostCeilingReached = b.CostCeilingReached || r.ceiling
 		b.Owner, b.OwnerUntil, b.Updated = r.d.me, now.Add(r.d.cfg.OwnerTTL).UTC(), now.UTC()
 		if mutate != nil && !mutate(&b) {
 			r.mu.Unlock()
@@ -192,8 +196,10 @@ func (r *runner) write(ctx context.Context, mutate func(*wire.Batch) bool) error
 		if fresh.State == wire.BatchCanceling && !wire.BatchFinal(r.b.State) {
 			r.b.State = wire.BatchCanceling
 		}
+		r.b.MaxCostUSD = fresh.MaxCostUSD
 		if fresh.Round > r.b.Round {
 			r.b.Round, r.b.RetryStatuses, r.b.State, r.b.Deadline, r.b.Ended = fresh.Round, fresh.RetryStatuses, fresh.State, fresh.Deadline, nil
+			r.b.CostCeilingReached = fresh.CostCeilingReached
 		}
 		r.mu.Unlock()
 	}
@@ -231,7 +237,7 @@ func (r *runner) rebuild(ctx context.Context) error {
 	items, fin := map[string]itemState{}, map[string]int{}
 	if info.NumPending == 0 {
 		r.mu.Lock()
-		r.items, r.fin = items, fin
+		r.items, r.fin, r.usage = items, fin, wire.Usage{}
 		r.mu.Unlock()
 		return nil
 	}
@@ -258,11 +264,23 @@ func (r *runner) rebuild(ctx context.Context) error {
 		if old, ok := items[key]; ok {
 			fin[old.status]--
 		}
-		items[key] = itemState{status: res.Status, round: res.Round}
+		used := res.TotalUsage
+		if used == nil {
+			used = res.Usage
+		}
+		st := itemState{status: res.Status, round: res.Round}
+		if used != nil {
+			st.used = *used
+		}
+		items[key] = st
 		fin[res.Status]++
 	}
+	var usage wire.Usage
+	for _, st := range items {
+		usage = addUsage(usage, st.used)
+	}
 	r.mu.Lock()
-	r.items, r.fin = items, fin
+	r.items, r.fin, r.usage = items, fin, usage
 	r.mu.Unlock()
 	return nil
 }
@@ -276,10 +294,11 @@ func (r *runner) requeue(round int) {
 		return
 	}
 	r.requeued = round
+	r.ceiling = false
 	for key, st := range r.items {
 		if st.status != wire.ItemQueued && st.round < round && slices.Contains(r.b.RetryStatuses, st.status) {
 			r.fin[st.status]--
-			r.items[key] = itemState{status: wire.ItemQueued, round: round}
+			r.items[key] = itemState{status: wire.ItemQueued, round: round, used: st.used}
 		}
 	}
 }
@@ -330,13 +349,22 @@ func (r *runner) pass(ctx context.Context, round int) error {
 		r.mu.Lock()
 		canceling := r.b.State == wire.BatchCanceling
 		deadline := r.b.Deadline
+		overCost := r.b.MaxCostUSD > 0 && reached(r.usage.CostUSD, r.b.MaxCostUSD)
 		reqID := wire.BatchRequestID(r.id, key, round)
-		if !canceling && (deadline == nil || time.Now().Before(*deadline)) {
+		if !canceling && !overCost && (deadline == nil || time.Now().Before(*deadline)) {
 			r.inflight[key] = reqID
 		}
 		r.mu.Unlock()
 		res := wire.BatchResult{CustomID: it.CustomID, Round: round, RequestID: reqID}
 		switch {
+		case overCost && !canceling:
+			res.Status, res.Error = wire.ItemCanceled, &wire.BatchError{Code: wire.CodeCostCeiling, Message: "the batch's cost reached its ceiling (max_cost_usd) before the item started"}
+			r.mu.Lock()
+			r.ceiling = true
+			r.mu.Unlock()
+			r.finish(ctx, key, res)
+			<-slots
+			continue
 		case canceling:
 			res.Status, res.Error = wire.ItemCanceled, &wire.BatchError{Code: string(wire.CodeCanceled), Message: "the batch was canceled before the item started"}
 			r.finish(ctx, key, res)
@@ -410,15 +438,26 @@ func (t *tempFile) Close() error {
 }
 
 // runItem runs one item: its branch (cloned from the template, or new),
-// its request, its result stored, its branch deleted unless kept.
+// its request, its result stored, its branch deleted unless kept. A
+// stateless item (a chat, without a template, its branch not kept) runs
+// on no branch at all.
 func (r *runner) runItem(ctx context.Context, it wire.BatchItem, key string, res wire.BatchResult, deadline *time.Time) {
 	reqID := res.RequestID
-	res.BranchID = reqID
 	r.mu.Lock()
 	template, keep := r.b.TemplateBranch, r.b.Branches == wire.BranchesKeep
 	r.mu.Unlock()
+	stateless := template == "" && !keep && it.Verb == wire.VerbChat
+	if !stateless {
+		res.BranchID = reqID
+	}
 	reply, err := r.d.cl.Result(ctx, reqID)
-	if err != nil {
+	if err != nil && stateless {
+		reply, err = r.do(ctx, it.Verb, "", it.Data, reqID, deadline)
+		if err != nil {
+			r.abandon(key)
+			return
+		}
+	} else if err != nil {
 		// Not answered yet (or unknown): send it, once its branch exists.
 		var created *client.Reply
 		if template != "" {
@@ -466,7 +505,7 @@ func (r *runner) runItem(ctx context.Context, it wire.BatchItem, key string, res
 	if !r.finish(ctx, key, res) {
 		return
 	}
-	if !keep {
+	if !keep && !stateless {
 		if _, err := r.do(ctx, wire.VerbBranchDelete, reqID, wire.BranchDeleteRequest{Purge: true}, reqID+"-d", nil); err != nil && ctx.Err() == nil {
 			r.d.log.Warn().Err(err).Str("batch", r.id).Str("branch", reqID).Msg("batches: cannot delete an item's branch")
 		}
@@ -504,6 +543,15 @@ func (r *runner) abandon(key string) {
 // first.
 func (r *runner) finish(ctx context.Context, key string, res wire.BatchResult) bool {
 	res.Finished = time.Now().UTC()
+	r.mu.Lock()
+	total := r.items[key].used // what its earlier rounds cost
+	r.mu.Unlock()
+	if res.Usage != nil {
+		total = addUsage(total, *res.Usage)
+	}
+	if total != (wire.Usage{}) {
+		res.TotalUsage = &total
+	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		r.abandon(key)
@@ -531,8 +579,11 @@ func (r *runner) finish(ctx context.Context, key string, res wire.BatchResult) b
 	if old, ok := r.items[key]; ok && old.status != wire.ItemQueued {
 		r.fin[old.status]--
 	}
-	r.items[key] = itemState{status: res.Status, round: res.Round}
+	r.items[key] = itemState{status: res.Status, round: res.Round, used: total}
 	r.fin[res.Status]++
+	if res.Usage != nil {
+		r.usage = addUsage(r.usage, *res.Usage)
+	}
 	r.mu.Unlock()
 	return true
 }
@@ -564,5 +615,18 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// reached reports whether cost has reached ceiling, allowing for the
+// rounding of a sum of many costs: fifty items of a cost c add up to a
+// hair under 50*c.
+func reached(cost, ceiling float64) bool { return cost >= ceiling*(1-1e-9) }
+
+// addUsage returns the sum of two usages.
+func addUsage(a, b wire.Usage) wire.Usage {
+	return wire.Usage{
+		InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
+		TotalTokens: a.TotalTokens + b.TotalTokens, CostUSD: a.CostUSD + b.CostUSD,
 	}
 }

@@ -47,6 +47,9 @@ type Config struct {
 	// Logger receives a line when the limits change (member count changes
 	// are logged at debug level).
 	Logger zerolog.Logger
+	// OnMembers, when set, is told the member count after every count
+	// (every Heartbeat), for a gauge.
+	OnMembers func(n int)
 }
 
 // Fleet is a running share of the fleet's budgets. Stop it with
@@ -221,6 +224,9 @@ func (f *Fleet) beat(ctx context.Context) error {
 		f.log.Debug().Int("members", n).Msg("budget split changed")
 	}
 	f.ledger.SetShares(n)
+	if f.cfg.OnMembers != nil {
+		f.cfg.OnMembers(n)
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -65,6 +66,10 @@ type BatchSpec struct {
 	KeepBranches bool
 	// Metadata is kept with the batch as it is.
 	Metadata map[string]string
+	// MaxCostUSD, when above 0, is the batch's cost ceiling
+	// (wire.Batch.MaxCostUSD): no item starts once the finished ones cost
+	// that much by the workers' price table.
+	MaxCostUSD float64 `json:",omitempty"`
 }
 
 // BatchID returns the id a submission of input with spec (its ID left
@@ -111,6 +116,9 @@ func (c *Client) SubmitBatch(ctx context.Context, spec BatchSpec, input io.Reade
 	if spec.TemplateBranch != "" && !wire.ValidID(spec.TemplateBranch) {
 		return nil, fmt.Errorf("%w: template branch %q: want %s", ErrInvalidOption, spec.TemplateBranch, wire.IDRule)
 	}
+	if err := checkMaxCost(spec.MaxCostUSD); err != nil {
+		return nil, err
+	}
 	if spec.Concurrency == 0 {
 		spec.Concurrency = wire.DefaultBatchConcurrency
 	}
@@ -141,7 +149,7 @@ func (c *Client) SubmitBatch(ctx context.Context, spec BatchSpec, input io.Reade
 	now := time.Now().UTC()
 	b := wire.Batch{
 		ID: spec.ID, Input: spec.ID, Total: v.n, TemplateBranch: spec.TemplateBranch,
-		Concurrency: spec.Concurrency, Branches: wire.BranchesDelete, Metadata: spec.Metadata,
+		Concurrency: spec.Concurrency, Branches: wire.BranchesDelete, Metadata: spec.Metadata, MaxCostUSD: spec.MaxCostUSD,
 		Created: now, State: wire.BatchRunning, Round: 1, Updated: now,
 		Counts: wire.BatchCounts{Total: v.n, Queued: v.n},
 	}
@@ -381,6 +389,7 @@ func (c *Client) RetryBatch(ctx context.Context, id string, statuses ...string) 
 		}
 		b.Round++
 		b.RetryStatuses = slices.Clone(statuses)
+		b.CostCeilingReached = false
 		b.State = wire.BatchRunning
 		b.Ended = nil
 		if b.Deadline != nil && time.Now().After(*b.Deadline) {
@@ -388,6 +397,32 @@ func (c *Client) RetryBatch(ctx context.Context, id string, statuses ...string) 
 		}
 		return true, nil
 	})
+}
+
+// SetBatchMaxCost sets the cost ceiling of batch id (wire.Batch.MaxCostUSD;
+// 0 removes it), running or ended: the worker driving it follows the new
+// ceiling within a second. To run the items a ceiling left unstarted,
+// raise it and retry the canceled items ([Client.RetryBatch] with
+// wire.ItemCanceled).
+func (c *Client) SetBatchMaxCost(ctx context.Context, id string, usd float64) (*wire.Batch, error) {
+	if err := checkMaxCost(usd); err != nil {
+		return nil, err
+	}
+	return c.updateBatch(ctx, id, func(b *wire.Batch) (bool, error) {
+		if b.MaxCostUSD == usd {
+			return false, nil
+		}
+		b.MaxCostUSD = usd
+		return true, nil
+	})
+}
+
+// checkMaxCost checks a cost ceiling: a finite number, 0 or more.
+func checkMaxCost(usd float64) error {
+	if usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0) {
+		return fmt.Errorf("%w: max cost %v: want 0 (no ceiling) or a positive number of US dollars", ErrInvalidOption, usd)
+	}
+	return nil
 }
 
 // WatchBatch calls f with batch id's record now and whenever it changes,

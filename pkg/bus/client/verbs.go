@@ -21,7 +21,8 @@ func (c *Client) Communicate(ctx context.Context, branchID string, req wire.Comm
 }
 
 // Chat calls the chat model with branchID's history and the instruction;
-// nothing is recorded.
+// nothing is recorded. With branchID "" the chat is stateless: it runs on
+// no branch, and req must name its ChatModel.
 func (c *Client) Chat(ctx context.Context, branchID string, req wire.ChatRequest, opts ...SubmitOption) (*wire.ChatResult, error) {
 	return call[wire.ChatResult](ctx, c, wire.VerbChat, branchID, req, opts)
 }

@@ -13,11 +13,16 @@ import (
 //	budget_tokens_total{model}       counter: tokens (input + output) the providers reported
 //	model_cost_usd_total{model}      counter: cost of the model calls by the price table
 //	budget_pauses_total{model}       counter: pauses learned from a provider's limit signals
+//
+// and, without a label:
+//
+//	budget_members                   gauge: the workers sharing the budgets, as last counted
 type BudgetMetrics struct {
-	wait   *prometheus.HistogramVec
-	tokens *prometheus.CounterVec
-	cost   *prometheus.CounterVec
-	pauses *prometheus.CounterVec
+	wait    *prometheus.HistogramVec
+	tokens  *prometheus.CounterVec
+	cost    *prometheus.CounterVec
+	pauses  *prometheus.CounterVec
+	members prometheus.Gauge
 }
 
 // Budget registers the budget metrics with reg.
@@ -40,8 +45,12 @@ func Budget(reg prometheus.Registerer) (*BudgetMetrics, error) {
 			Namespace: "lionbus", Name: "budget_pauses_total",
 			Help: "Pauses of a model's budget learned from the provider's rate-limit signals.",
 		}, []string{"model"}),
+		members: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "lionbus", Name: "budget_members",
+			Help: "Workers sharing the fleet's model budgets (each has 1/members of every limit), as last counted.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.wait, m.tokens, m.cost, m.pauses} {
+	for _, c := range []prometheus.Collector{m.wait, m.tokens, m.cost, m.pauses, m.members} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -59,6 +68,10 @@ func (m *BudgetMetrics) Call(r opsbudget.CallReport) {
 		m.cost.WithLabelValues(r.Key).Add(r.CostUSD)
 	}
 }
+
+// Members records the member count of the fleet's budgets; it is a
+// pkg/bus/budget Config.OnMembers.
+func (m *BudgetMetrics) Members(n int) { m.members.Set(float64(n)) }
 
 // Paused records a pause learned for model.
 func (m *BudgetMetrics) Paused(model string) { m.pauses.WithLabelValues(model).Inc() }

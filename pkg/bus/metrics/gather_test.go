@@ -49,3 +49,13 @@ func histCount(t *testing.T, reg prometheus.Gatherer, name string, labels map[st
 	t.Helper()
 	return float64(gathered(t, reg, name, labels).GetHistogram().GetSampleCount())
 }
+
+// gauge is the value of the gauge of name with labels.
+func gauge(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	m := gathered(t, reg, name, labels)
+	if m == nil {
+		t.Fatalf("no %s%v", name, labels)
+	}
+	return m.GetGauge().GetValue()
+}

@@ -123,6 +123,7 @@ func TestBudget_records_wait_tokens_cost_and_pauses(t *testing.T) {
 	m.Call(opsbudget.CallReport{Key: "openai:m", Waited: 2 * time.Second, Used: 42, CostUSD: 0.5})
 	m.Call(opsbudget.CallReport{Key: "openai:m", Used: 8, CostUSD: 0.25})
 	m.Paused("openai:m")
+	m.Members(3)
 	lab := map[string]string{"model": "openai:m"}
 	if got := histCount(t, reg, "lionbus_budget_wait_seconds", lab); got != 2 {
 		t.Errorf("wait observations %v, want 2", got)
@@ -135,6 +136,9 @@ func TestBudget_records_wait_tokens_cost_and_pauses(t *testing.T) {
 	}
 	if got := counter(t, reg, "lionbus_budget_pauses_total", lab); got != 1 {
 		t.Errorf("pauses %v, want 1", got)
+	}
+	if got := gauge(t, reg, "lionbus_budget_members", nil); got != 3 {
+		t.Errorf("members %v, want 3", got)
 	}
 }
 

@@ -418,6 +418,16 @@ func TestCodec_branch_scoped_verbs(t *testing.T) {
 	if req.BranchID != "b-1" || req.Verb != "branch.get" {
 		t.Errorf("request = %+v", req)
 	}
+	// A chat may come without a branch (it then runs on none); a
+	// chat_and_record may not.
+	body = structured(t, map[string]any{"type": "lionbus.chat.request", "data": map[string]any{"instruction": "q", "chat_model": "scripted:echo"}})
+	if req, err := codec.DecodeRequest(&nats.Msg{Subject: "lion.ops.chat", Data: body}); err != nil || req.BranchID != "" {
+		t.Fatalf("chat without branchid: %+v, %v", req, err)
+	}
+	body = structured(t, map[string]any{"type": "lionbus.chat_and_record.request", "data": map[string]any{"instruction": "q"}})
+	if _, err := codec.DecodeRequest(&nats.Msg{Subject: "lion.ops.chat_and_record", Data: body}); !errors.As(err, &ee) || ee.Code != protocol.CodeMissingBranchID {
+		t.Fatalf("chat_and_record without branchid: %v, want missing_branch_id", err)
+	}
 }
 
 func TestCodec_invalid_data_names_pointer(t *testing.T) {

@@ -78,6 +78,13 @@ func (s Subjects) RunLogDirWildcard(dir string) string { return s.Prefix + ".run
 // directory.
 func (s Subjects) RunLogWildcard() string { return s.Prefix + ".runlog.>" }
 
+// Journal is the subject of the journaled completion key of a request's
+// model call (see package pkg/bus/journal).
+func (s Subjects) Journal(key string) string { return s.Prefix + ".journal." + key }
+
+// JournalWildcard matches every journal subject.
+func (s Subjects) JournalWildcard() string { return s.Prefix + ".journal.>" }
+
 // History is the history subject of branch.
 func (s Subjects) History(branch string) string { return s.Prefix + ".history." + branch }
 
@@ -142,6 +149,7 @@ func (s Subjects) LeasesStream() string    { return upper(s.Prefix) + "_LEASES" 
 func (s Subjects) DeadStream() string      { return upper(s.Prefix) + "_DLQ" }
 func (s Subjects) ChunksStream() string    { return upper(s.Prefix) + "_CHUNKS" }
 func (s Subjects) RunLogStream() string    { return upper(s.Prefix) + "_RUNLOG" }
+func (s Subjects) JournalStream() string   { return upper(s.Prefix) + "_JOURNAL" }
 func (s Subjects) WorkersConsumer() string { return "workers" }
 func (s Subjects) BranchesBucket() string  { return s.Prefix + "_branches" }
 func (s Subjects) ToolsBucket() string     { return s.Prefix + "_tools" }

@@ -24,15 +24,26 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultLeaseTTL        = 5 * time.Second
-	DefaultMaxAckPending   = 1000
-	DefaultMaxDeliver      = 10
-	DefaultMaxPayload      = protocol.DefaultMaxPayload // 1 MiB
-	DefaultOpsMaxMsgs      = 100_000
-	DefaultReplicas        = 1
-	DefaultResultsMaxAge   = 24 * time.Hour
-	DefaultChunksMaxAge    = time.Hour
-	DefaultRunLogMaxAge    = 7 * 24 * time.Hour
-	DefaultBatchMaxAge     = 7 * 24 * time.Hour
+	// DefaultMaxAckPending is sized for I/O-bound requests: a model
+	// answering in seconds keeps a request delivered that long, so the
+	// fleet's requests in flight are bounded by it, not by the workers'
+	// slots (156 workers of 64, or 9 of 1,024). What it costs the server
+	// is an entry per pending message; each worker still takes no more
+	// than its own slots.
+	DefaultMaxAckPending = 10_000
+	DefaultMaxDeliver    = 10
+	DefaultMaxPayload    = protocol.DefaultMaxPayload // 1 MiB
+	DefaultOpsMaxMsgs    = 100_000
+	DefaultReplicas      = 1
+	DefaultResultsMaxAge = 24 * time.Hour
+	DefaultChunksMaxAge  = time.Hour
+	DefaultRunLogMaxAge  = 7 * 24 * time.Hour
+	// DefaultJournalMaxAge is how long a completed model call of a
+	// request that has not committed yet is kept for its redelivery: the
+	// longest a request runs (15 min) and its deliveries' ack waits, with
+	// room to spare.
+	DefaultJournalMaxAge = time.Hour
+	DefaultBatchMaxAge   = 7 * 24 * time.Hour
 )
 
 // ToolResultsMaxAge is the max age of the tool results bucket when Ensure
@@ -142,7 +153,7 @@ type Config struct {
 	HistoryMaxBytes int64
 
 	// MaxAckPending bounds the requests delivered to all workers together
-	// and not yet acknowledged. Default 1000.
+	// and not yet acknowledged. Default DefaultMaxAckPending (10,000).
 	MaxAckPending int
 
 	// MaxDeliver is how many times a request is delivered before the server
@@ -172,6 +183,10 @@ type Config struct {
 	// are kept after they were last written: a batch must end within it
 	// (its deadline, if any, too). Default 7 days.
 	BatchMaxAge time.Duration
+
+	// JournalMaxAge is how long the journal of completed model calls
+	// keeps each; default DefaultJournalMaxAge.
+	JournalMaxAge time.Duration
 
 	// RunLogMaxAge is how long the chunk logs and snapshots of runs with
 	// stream_persist are kept (a finished run's log is removed at once;
@@ -213,6 +228,7 @@ func (c Config) WithDefaults() (Config, error) {
 		{"ResultsMaxAge", &c.ResultsMaxAge, DefaultResultsMaxAge},
 		{"ChunksMaxAge", &c.ChunksMaxAge, DefaultChunksMaxAge},
 		{"RunLogMaxAge", &c.RunLogMaxAge, DefaultRunLogMaxAge},
+		{"JournalMaxAge", &c.JournalMaxAge, DefaultJournalMaxAge},
 		{"BatchMaxAge", &c.BatchMaxAge, DefaultBatchMaxAge},
 	}
 	for _, d := range durations {
@@ -290,6 +306,9 @@ type Resources struct {
 	// RunLog holds the live chunk logs and snapshots of runs with
 	// stream_persist.
 	RunLog jetstream.Stream
+	// Journal holds the completed model calls of requests not committed
+	// yet, one per call, for their redeliveries.
+	Journal jetstream.Stream
 	// Workers is the shared durable pull consumer on Ops.
 	Workers jetstream.Consumer
 	// Branches is the bucket of branch snapshots.

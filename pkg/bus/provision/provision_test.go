@@ -136,8 +136,8 @@ func TestProvision_concurrent_workers(t *testing.T) {
 	for range names.Name() {
 		count++
 	}
-	if count != 16 { // nine streams, six KV buckets and the object store
-		t.Errorf("%d streams after concurrent provisioning, want 16", count)
+	if count != 17 { // ten streams, six KV buckets and the object store
+		t.Errorf("%d streams after concurrent provisioning, want 17", count)
 	}
 }
 

@@ -173,6 +173,17 @@ func (r *Resources) streamSpecs() []streamSpec {
 			Replicas:          cfg.Replicas,
 			AllowDirect:       true,
 		}},
+		{dst: &r.Journal, cfg: jetstream.StreamConfig{
+			Name:              subj.JournalStream(),
+			Description:       "lionbus journal of completed model calls, for the redelivery of a request that did not commit",
+			Subjects:          []string{subj.JournalWildcard()},
+			Retention:         jetstream.LimitsPolicy,
+			MaxAge:            cfg.JournalMaxAge,
+			MaxMsgsPerSubject: 1,
+			Storage:           jetstream.FileStorage,
+			Replicas:          cfg.Replicas,
+			AllowDirect:       true,
+		}},
 		{dst: &r.RunLog, cfg: jetstream.StreamConfig{
 			Name:        subj.RunLogStream(),
 			Description: "lionbus run logs and snapshots of runs with stream_persist",

@@ -26,8 +26,8 @@ func TestRepair_creates_each_deleted_resource_again(t *testing.T) {
 	cfg := provision.Config{Prefix: "rp", AckWait: 3 * time.Second, ResultsMaxAge: time.Hour, MaxDeliver: 4}
 	r := bustest.Provision(t, js, cfg)
 	required := r.Required()
-	if len(required) != 17 {
-		t.Fatalf("%d required resources, want 9 streams, the consumer, 6 buckets and the object store: %v", len(required), required)
+	if len(required) != 18 {
+		t.Fatalf("%d required resources, want 10 streams, the consumer, 6 buckets and the object store: %v", len(required), required)
 	}
 	for _, res := range required {
 		t.Run(res.String(), func(t *testing.T) {

@@ -51,6 +51,9 @@ type delivery struct {
 	notes annotations
 
 	done []func() // run when the delivery is finished, last first
+
+	// slot says whether the request gave up its slot (ops.YieldSlot).
+	slot slotYield
 }
 
 // later has f run when d is finished, before what was added earlier.
@@ -78,6 +81,7 @@ func (d *delivery) claim() bool { return d.ticket != nil && d.ticket.claim }
 // first finds the first one's stored answer.
 func (w *Worker) admit(msg jetstream.Msg) *delivery {
 	d := &delivery{msg: msg, attempt: deliveryAttempt(msg)}
+	d.slot.w = w
 	d.req, d.decodeErr = w.codec.DecodeRequestJS(msg)
 	if d.decodeErr != nil || w.lanes == nil {
 		return d
@@ -111,7 +115,11 @@ func claimKey(id string) string { return "_req." + id }
 // and the error is answered (or retried) by settle.
 func (w *Worker) handle(d *delivery) {
 	defer w.wg.Done()
-	defer func() { <-w.slots }()
+	defer func() {
+		if d.slot.holds() {
+			<-w.slots
+		}
+	}()
 	defer d.finished()
 	if d.ticket != nil {
 		// Left as soon as the handler returned (see execute), so that the
@@ -262,7 +270,11 @@ func (w *Worker) execute(d *delivery) (settled bool) {
 	} else {
 		ctx = protocol.ContextWithTraceParent(d.ctx, d.req.TraceParent, d.req.TraceState)
 	}
-	d.res, d.err = w.run(withAnnotations(ctx, &d.notes), op)
+	ctx = withAnnotations(ctx, &d.notes)
+	if w.cfg.MaxYielded > 0 {
+		ctx = ops.WithSlotYield(ctx, d.slot.yield)
+	}
+	d.res, d.err = w.run(ctx, op)
 	if endSpan != nil {
 		endSpan(d.err)
 	}

@@ -65,6 +65,9 @@ const (
 	// served 64 clients 1.45x faster than 8 did (make bench-bus); with
 	// real models, which answer in seconds, the gap is far larger.
 	DefaultMaxInFlight = 64
+	// DefaultYieldedPerSlot sizes Config.MaxYielded: so many requests
+	// waiting for a model's budget without a slot per request slot.
+	DefaultYieldedPerSlot = 4
 	// DefaultMaxRequestDuration bounds one request's run (see
 	// Config.MaxRequestDuration).
 	DefaultMaxRequestDuration = 15 * time.Minute
@@ -168,6 +171,12 @@ type Config struct {
 	// counting those waiting for their branch's turn. Default
 	// DefaultMaxInFlight (64).
 	MaxInFlight int
+
+	// MaxYielded bounds the requests that gave up their slot while they
+	// wait for a model's budget (ops.YieldSlot), on top of MaxInFlight:
+	// past it a call waits holding its slot. Default MaxInFlight times
+	// DefaultYieldedPerSlot; negative means no request gives up its slot.
+	MaxYielded int
 
 	// Tracer, when set, makes a span of every request run (see package
 	// tracing), parented on its traceparent; the events and tool calls it
@@ -309,6 +318,7 @@ type Worker struct {
 	fetches  atomic.Int64 // fetch requests sent
 
 	slots   chan struct{}
+	yielded atomic.Int64 // requests whose slot is given up (slotYield)
 	cancels *cancels
 	lanes   *lanes // nil: requests of one branch run in parallel
 	health  *health
@@ -362,6 +372,9 @@ func New(nc *nats.Conn, res *provision.Resources, codec *protocol.Codec, h Handl
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxYielded == 0 {
+		cfg.MaxYielded = cfg.MaxInFlight * DefaultYieldedPerSlot
 	}
 	if cfg.MaxRequestDuration == 0 {
 		cfg.MaxRequestDuration = DefaultMaxRequestDuration

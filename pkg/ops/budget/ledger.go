@@ -8,8 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
+
+// MaxYieldingWaiters is how many of the calls waiting for one key's
+// budget in one ledger give up their request's worker slot while they
+// wait (ops.YieldSlot); the later ones wait holding it.
+const MaxYieldingWaiters = 4
 
 // DefaultWindow is the window of a [Limits] that sets none: limits are per
 // minute, as providers state them.
@@ -328,8 +334,19 @@ func (l *Ledger) Acquire(ctx context.Context, key string, tokens int) (*Reservat
 	}
 	w := &waiter{tokens: tokens, since: now, ready: make(chan struct{})}
 	a.waiters = append(a.waiters, w)
+	yield := len(a.waiters) <= MaxYieldingWaiters
 	l.schedule(a, now)
 	l.mu.Unlock()
+	// The wait is not work: the request's worker slot serves others
+	// meanwhile, and is taken again (when one is free) once it ends. Only
+	// the first waiters of a key give theirs up, so that a worker does not
+	// take in more of a spent model's requests than it soon can send
+	// while the other workers' shares go unused (the split is static).
+	if yield {
+		if resume := ops.YieldSlot(ctx); resume != nil {
+			defer resume()
+		}
+	}
 	select {
 	case <-w.ready:
 		return w.res, nil

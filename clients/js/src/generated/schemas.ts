@@ -1040,11 +1040,11 @@ export interface BranchImportResult {
   replayed?: boolean;
 }
 /**
- * Result of chat: the response text.
+ * Result of chat: the response text. branch_id is absent for a chat without a branch.
  */
 export interface ChatResult {
   value: string;
-  branch_id: Id;
+  branch_id?: Id;
   usage?: Usage;
   duration_ms: number;
   replayed?: boolean;

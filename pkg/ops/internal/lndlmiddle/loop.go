@@ -1,7 +1,6 @@
 package lndlmiddle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,9 +46,8 @@ type Loop struct {
 	// MaxActions bounds the actions one round may run.
 	MaxActions int
 
-	// Exchange makes a round's inner exchange and returns its result,
-	// whose value is the answer as a JSON string (null for no text).
-	Exchange func(ctx context.Context, t Turn) (*wire.Result, error)
+	// Exchange makes a round's inner exchange and returns its reply.
+	Exchange func(ctx context.Context, t Turn) (*Reply, error)
 	// Bridge runs the actions a round selects, recorded under roundID's
 	// act stage, and returns their results by alias, appending each to
 	// rec.Actions; replayed says the stage was read from history.
@@ -62,6 +60,14 @@ type Loop struct {
 	results map[string]any
 	notes   map[string]any
 	rounds  []wire.LNDLRound
+}
+
+// Reply is what a round's inner exchange answered.
+type Reply struct {
+	// Value is the answer's text as a string; nil for no text.
+	Value any
+	// Replayed is set when the exchange was read back from history.
+	Replayed bool
 }
 
 // Outcome is what a loop that found its answer returns.
@@ -130,7 +136,7 @@ func (l *Loop) exhausted(lastErr error) error {
 // The first round sends the caller's instruction with the LNDL guidance;
 // later ones "Round N of M." with the previous round's action results
 // and repair error, and the caller's guidance alone.
-func (l *Loop) exchange(ctx context.Context, n int, repair error, results map[string]any) (string, *wire.Result, error) {
+func (l *Loop) exchange(ctx context.Context, n int, repair error, results map[string]any) (string, *Reply, error) {
 	t := Turn{N: n, ID: l.RoundID(n)}
 	if n == 1 {
 		t.Guidance = lndl.Guidance(l.Target, l.CallerGuidance)
@@ -151,19 +157,18 @@ func (l *Loop) exchange(ctx context.Context, n int, repair error, results map[st
 	return text, res, nil
 }
 
-// rawText reads an inner exchange's value: a JSON string is the text;
-// null or nothing is no text, which every kind of model answers the same
-// way, as a continue round (as lionbus intends it).
-func rawText(v json.RawMessage) (string, error) {
-	t := bytes.TrimSpace(v)
-	if len(t) == 0 || string(t) == "null" {
+// rawText reads an inner exchange's value: a string is the text; nil
+// (null) is no text, which every kind of model answers the same way, as a
+// continue round (as lionbus intends it).
+func rawText(v any) (string, error) {
+	switch t := v.(type) {
+	case nil:
 		return "", nil
+	case string:
+		return t, nil
 	}
-	var s string
-	if err := json.Unmarshal(t, &s); err != nil {
-		return "", fmt.Errorf("the inner exchange answered %s, not text", wire.Truncate(string(t), 64))
-	}
-	return s, nil
+	b, _ := json.Marshal(v)
+	return "", fmt.Errorf("the inner exchange answered %s, not text", wire.Truncate(string(b), 64))
 }
 
 // roundStep is what a round decided.

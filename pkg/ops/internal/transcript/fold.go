@@ -5,6 +5,7 @@ package transcript
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +28,6 @@ const EmptyErrorText = "(empty error)"
 const (
 	MetaThinking  = "thinking"
 	MetaSessionID = "session_id"
-	metaBenignEOS = "benign_eos"
-	metaReconnect = "reconnect_notice"
 )
 
 // Fold accumulates one run's stream of chunks into the messages the run
@@ -43,6 +42,10 @@ type Fold struct {
 	// OnReconnect is told the notice of a stream that reconnects; nil
 	// means nothing is told.
 	OnReconnect func(notice string)
+	// Totals are the keys of the result chunks' metadata whose numbers
+	// add up over a response, as the provider names them; other keys are
+	// overwritten. The numbers of "usage" always add up.
+	Totals []string
 
 	// Msgs are the messages recorded so far.
 	Msgs []history.Message
@@ -133,10 +136,10 @@ func (s *Fold) Take(c wire.Chunk) error {
 			s.Session = id
 		}
 	case wire.ChunkError:
-		if b, _ := c.Metadata[metaBenignEOS].(bool); b {
+		switch c.End() {
+		case wire.EndBenign:
 			return ErrBenignEOS
-		}
-		if b, _ := c.Metadata[metaReconnect].(bool); b {
+		case wire.EndNotice:
 			if s.OnReconnect != nil {
 				s.OnReconnect(c.Content)
 			}
@@ -152,8 +155,8 @@ func (s *Fold) Take(c wire.Chunk) error {
 	return nil
 }
 
-// mergeResult merges a result chunk's metadata: numeric usage fields,
-// total_cost_usd and num_turns are summed, other keys overwritten.
+// mergeResult merges a result chunk's metadata: numeric usage fields and
+// the numbers of the Totals keys are summed, other keys overwritten.
 func (s *Fold) mergeResult(md map[string]any) {
 	if len(md) == 0 {
 		return
@@ -179,14 +182,12 @@ func (s *Fold) mergeResult(md map[string]any) {
 			}
 			s.meta[k] = old
 			s.addUsage(u)
-		case "total_cost_usd", "num_turns":
-			if n, ok := jsonval.Number(v); ok {
+		default:
+			if n, ok := jsonval.Number(v); ok && slices.Contains(s.Totals, k) {
 				o, _ := jsonval.Number(s.meta[k])
 				s.meta[k] = o + n
 				continue
 			}
-			s.meta[k] = jsonval.Copy(v)
-		default:
 			s.meta[k] = jsonval.Copy(v)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Sentinel errors of [Decoder.Decode].
@@ -17,6 +18,15 @@ var (
 	// ErrDone means the line was the end marker ({"type":"done"}): nothing
 	// after it is read.
 	ErrDone = errors.New("cli: end of stream marker")
+)
+
+// Keys of a result chunk's metadata whose numbers add up over the turns
+// of one response ([Provider.TotalKeys]).
+const (
+	// MetaTotalCostUSD is what the turn cost, as the CLI reports it.
+	MetaTotalCostUSD = "total_cost_usd"
+	// MetaNumTurns is how many turns the CLI ran.
+	MetaNumTurns = "num_turns"
 )
 
 // Decoder turns the lines of a Claude Code `--output-format stream-json`
@@ -284,10 +294,10 @@ func (d *Decoder) result(l *line) []ops.Chunk {
 		md["model_usage"] = v
 	}
 	if l.TotalCostUSD != nil {
-		md["total_cost_usd"] = *l.TotalCostUSD
+		md[MetaTotalCostUSD] = *l.TotalCostUSD
 	}
 	if l.NumTurns != nil {
-		md["num_turns"] = *l.NumTurns
+		md[MetaNumTurns] = *l.NumTurns
 	}
 	if l.DurationMS != nil {
 		md["duration_ms"] = *l.DurationMS
@@ -346,7 +356,7 @@ func (d *Decoder) errorLine(raw []byte, l *line) []ops.Chunk {
 	_, hasMsg := top["message"]
 	errObj, _ := top["error"].(map[string]any)
 	if l.Type == "error" && errObj != nil && len(errObj) == 0 && !hasMsg && l.Code == nil && l.Status == nil {
-		return []ops.Chunk{{Kind: ops.ChunkError, Metadata: map[string]any{"benign_eos": true}}}
+		return []ops.Chunk{wire.BenignEnd()}
 	}
 	if msg == "" && errObj != nil {
 		msg, _ = errObj["message"].(string)
@@ -357,7 +367,7 @@ func (d *Decoder) errorLine(raw []byte, l *line) []ops.Chunk {
 		}
 	}
 	if reconnecting.MatchString(msg) {
-		return []ops.Chunk{{Kind: ops.ChunkError, Content: msg, Metadata: map[string]any{"reconnect_notice": true}}}
+		return []ops.Chunk{wire.ReconnectNotice(msg)}
 	}
 	if d.sawError {
 		return nil

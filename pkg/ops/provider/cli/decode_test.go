@@ -94,3 +94,30 @@ func FuzzDecoder_Decode(f *testing.F) {
 		}
 	})
 }
+
+// The keys the provider names as totals are the ones its decoder writes
+// a result line's cost and turns under, as numbers.
+func TestProvider_TotalKeys(t *testing.T) {
+	t.Parallel()
+	p, err := cli.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d cli.Decoder
+	chunks, err := d.Decode([]byte(`{"type":"result","subtype":"success","total_cost_usd":0.01,"num_turns":2,"duration_ms":5,"result":"ok"}`))
+	if err != nil || len(chunks) == 0 || chunks[0].Kind != ops.ChunkResult {
+		t.Fatalf("Decode = %+v, %v", chunks, err)
+	}
+	keys := p.TotalKeys()
+	if len(keys) != 2 {
+		t.Fatalf("TotalKeys() = %q, want the cost and the turns", keys)
+	}
+	for _, k := range keys {
+		if _, ok := ops.Number(chunks[0].Metadata[k]); !ok {
+			t.Errorf("total key %q: metadata %v has no number under it", k, chunks[0].Metadata)
+		}
+	}
+	if chunks[0].Metadata[cli.MetaTotalCostUSD] != 0.01 || chunks[0].Metadata[cli.MetaNumTurns] != 2.0 {
+		t.Errorf("metadata %v", chunks[0].Metadata)
+	}
+}

@@ -143,8 +143,8 @@ type Provider struct {
 	// ExitWait is how long a CLI whose output ended may take to exit;
 	// 0 means DefaultExitWait.
 	ExitWait time.Duration
-	// Logger receives the provider's logs; nil discards them.
-	Logger *zerolog.Logger
+	// Logger receives the provider's logs. The zero value discards them.
+	Logger zerolog.Logger
 	// NoReaper runs the CLI directly rather than under the subreaper (on
 	// Linux the default; see [Provider]): only its process group is then
 	// stopped, and a process it started in a session of its own outlives
@@ -152,7 +152,10 @@ type Provider struct {
 	NoReaper bool
 }
 
-var _ ops.CLIProvider = (*Provider)(nil)
+var (
+	_ ops.CLIProvider  = (*Provider)(nil)
+	_ ops.ResultTotals = (*Provider)(nil)
+)
 
 // New returns a provider of the given CLIs; it fails with
 // ErrInvalidCommand for a bad or repeated name or an empty command.
@@ -186,6 +189,10 @@ func (p *Provider) Names() []string {
 	}
 	return out
 }
+
+// TotalKeys returns the result metadata keys whose numbers add up over
+// the turns of one response: the cost and the turns ([ops.ResultTotals]).
+func (p *Provider) TotalKeys() []string { return []string{MetaTotalCostUSD, MetaNumTurns} }
 
 // IsCLI reports whether model names a configured CLI.
 func (p *Provider) IsCLI(model history.ModelRef) bool {
@@ -285,9 +292,12 @@ func (p *Provider) Stream(ctx context.Context, call ops.Call, emit func(ops.Chun
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if p.NoReaper {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	} else if prog, args, renv, ok := reaperCommand(argv, p.grace()*3/4); ok {
+	} else if prog, args, renv, ok := reaperCommand(argv, p.grace()/2); ok {
 		// The CLI runs under a subreaper that ends every process it
-		// started, in its group or not (see reaper_linux.go).
+		// started, in its group or not (see reaper_linux.go). It kills
+		// what is left at half the grace, so that it has the other half
+		// to reap the tree before the group's SIGKILL would kill it, and
+		// orphan what it had not reaped yet.
 		cmd = exec.Command(prog, args...)
 		env = append(env, renv)
 		cmd.SysProcAttr = reaperSysProcAttr()
@@ -401,13 +411,7 @@ func (p *Provider) exitWait() time.Duration {
 	return DefaultExitWait
 }
 
-func (p *Provider) log() *zerolog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	l := zerolog.Nop()
-	return &l
-}
+func (p *Provider) log() *zerolog.Logger { return &p.Logger }
 
 // process is one running CLI.
 type process struct {

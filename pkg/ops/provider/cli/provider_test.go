@@ -149,6 +149,11 @@ func TestProvider_Stream_exits(t *testing.T) {
 				ops.ChunkToolResult, ops.ChunkToolResult, ops.ChunkText, ops.ChunkResult}},
 		{name: "cancel, child in a session of its own", prompt: "SETSID HANG", cancelAt: 4, wantErr: context.Canceled,
 			wantKinds: []ops.ChunkKind{ops.ChunkSystem, ops.ChunkThinking, ops.ChunkText, ops.ChunkText}},
+		// Issue 26, "nothing outlives a run": the CLI and its child in a
+		// session of its own both ignore SIGTERM; the SIGKILL after the
+		// grace ends both.
+		{name: "cancel, CLI and child in a session of its own ignoring SIGTERM", prompt: "SETSID HANG_HARD", cancelAt: 4, wantErr: context.Canceled,
+			wantKinds: []ops.ChunkKind{ops.ChunkSystem, ops.ChunkThinking, ops.ChunkText, ops.ChunkText}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,8 +94,9 @@ type Config struct {
 	// truncated: true, bytes}. 0 means DefaultMaxRawBytes, a negative
 	// value keeps no raw answer.
 	MaxRawBytes int
-	// Logger receives a line for each retry; nil means no logging.
-	Logger *zerolog.Logger
+	// Logger receives a line for each retry. The zero value discards
+	// them.
+	Logger zerolog.Logger
 }
 
 // ConfigFromEnv returns a Config with BaseURL from OPENAI_BASE_URL and

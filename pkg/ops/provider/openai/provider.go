@@ -54,14 +54,11 @@ func New(cfg Config) (*Provider, error) {
 		maxWait: cfg.MaxRetryWait,
 		maxBody: cfg.MaxResponseBytes,
 		maxRaw:  cfg.MaxRawBytes,
-		log:     zerolog.Nop(),
+		log:     cfg.Logger,
 		randN:   rand.Int64N,
 	}
 	if p.name == "" {
 		p.name = Name
-	}
-	if cfg.Logger != nil {
-		p.log = *cfg.Logger
 	}
 	if p.client == nil {
 		p.client = &http.Client{Transport: http.DefaultTransport}

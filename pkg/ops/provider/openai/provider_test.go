@@ -784,7 +784,7 @@ func TestProvider_Complete_logs_retries(t *testing.T) {
 	})
 	var logs syncBuffer
 	log := zerolog.New(&logs)
-	if _, err := newProvider(t, api, openai.Config{Logger: &log}).Complete(context.Background(), call(modelRef(t, `"openai:gpt-x"`))); err != nil {
+	if _, err := newProvider(t, api, openai.Config{Logger: log}).Complete(context.Background(), call(modelRef(t, `"openai:gpt-x"`))); err != nil {
 		t.Fatal(err)
 	}
 	got := logs.String()

@@ -14,7 +14,8 @@
 //	SLOW       pause $FAKECLI_DELAY_MS (default 50) ms before each line
 //	CHILD      start a child process (sleep) in its process group first
 //	SETSID     start a child process (sleep) in a session of its own first,
-//	           outside its process group, as Claude Code runs Bash
+//	           outside its process group, as Claude Code runs Bash; with
+//	           HANG_HARD the child ignores SIGTERM too
 //
 // With $FAKECLI_DIR set it writes $FAKECLI_DIR/<pid>.json: its pid, its
 // arguments and its child's pid. The session id is the one given with
@@ -61,6 +62,10 @@ func main() {
 	rec := record{PID: os.Getpid(), Argv: args}
 	if has("CHILD") || has("SETSID") {
 		child := exec.Command("sleep", "300")
+		if has("HANG_HARD") {
+			// An ignored signal stays ignored across exec.
+			child = exec.Command("sh", "-c", "trap '' TERM; exec sleep 300")
+		}
 		if has("SETSID") {
 			child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
