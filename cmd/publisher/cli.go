@@ -77,8 +77,8 @@ func (a *app) newRoot() *cobra.Command {
 	})
 	root.AddGroup(&cobra.Group{ID: "requests", Title: "Requests:"}, &cobra.Group{ID: "admin", Title: "Administration:"})
 
-	branch := a.group("branch", "Administer branches: create, get, history, clone, clear, delete, list, export, verify, import",
-		errors.New("branch needs a subcommand: create, get, history, clone, clear, delete, list, export, verify or import"),
+	branch := a.group("branch", "Administer branches: create, get, history, clone, fork, forks, edit, clear, delete, list, export, verify, import",
+		errors.New("branch needs a subcommand: create, get, history, clone, fork, forks, edit, clear, delete, list, export, verify or import"),
 		func(name string) string { return fmt.Sprintf("unknown command %q", "branch "+name) })
 	branch.GroupID = "requests"
 	root.AddCommand(branch)
@@ -97,12 +97,14 @@ func (a *app) newRoot() *cobra.Command {
 		a.leaf("export BRANCH", "Write a branch's history as a verifiable export (JSON lines)", historyLong, a.branchExport),
 		a.leaf("verify FILE", "Check an export: names the first edited, dropped or reordered line", historyLong, a.branchVerify),
 		a.leaf("import FILE", "Verify an export, then rebuild its branch here (branch.import)", historyLong, a.branchImport),
+		a.leaf("edit BRANCH MESSAGE INSTRUCTION", "Edit and resend: fork before the exchange MESSAGE opens, send INSTRUCTION on the fork", editLong, a.branchEdit),
 	)
 
 	for _, cmd := range []*cobra.Command{
 		a.leaf("result ID", "Print the stored answer of request ID (--wait to wait for it)", resultLong, a.result),
 		a.leaf("cancel ID", "Ask the workers to cancel request ID (it is answered \"canceled\")", cancelLong, a.cancel),
 		a.leaf("watch BRANCH", "Follow a branch's events live", watchLong, a.watch),
+		a.leaf("changes", "Print the change feed: every branch's history events in commit order (JSON lines)", changesLong, a.changes),
 	} {
 		cmd.GroupID = "requests"
 		root.AddCommand(cmd)

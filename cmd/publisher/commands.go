@@ -147,6 +147,41 @@ var commands = []command{
 			}
 		},
 	},
+	{
+		name: "branch fork", args: "[BRANCH]", summary: "make a fork of a branch at its head, --at-seq or --before-message, sharing its prefix",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			id := fs.String("id", "", "id of the fork (default a new UUID)")
+			seq := fs.Uint64("at-seq", 0, "fork at this history sequence of the branch (default its head)")
+			before := fs.String("before-message", "", "fork just before the exchange this message (an instruction's id) opens; excludes --at-seq")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				if *seq != 0 && *before != "" {
+					return errors.New("--at-seq and --before-message exclude each other")
+				}
+				req.verb = "branch.fork"
+				return req.set(wire.BranchForkRequest{BranchID: *id, AtSeq: *seq, BeforeMessage: *before})
+			}
+		},
+	},
+	{
+		name: "branch forks", args: "[BRANCH]", summary: "list the forks made of a branch (a page of its history at a time)",
+		define: func(fs *flag.FlagSet) func(*request, []string) error {
+			after := fs.Uint64("after", 0, "scan the history after this sequence")
+			limit := fs.Int("limit", 0, "scan at most this many events (default and at most 1000)")
+			return func(req *request, args []string) error {
+				if err := branchArg(req, args); err != nil {
+					return err
+				}
+				if *limit < 0 {
+					return errors.New("--limit must not be negative")
+				}
+				req.verb = "branch.forks"
+				return req.set(wire.BranchForksRequest{After: *after, Limit: *limit})
+			}
+		},
+	},
 	branchVerb("clear", "remove every message but the system message"),
 	branchVerb("delete", "remove a branch, its history and snapshot"),
 	{

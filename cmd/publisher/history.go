@@ -180,3 +180,45 @@ func (a *app) branchImport(fs *flag.FlagSet) func([]string) int {
 		})
 	}
 }
+
+// editLong describes branch edit in its help.
+const editLong = `Edit and resend: replace an exchange of BRANCH with another on a fork.
+The fork (--id, default a new UUID) starts just before the exchange whose
+instruction is message MESSAGE (its id, as branch get --json shows it), and
+INSTRUCTION is sent on it with communicate; BRANCH is left as it was. The
+answer is printed as communicate prints it; the fork's id goes to stderr.`
+
+// branchEdit is `publisher branch edit BRANCH MESSAGE INSTRUCTION`.
+func (a *app) branchEdit(fs *flag.FlagSet) func([]string) int {
+	id := fs.String("id", "", "id of the fork (default a new UUID)")
+	return func(args []string) int {
+		if len(args) != 3 || !protocol.ValidToken(args[0]) {
+			return usageError(a.stderr, fmt.Errorf("branch edit takes a branch id, a message id and the new instruction, got %q", args))
+		}
+		if *id != "" && !protocol.ValidToken(*id) {
+			return usageError(a.stderr, fmt.Errorf("--id %q is not a valid branch id", *id))
+		}
+		return withClient(a.ctx, a.o, a.stderr, func(ctx context.Context, cl *client.Client) int {
+			req := wire.CommunicateRequest{ChatRequest: wire.ChatRequest{Turn: wire.Turn{Prompt: wire.Prompt{Instruction: args[2]}}}}
+			fork, res, err := cl.EditAndResend(ctx, args[0], args[1], *id, req)
+			if fork != "" {
+				fmt.Fprintf(a.stderr, "fork %s of branch %s\n", fork, args[0])
+			}
+			if err != nil {
+				fmt.Fprintf(a.stderr, "publisher: branch edit %s: %v\n", args[0], err)
+				var re *client.RemoteError
+				if errors.As(err, &re) {
+					return exitFailed
+				}
+				return exitNoAnswer
+			}
+			if a.o.JSON {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				fmt.Fprintln(a.stdout, string(b))
+				return exitOK
+			}
+			fmt.Fprintln(a.stdout, valueText(res.Value))
+			return exitOK
+		})
+	}
+}

@@ -27,6 +27,23 @@ func verbOf(typ string) string {
 // a string as its text, anything else as indented JSON.
 func renderResult(w io.Writer, verb string, res *wire.Result) {
 	switch verb {
+	case "branch.forks":
+		var page wire.ForkPage
+		if err := json.Unmarshal(res.Value, &page); err == nil {
+			for _, f := range page.Forks {
+				fmt.Fprintf(w, "%s  at seq %d  (%s, request %s)\n", f.BranchID, f.Seq, f.Time.Format("2006-01-02 15:04:05"), f.RequestID)
+			}
+			if page.More {
+				fmt.Fprintf(w, "more: --after %d\n", page.Next)
+			}
+			return
+		}
+	case "branch.fork":
+		var f wire.BranchForked
+		if err := json.Unmarshal(res.Value, &f); err == nil && f.BranchID != "" {
+			fmt.Fprintf(w, "branch %s  (%d messages, history seq %d)\n  fork of:     %s at seq %d\n", f.BranchID, f.Messages, f.Seq, f.Fork.BranchID, f.Fork.Seq)
+			return
+		}
 	case "branch.create", "branch.get", "branch.clone", "branch.clear":
 		var b wire.Branch
 		if err := json.Unmarshal(res.Value, &b); err == nil && b.ID != "" {
@@ -58,6 +75,9 @@ func renderResult(w io.Writer, verb string, res *wire.Result) {
 
 func renderBranch(w io.Writer, b *wire.Branch) {
 	fmt.Fprintf(w, "branch %s  (%d messages, history seq %d)\n", b.ID, len(b.Messages), b.Seq)
+	if b.Fork != nil {
+		fmt.Fprintf(w, "  fork of:     %s at seq %d\n", b.Fork.BranchID, b.Fork.Seq)
+	}
 	if b.Settings.ChatModel != nil {
 		fmt.Fprintf(w, "  chat model:  %s\n", modelText(b.Settings.ChatModel))
 	}

@@ -68,6 +68,9 @@ type config struct {
 	// LeaseStorage is the storage of the leases stream when it is created
 	// ("file" or "memory").
 	LeaseStorage string
+	// DeletedHistoryRetention is how long a deleted branch's events are
+	// kept after its tombstone; 0 keeps them until a purge.
+	DeletedHistoryRetention time.Duration
 	// HealthInterval is how often the worker checks its streams,
 	// consumer and buckets when nothing else made it.
 	HealthInterval time.Duration
@@ -223,6 +226,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.AckWait, "ack-wait", provision.DefaultAckWait, "how long a request delivered to a worker that stopped reporting progress (it died) waits before it is delivered again; set when the consumer is created")
 	fs.IntVar(&c.MaxAckPending, "max-ack-pending", provision.DefaultMaxAckPending, fmt.Sprintf("requests delivered to all workers together and not yet answered (1..%d): with models that answer in seconds, the fleet's requests in flight; set on the workers consumer when it is created or provisioned", maxMaxAckPending))
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
+	fs.DurationVar(&c.DeletedHistoryRetention, "deleted-history-retention", 0, "purge the events of a branch deleted this long ago, keeping its tombstone (0: keep them until a branch.delete with purge)")
 	fs.StringVar(&c.LeaseStorage, "lease-storage", provision.LeasesOnFile, "storage of the leases stream when it is created: file (leases outlive a restart of the servers) or memory (cheaper to take and let go; after a restart, no new lease is used for 4/5 of --lease-ttl)")
 	fs.DurationVar(&c.HealthInterval, "health-interval", worker.DefaultHealthInterval, "how often the worker checks, when no failure or probe made it check sooner, that JetStream answers and every stream, consumer and bucket exists, creating again what is missing")
 	fs.StringVar(&c.RunLogDir, "runlog-dir", ops.DefaultRunLogDir, fmt.Sprintf("run log directory of runs with stream_persist that name none (stream_persist_dir): their logs go to <prefix>.runlog.<dir>.<id>.chunks and .snapshot (%s)", ops.RunLogDirRule))
@@ -278,6 +282,9 @@ func (c config) validate() error {
 	}
 	if c.LeaseStorage != provision.LeasesOnFile && c.LeaseStorage != provision.LeasesInMemory {
 		errs = append(errs, fmt.Errorf("--lease-storage %q: want %s or %s", c.LeaseStorage, provision.LeasesOnFile, provision.LeasesInMemory))
+	}
+	if c.DeletedHistoryRetention < 0 {
+		errs = append(errs, fmt.Errorf("--deleted-history-retention must not be negative, got %s", c.DeletedHistoryRetention))
 	}
 	if c.HealthInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--health-interval must be positive, got %s", c.HealthInterval))

@@ -129,9 +129,20 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 
 	fmt.Fprintf(out, "\n── demo: a scripted conversation, sent over %s.ops.* ──\n\n", subj.Prefix)
 
+	// The branch of an earlier demo is deleted and purged: its tombstone
+	// stays in its history, and this run lists what comes after it.
+	var tombstone uint64
 	if reuse {
-		if _, err := do("branch.delete", demoBranch, nil); err != nil && !isCode(err, ops.CodeBranchNotFound) {
+		res, err := do("branch.delete", demoBranch, map[string]any{"purge": true})
+		if err != nil && !isCode(err, ops.CodeBranchNotFound) {
 			return err
+		}
+		if err == nil {
+			var del struct {
+				Seq uint64 `json:"seq"`
+			}
+			_ = json.Unmarshal(res.Value, &del)
+			tombstone = del.Seq
 		}
 	}
 	res, err := do("branch.create", "", map[string]any{
@@ -210,7 +221,7 @@ func runDemo(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, reuse b
 		return err
 	}
 
-	res, err = do("branch.history", demoBranch, map[string]any{"limit": 100})
+	res, err = do("branch.history", demoBranch, map[string]any{"limit": 100, "after": tombstone})
 	if err != nil {
 		return err
 	}

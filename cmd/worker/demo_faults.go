@@ -34,7 +34,7 @@ func runDemoFaults(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, s
 	fmt.Fprintf(out, "\n── demo: when something goes wrong ──\n\n")
 	if reuse {
 		for _, b := range []string{demoRetryBranch, demoLongBranch} {
-			if _, err := do("branch.delete", b, nil); err != nil && !isCode(err, ops.CodeBranchNotFound) {
+			if _, err := do("branch.delete", b, map[string]any{"purge": true}); err != nil && !isCode(err, ops.CodeBranchNotFound) {
 				return err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/retention"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
@@ -185,6 +186,7 @@ func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 		},
 		StartupTimeout: cfg.StartupTimeout,
 		RunLogDir:      cfg.RunLogDir,
+		Retention:      retention.Config{DeletedAfter: cfg.DeletedHistoryRetention},
 		Worker: worker.Config{
 			Name:            cfg.Name,
 			MaxInFlight:     cfg.Concurrency,

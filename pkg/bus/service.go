@@ -20,6 +20,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/internal/retry"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/retention"
 	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -162,6 +163,13 @@ type Config struct {
 	// requests of batch items, but drives no batch.
 	NoBatches bool
 
+	// Retention, with a positive DeletedAfter, runs a sweeper beside the
+	// worker that purges the history of branches deleted longer ago
+	// (package retention); its Logger defaults to Logger with
+	// component=retention. The zero value keeps deleted branches'
+	// events until a branch.delete with purge.
+	Retention retention.Config
+
 	// WorkerContext is the context the worker runs under: cancelling it
 	// stops the worker hard (in-flight requests are cancelled and left for
 	// redelivery). Nil means a context that only Stop ends.
@@ -186,6 +194,7 @@ type Service struct {
 	engine *ops.Engine
 	worker *worker.Worker
 	driver *batch.Driver
+	sweep  *retention.Sweeper
 	log    zerolog.Logger
 }
 
@@ -255,6 +264,18 @@ func Start(ctx context.Context, cfg Config) (_ *Service, err error) {
 			return nil, err
 		}
 		if err := s.driver.Start(wctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Retention.DeletedAfter > 0 {
+		rcfg := cfg.Retention
+		if logs.Discards(rcfg.Logger) {
+			rcfg.Logger = s.log.With().Str("component", "retention").Logger()
+		}
+		if s.sweep, err = retention.New(s.js, s.res, s.store, rcfg); err != nil {
+			return nil, err
+		}
+		if err := s.sweep.Start(wctx); err != nil {
 			return nil, err
 		}
 	}
@@ -475,6 +496,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.driver != nil {
 		// The batches are let go first, for another worker to drive.
 		_ = s.driver.Stop(ctx)
+	}
+	if s.sweep != nil {
+		_ = s.sweep.Stop(ctx)
 	}
 	return s.worker.Stop(ctx)
 }

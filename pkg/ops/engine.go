@@ -80,6 +80,7 @@ type Config struct {
 // engines (in several processes) may share one store.
 type Engine struct {
 	store      history.Store
+	forks      *forkStore // store, folding forks with their parents' prefixes
 	providers  *Providers
 	log        zerolog.Logger
 	clock      func() time.Time
@@ -118,8 +119,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if !ValidRunLogDir(runLogDir) {
 		return nil, fmt.Errorf("%w: Config.RunLogDir %q: want %s", ErrInvalidRunLogDir, Truncate(runLogDir, MaxRunLogDirLength+8), RunLogDirRule)
 	}
+	forks := newForkStore(cfg.Store)
 	e := &Engine{
-		store:      cfg.Store,
+		store:      forks,
+		forks:      forks,
 		providers:  cfg.Providers,
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
@@ -161,6 +164,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"branch.delete":   (*Engine).branchDelete,
 		"branch.history":  (*Engine).branchHistory,
 		"branch.import":   (*Engine).branchImport,
+		"branch.fork":     (*Engine).branchFork,
+		"branch.forks":    (*Engine).branchForks,
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,

@@ -91,6 +91,9 @@ func requireBranchID(req Request) error {
 func (e *Engine) load(ctx context.Context, id string) (*history.Branch, error) {
 	b, err := e.store.Load(ctx, id)
 	if err != nil {
+		if errors.Is(err, history.ErrBranchDeleted) {
+			return nil, Errorf(CodeBranchNotFound, "branch %q not found: it was deleted (its history ends with its tombstone)", id)
+		}
 		if errors.Is(err, history.ErrBranchNotFound) {
 			return nil, Errorf(CodeBranchNotFound, "branch %q not found", id)
 		}
@@ -185,24 +188,6 @@ func (e *Engine) branchClear(ctx context.Context, req Request) (*Result, error) 
 		return nil, storeErr("append", err)
 	}
 	return branchResult(b, replayed)
-}
-
-// branchDelete removes the branch and its history.
-func (e *Engine) branchDelete(ctx context.Context, req Request) (*Result, error) {
-	if err := requireBranchID(req); err != nil {
-		return nil, err
-	}
-	if err := e.store.Delete(ctx, req.BranchID); err != nil {
-		if errors.Is(err, history.ErrBranchNotFound) {
-			return nil, Errorf(CodeBranchNotFound, "branch %q not found", req.BranchID)
-		}
-		return nil, storeErr("delete", err)
-	}
-	v, err := marshalValue(map[string]any{"branch_id": req.BranchID, "deleted": true})
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Value: v, BranchID: req.BranchID}, nil
 }
 
 type branchHistoryData = wire.BranchHistoryRequest

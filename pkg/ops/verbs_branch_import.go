@@ -29,7 +29,7 @@ func historyEvent(ev wire.Event) history.Event {
 	return history.Event{
 		Seq: ev.Seq, Type: history.EventType(ev.Type), RequestID: ev.RequestID, Time: ev.Time,
 		Settings: ev.Settings, Messages: ev.Messages, Result: ev.Result, BranchID: ev.BranchID,
-		Clear: ev.Clear, ModelCalls: ev.ModelCalls,
+		Clear: ev.Clear, ModelCalls: ev.ModelCalls, Fork: ev.Fork,
 	}
 }
 
@@ -156,7 +156,7 @@ func checkImportPage(d *importPage) error {
 	var seq uint64
 	for i, ev := range d.Events {
 		switch ev.Type {
-		case history.EventCreated, history.EventMessages, history.EventCleared, history.EventUpdated:
+		case history.EventCreated, history.EventMessages, history.EventCleared, history.EventUpdated, history.EventForked:
 		default:
 			return Errorf(CodeInvalidRequest, "data.events[%d]: unknown event type %q", i, ev.Type)
 		}
@@ -167,6 +167,8 @@ func checkImportPage(d *importPage) error {
 			return Errorf(CodeInvalidRequest, "data.events[0] is a %s event: the first page of an import (head 0) starts with %s", ev.Type, history.EventCreated)
 		case ev.Seq != 0 && ev.Seq <= seq:
 			return Errorf(CodeInvalidRequest, "data.events[%d]: seq %d after seq %d: the events are out of order", i, ev.Seq, seq)
+		case ev.Type == history.EventCreated && ev.Fork != nil:
+			return Errorf(CodeInvalidRequest, "data.events[%d] starts a fork of %q at its seq %d, a sequence of the exported cluster: a fork cannot be imported (import its parent, then fork it again)", i, ev.Fork.BranchID, ev.Fork.Seq)
 		case ev.Time.IsZero():
 			return Errorf(CodeInvalidRequest, "data.events[%d] has no time", i)
 		}

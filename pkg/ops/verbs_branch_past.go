@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
@@ -62,7 +61,8 @@ func (e *Engine) checkHead(ctx context.Context, id string, p pastPoint) (*histor
 const pastFirstPage = 64
 
 // loadAt returns the branch as it was at p: the fold, by [history.Branch.Apply],
-// of its history events from the first up to the last that p includes.
+// of its history events from the first up to the last that p includes
+// (a fork's from its parent at the fork point, see forkStore.foldAt).
 // The history is read in pages of 64 events doubling up to
 // [history.MaxHistoryPage]; nothing but the branch being folded is kept. It answers CodeBranchNotFound when
 // the branch did not exist yet at p.
@@ -74,32 +74,11 @@ func (e *Engine) loadAt(ctx context.Context, id string, p pastPoint) (*history.B
 	if p.AtSeq == head.Seq {
 		return head, nil
 	}
-	b := &history.Branch{}
-	var after uint64
-	// Pages grow from pastFirstPage to history.MaxHistoryPage, so that a
-	// point near the start reads little beyond it.
-	limit := pastFirstPage
-	for ; ; limit = min(2*limit, history.MaxHistoryPage) {
-		evs, err := e.store.History(ctx, id, after, limit)
-		if err != nil {
-			if errors.Is(err, history.ErrBranchNotFound) {
-				return nil, Errorf(CodeBranchNotFound, "branch %q not found", id)
-			}
-			return nil, storeErr("history", err)
-		}
-		for _, ev := range evs {
-			if !p.includes(ev) {
-				return pastResult(id, b, p)
-			}
-			if err := b.Apply(ev); err != nil {
-				return nil, Errorf(CodeInternal, "fold history of branch %q: %v", id, err)
-			}
-		}
-		if len(evs) < limit || (p.AtSeq != 0 && b.Seq >= p.AtSeq) {
-			return pastResult(id, b, p)
-		}
-		after = evs[len(evs)-1].Seq
+	b, err := e.forks.foldAt(ctx, id, p, 0)
+	if err != nil {
+		return nil, err
 	}
+	return pastResult(id, b, p)
 }
 
 // pastResult is the branch b folded at p, or CodeBranchNotFound when no

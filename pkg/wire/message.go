@@ -120,6 +120,9 @@ type Branch struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// ModelCalls counts the model calls recorded on the branch.
 	ModelCalls uint64 `json:"model_calls,omitempty"`
+	// Fork, on a fork, is its parent and the parent's sequence it starts
+	// from (the lineage; the parent's own Fork continues it).
+	Fork *ForkPoint `json:"fork,omitempty"`
 }
 
 // EventType names the kind of a history [Event].
@@ -165,4 +168,10 @@ type Event struct {
 	Clear bool `json:"clear,omitempty"`
 	// ModelCalls is the number of model calls the operation made.
 	ModelCalls uint64 `json:"model_calls,omitempty"`
+	// Fork is set on a fork's branch.created (its parent and the
+	// parent's sequence it starts from) and on the parent's
+	// branch.forked (the fork and that sequence).
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// Tombstone is set on branch.deleted.
+	Tombstone *Tombstone `json:"tombstone,omitempty"`
 }

@@ -309,5 +309,15 @@ type BranchGetRequest struct {
 // BranchClearRequest is the data of a branch.clear request: none.
 type BranchClearRequest struct{}
 
-// BranchDeleteRequest is the data of a branch.delete request: none.
-type BranchDeleteRequest struct{}
+// BranchDeleteRequest is the data of a branch.delete request. The zero
+// value deletes the branch and keeps its events, ending them with a
+// tombstone.
+type BranchDeleteRequest struct {
+	// Purge also removes the branch's events and snapshot (the tombstone
+	// stays): the history can no longer be read or exported.
+	Purge bool `json:"purge,omitempty"`
+	// By and Reason are recorded in the tombstone (at most 1024 bytes
+	// each): who deleted the branch, and why.
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}

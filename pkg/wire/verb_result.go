@@ -112,6 +112,10 @@ type BranchResult struct {
 type BranchDeleted struct {
 	BranchID string `json:"branch_id"`
 	Deleted  bool   `json:"deleted"`
+	// Seq is the sequence of the branch's tombstone (branch.deleted).
+	Seq uint64 `json:"seq,omitempty"`
+	// Purged is set when the branch's events were purged.
+	Purged bool `json:"purged,omitempty"`
 }
 
 // BranchDeleteResult is the result of branch.delete.

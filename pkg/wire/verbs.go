@@ -51,5 +51,7 @@ func Verbs() []VerbTypes {
 		{VerbBranchDelete, BranchDeleteRequest{}, BranchDeleteResult{}},
 		{VerbBranchHistory, BranchHistoryRequest{}, BranchHistoryResult{}},
 		{VerbBranchImport, BranchImportRequest{}, BranchImportResult{}},
+		{VerbBranchFork, BranchForkRequest{}, BranchForkResult{}},
+		{VerbBranchForks, BranchForksRequest{}, BranchForksResult{}},
 	}
 }

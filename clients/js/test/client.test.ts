@@ -73,11 +73,20 @@ test("every verb through the typed client", async (t) => {
   const cloned = check("branch.clone", await lion.branchClone(b, { branch_id: copy }));
   assert.equal(cloned.branch_id, copy);
 
+  const forkID = fresh("verbs-fork");
+  const forked = check("branch.fork", await lion.branchFork(b, { branch_id: forkID }));
+  assert.equal(forked.branch_id, forkID);
+  assert.equal(forked.value.fork.branch_id, b);
+  assert.equal(forked.value.messages, cloned.value.messages.length);
+  const forks = check("branch.forks", await lion.branchForks(b, {}));
+  assert.deepEqual(forks.value.forks.map((f) => f.branch_id), [forkID]);
+
   const cleared = check("branch.clear", await lion.branchClear(copy));
   assert.equal(cleared.value.messages.length, 1);
 
   const deleted = check("branch.delete", await lion.branchDelete(copy));
-  assert.deepEqual(deleted.value, { branch_id: copy, deleted: true });
+  assert.ok((deleted.value.seq ?? 0) > 0, "the tombstone's sequence");
+  assert.deepEqual(deleted.value, { branch_id: copy, deleted: true, seq: deleted.value.seq });
 
   const rb = fresh("run");
   await lion.branchCreate({ chat_model: "cli:fake" }, { branch: rb });

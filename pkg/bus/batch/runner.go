@@ -506,7 +506,7 @@ func (r *runner) runItem(ctx context.Context, it wire.BatchItem, key string, res
 		return
 	}
 	if !keep && !stateless {
-		if _, err := r.do(ctx, wire.VerbBranchDelete, reqID, wire.BranchDeleteRequest{}, reqID+"-d", nil); err != nil && ctx.Err() == nil {
+		if _, err := r.do(ctx, wire.VerbBranchDelete, reqID, wire.BranchDeleteRequest{Purge: true}, reqID+"-d", nil); err != nil && ctx.Err() == nil {
 			r.d.log.Warn().Err(err).Str("batch", r.id).Str("branch", reqID).Msg("batches: cannot delete an item's branch")
 		}
 	}

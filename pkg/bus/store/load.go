@@ -42,19 +42,31 @@ func (s *Store) refresh(ctx context.Context, e *entry) error {
 }
 
 // lastSeq returns the sequence of the last event of the branch's history,
-// or ops.ErrBranchNotFound when it has none.
+// or ops.ErrBranchNotFound when it has none, history.ErrBranchDeleted
+// when that event is its tombstone.
 func (s *Store) lastSeq(ctx context.Context, branchID string) (uint64, error) {
+	last, deleted, err := s.lastMsg(ctx, branchID)
+	if err == nil && deleted {
+		return 0, history.ErrBranchDeleted
+	}
+	return last, err
+}
+
+// lastMsg returns the sequence of the last message of the branch's
+// history subject and whether it is a tombstone (by its event type
+// header), or ops.ErrBranchNotFound when the subject has none.
+func (s *Store) lastMsg(ctx context.Context, branchID string) (uint64, bool, error) {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	last, err := s.stream.GetLastMsgForSubject(ctx, s.subj.History(branchID))
 	err = connloss.Err(ctx, err)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, history.ErrBranchNotFound
+		return 0, false, history.ErrBranchNotFound
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store: read history of branch %s: %w", branchID, err)
+		return 0, false, fmt.Errorf("store: read history of branch %s: %w", branchID, err)
 	}
-	return last.Sequence, nil
+	return last.Sequence, last.Header.Get(HeaderEventType) == string(history.EventDeleted), nil
 }
 
 // readSnapshot fills the empty e from the branch's snapshot, if there is a

@@ -315,7 +315,15 @@ func (s *Store) Create(ctx context.Context, branchID string, ev history.Event) (
 	// the same request inside the duplicate window.
 	ack, size, err := s.publish(ctx, branchID, ev, 0, "")
 	if jserr.WrongLastSequence(err) {
-		return s.existing(ctx, branchID, ev)
+		// A deleted branch's id may be used again: after its tombstone.
+		last, deleted, lerr := s.lastMsg(ctx, branchID)
+		if lerr != nil || !deleted {
+			return s.existing(ctx, branchID, ev)
+		}
+		ack, size, err = s.publish(ctx, branchID, ev, last, "")
+		if jserr.WrongLastSequence(err) {
+			return s.existing(ctx, branchID, ev)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -395,9 +403,10 @@ func (s *Store) Append(ctx context.Context, branchID string, ev history.Event) (
 
 func (s *Store) append(ctx context.Context, e *entry, ev history.Event) (*history.Branch, error) {
 	branchID := e.id
-	if e.b == nil {
+	if e.b == nil || e.b.Deleted {
 		// Not cached: load it. Cached: publish against what is known, and
-		// catch up only if another writer was first.
+		// catch up only if another writer was first. Deleted: nothing is
+		// appended after a tombstone but a new creation (Create).
 		if err := s.refresh(ctx, e); err != nil {
 			return nil, err
 		}
@@ -433,6 +442,9 @@ func (s *Store) append(ctx context.Context, e *entry, ev history.Event) (*histor
 			}
 			if dup {
 				return e.view(), history.ErrAlreadyCommitted
+			}
+			if e.b.Deleted {
+				return nil, history.ErrBranchDeleted
 			}
 			continue
 		}
@@ -542,7 +554,8 @@ func (s *Store) History(ctx context.Context, branchID string, after uint64, limi
 }
 
 // Delete purges the branch's history, its snapshot and the snapshot's
-// segments. It returns ops.ErrBranchNotFound when the branch has no
+// segments; a history that ends with a tombstone (history.EventDeleted)
+// keeps it. It returns ops.ErrBranchNotFound when the branch has no
 // history.
 func (s *Store) Delete(ctx context.Context, branchID string) error {
 	if err := checkBranchID(branchID); err != nil {
@@ -554,12 +567,17 @@ func (s *Store) Delete(ctx context.Context, branchID string) error {
 	e.reset()
 	s.cache.drop(branchID, e)
 	subject := s.subj.History(branchID)
-	if _, err := s.lastSeq(ctx, branchID); err != nil {
+	_, deleted, err := s.lastMsg(ctx, branchID)
+	if err != nil {
 		return err
+	}
+	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(subject)}
+	if deleted {
+		opts = append(opts, jetstream.WithPurgeKeep(1)) // the tombstone stays
 	}
 	pctx, cancel := s.bounded(ctx)
 	defer cancel()
-	if err := connloss.Err(pctx, s.stream.Purge(pctx, jetstream.WithPurgeSubject(subject))); err != nil {
+	if err := connloss.Err(pctx, s.stream.Purge(pctx, opts...)); err != nil {
 		return fmt.Errorf("store: purge history of branch %s: %w", branchID, err)
 	}
 	// A snapshot left behind is harmless (Load finds no history, and a

@@ -62,6 +62,14 @@ type Branch struct {
 	// count). Clearing messages does not reset it. Deterministic providers
 	// (the scripted one) use it as their position; see [github.com/lionbus/lionbus/pkg/ops.Call.Index].
 	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
+	// Fork, on a fork, is its parent and the parent's sequence it starts
+	// from. A store folds a fork's own events only (its messages start
+	// empty); the engine puts the parent's prefix in front.
+	Fork *ForkPoint `json:"fork,omitempty" msgpack:"fork,omitempty"`
+	// Deleted is set on the fold of a history that ends with an
+	// EventDeleted: nothing else of the branch is kept. Stores answer
+	// such a branch as ErrBranchDeleted; it is never shown.
+	Deleted bool `json:"-" msgpack:"deleted,omitempty"`
 }
 
 // Message is one recorded message of a branch ([wire.Message]).

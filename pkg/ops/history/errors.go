@@ -2,6 +2,7 @@ package history
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -17,4 +18,7 @@ var (
 	// ErrAlreadyCommitted means an event for the same request is already in
 	// the branch's history: the request ran before.
 	ErrAlreadyCommitted = errors.New("ops: request already committed")
+	// ErrBranchDeleted means the branch's history ends with its tombstone
+	// (an EventDeleted). It is an ErrBranchNotFound.
+	ErrBranchDeleted = fmt.Errorf("%w: deleted (its history ends with its %s)", ErrBranchNotFound, EventDeleted)
 )

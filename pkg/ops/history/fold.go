@@ -31,18 +31,25 @@ func (b *Branch) Apply(ev Event) error {
 	if ev.Seq == 0 || ev.Seq <= b.Seq {
 		return fmt.Errorf("%w: event seq %d after branch seq %d", ErrEventOrder, ev.Seq, b.Seq)
 	}
-	started := b.Seq != 0
+	started := b.Seq != 0 && !b.Deleted
+	if b.Deleted && ev.Type != EventCreated {
+		return fmt.Errorf("%w: %s at seq %d after %s", ErrEventOrder, ev.Type, ev.Seq, EventDeleted)
+	}
 	if ev.Type == EventCreated && started {
 		return fmt.Errorf("%w: %s at seq %d on a started branch", ErrEventOrder, ev.Type, ev.Seq)
 	}
 	if ev.Type != EventCreated && !started {
 		return fmt.Errorf("%w: %s at seq %d before %s", ErrEventOrder, ev.Type, ev.Seq, EventCreated)
 	}
-	if ev.BranchID != "" && b.ID != "" && ev.BranchID != b.ID {
+	if ev.BranchID != "" && b.ID != "" && ev.BranchID != b.ID && !b.Deleted {
 		return fmt.Errorf("ops: event of branch %q applied to branch %q", ev.BranchID, b.ID)
 	}
 	switch ev.Type {
 	case EventCreated:
+		if b.Deleted {
+			// The id used again: nothing of the deleted branch is kept.
+			*b = Branch{}
+		}
 		if ev.BranchID != "" {
 			b.ID = ev.BranchID
 		}
@@ -52,6 +59,10 @@ func (b *Branch) Apply(ev Event) error {
 		b.Messages = cloneMessages(ev.Messages)
 		b.ModelCalls = ev.ModelCalls
 		b.CreatedAt = ev.Time
+		if ev.Fork != nil {
+			f := *ev.Fork
+			b.Fork = &f
+		}
 	case EventMessages:
 		if _, dup := b.Commits.Seq(ev.RequestID); dup && ev.RequestID != "" {
 			break
@@ -75,6 +86,10 @@ func (b *Branch) Apply(ev Event) error {
 		if ev.Settings != nil {
 			b.update(*ev.Settings, ev)
 		}
+	case EventForked:
+		// A record of a fork made of the branch: nothing of it changes.
+	case EventDeleted:
+		*b = Branch{ID: b.ID, Deleted: true, CreatedAt: b.CreatedAt}
 	default:
 		return fmt.Errorf("ops: unknown history event type %q at seq %d", ev.Type, ev.Seq)
 	}

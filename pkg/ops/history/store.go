@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // MaxHistoryPage is the most events one [Store.History] call returns, and
@@ -26,7 +28,27 @@ const (
 	EventCleared EventType = "branch.cleared"
 	// EventUpdated changes branch settings (provider session id, notes, ...).
 	EventUpdated EventType = "branch.updated"
+	// EventForked, in a parent's history, records a fork made of it (in
+	// Event.Fork: the fork and the sequence it starts from). It changes
+	// nothing of the parent but its Seq and UpdatedAt.
+	EventForked EventType = "branch.forked"
+	// EventDeleted is a deleted branch's tombstone, its last event (in
+	// Event.Tombstone: who, why, the head before it). The fold of a
+	// history ending with it is a deleted branch (Branch.Deleted), which
+	// stores answer as ErrBranchDeleted; a new branch.created may follow
+	// it (the id used again).
+	EventDeleted EventType = "branch.deleted"
 )
+
+// Tombstone is what an EventDeleted records ([wire.Tombstone]).
+type Tombstone = wire.Tombstone
+
+// ForkPoint names a point of a branch's history a fork starts from
+// ([wire.ForkPoint]).
+type ForkPoint = wire.ForkPoint
+
+// MaxForkDepth bounds the parents above a fork ([wire.MaxForkDepth]).
+const MaxForkDepth = wire.MaxForkDepth
 
 // Event is one entry of a branch's history log.
 type Event struct {
@@ -62,6 +84,13 @@ type Event struct {
 	// EventMessages; on EventCreated it is the count the branch starts from
 	// (a clone inherits its source's). It is added to Branch.ModelCalls.
 	ModelCalls uint64 `json:"model_calls,omitempty" msgpack:"model_calls,omitempty"`
+	// Fork is set on the EventCreated of a fork (its parent and the
+	// parent's sequence its prefix ends at: the branch starts as the
+	// parent was there, without a copy of its messages) and on the
+	// parent's EventForked (the fork and that sequence).
+	Fork *ForkPoint `json:"fork,omitempty" msgpack:"fork,omitempty"`
+	// Tombstone is set on EventDeleted.
+	Tombstone *Tombstone `json:"tombstone,omitempty" msgpack:"tombstone,omitempty"`
 }
 
 // Store persists branches. History is the source of truth; implementations
@@ -97,7 +126,8 @@ type Store interface {
 	// most limit of them (limit <= 0 means the store's documented maximum).
 	History(ctx context.Context, branchID string, after uint64, limit int) ([]Event, error)
 
-	// Delete removes a branch: its history and snapshot.
-	// It returns ErrBranchNotFound when the branch does not exist.
+	// Delete removes a branch: its history and snapshot; a history that
+	// ends with an EventDeleted keeps that tombstone.
+	// It returns ErrBranchNotFound when the branch has no history.
 	Delete(ctx context.Context, branchID string) error
 }

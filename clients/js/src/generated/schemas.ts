@@ -534,6 +534,10 @@ export interface EventData {
   "lionbus.branch.create.result": BranchCreateResult;
   "lionbus.branch.delete.request": BranchDeleteRequest;
   "lionbus.branch.delete.result": BranchDeleteResult;
+  "lionbus.branch.fork.request": BranchForkRequest;
+  "lionbus.branch.fork.result": BranchForkResult;
+  "lionbus.branch.forks.request": BranchForksRequest;
+  "lionbus.branch.forks.result": BranchForksResult;
   "lionbus.branch.get.request": BranchGetRequest;
   "lionbus.branch.get.result": BranchGetResult;
   "lionbus.branch.history.request": BranchHistoryRequest;
@@ -675,6 +679,7 @@ export interface Branch {
   created_at: Time;
   updated_at: Time;
   model_calls?: number;
+  fork?: ForkPoint;
 }
 export interface Settings {
   system?: string;
@@ -705,6 +710,13 @@ export interface Message {
   metadata?: {
     [k: string]: unknown;
   };
+}
+/**
+ * A point of a branch's history a fork starts from: on a fork (and its branch.created) the parent, on the parent's branch.forked the fork; seq is the parent's sequence the fork's prefix ends at.
+ */
+export interface ForkPoint {
+  branch_id: Id;
+  seq: number;
 }
 export interface Usage {
   input_tokens: number;
@@ -768,9 +780,21 @@ export interface BranchCreateResult {
   replayed?: boolean;
 }
 /**
- * Data of a branch.delete request: remove the branch, its history and snapshot. The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ * Data of a branch.delete request: end the branch's history with a tombstone (branch.deleted: who, when, the request); reads answer branch_not_found from then on. With purge, also remove its events and snapshot (the tombstone stays). The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
 export interface BranchDeleteRequest {
+  /**
+   * Also remove the branch's events and snapshot; the tombstone stays.
+   */
+  purge?: boolean;
+  /**
+   * Who deletes the branch, recorded in the tombstone.
+   */
+  by?: string;
+  /**
+   * Why, recorded in the tombstone.
+   */
+  reason?: string;
   [k: string]: unknown;
 }
 /**
@@ -780,6 +804,97 @@ export interface BranchDeleteResult {
   value: {
     branch_id: Id;
     deleted: true;
+    /**
+     * The sequence of the branch's tombstone.
+     */
+    seq?: number;
+    /**
+     * True when the branch's events were purged.
+     */
+    purged?: boolean;
+  };
+  branch_id: Id;
+  usage?: Usage;
+  duration_ms: number;
+  replayed?: boolean;
+}
+/**
+ * Data of a branch.fork request: a new branch (branch_id or a new UUID) that starts as the branch named by the branchid attribute was at at_seq (default: its head) or just before the event that recorded before_message, referring to that prefix instead of copying it. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ */
+export interface BranchForkRequest {
+  branch_id?: Id;
+  /**
+   * The parent's history sequence to fork at (0 or absent: its head). Must not be beyond the head. Excludes before_message.
+   */
+  at_seq?: number;
+  /**
+   * The id of a message of the parent that is the first message of its event (an exchange's instruction): the fork starts just before that event.
+   */
+  before_message?: string;
+  [k: string]: unknown;
+}
+/**
+ * Result of branch.fork: the new fork without its messages (branch.get reads them), so that the answer does not grow with the parent; branch_id is the fork's id.
+ */
+export interface BranchForkResult {
+  value: {
+    branch_id: Id;
+    fork: ForkPoint;
+    /**
+     * The sequence of the fork's branch.created: its head.
+     */
+    seq: number;
+    /**
+     * How many messages the fork holds (all its parent's prefix's).
+     */
+    messages: number;
+    created_at: Time;
+  };
+  branch_id: Id;
+  usage?: Usage;
+  duration_ms: number;
+  replayed?: boolean;
+}
+/**
+ * Data of a branch.forks request: the forks made of the branch named by the branchid attribute, found in one page of its history (its branch.forked events). Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ */
+export interface BranchForksRequest {
+  /**
+   * Scan the history after this sequence (0: from the start).
+   */
+  after?: number;
+  /**
+   * At most this many history events scanned; 0, absent or above 1000 means 1000.
+   */
+  limit?: number;
+  [k: string]: unknown;
+}
+/**
+ * Result of branch.forks: the forks found in one page of the branch's history.
+ */
+export interface BranchForksResult {
+  value: {
+    forks: {
+      branch_id: Id;
+      /**
+       * The parent's sequence the fork starts from.
+       */
+      seq: number;
+      request_id: string;
+      time: Time;
+      /**
+       * The sequence of the parent's branch.forked event.
+       */
+      event_seq: number;
+    }[];
+    /**
+     * The sequence of the last scanned event: the after of the next page.
+     */
+    next: number;
+    /**
+     * True when the scan stopped before the end of the history.
+     */
+    more: boolean;
   };
   branch_id: Id;
   usage?: Usage;
@@ -857,7 +972,13 @@ export interface BranchHistoryResult {
  */
 export interface HistoryEvent {
   seq: number;
-  type: "branch.created" | "branch.messages" | "branch.cleared" | "branch.updated";
+  type:
+    | "branch.created"
+    | "branch.messages"
+    | "branch.cleared"
+    | "branch.updated"
+    | "branch.forked"
+    | "branch.deleted";
   request_id: string;
   time: Time;
   settings?: Settings;
@@ -866,6 +987,16 @@ export interface HistoryEvent {
   branch_id?: Id;
   clear?: boolean;
   model_calls?: number;
+  fork?: ForkPoint;
+  /**
+   * On branch.deleted: who deleted the branch and why (the request's by and reason), the sequence of its last event before, and whether the events were purged.
+   */
+  tombstone?: {
+    by?: string;
+    reason?: string;
+    head: number;
+    purge?: boolean;
+  };
 }
 /**
  * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.

@@ -13,6 +13,10 @@ import type {
   BranchCreateResult,
   BranchDeleteRequest,
   BranchDeleteResult,
+  BranchForkRequest,
+  BranchForkResult,
+  BranchForksRequest,
+  BranchForksResult,
   BranchGetRequest,
   BranchGetResult,
   BranchHistoryRequest,
@@ -44,6 +48,8 @@ export interface Verbs {
   "branch.clone": { request: BranchCloneRequest; result: BranchCloneResult };
   "branch.create": { request: BranchCreateRequest; result: BranchCreateResult };
   "branch.delete": { request: BranchDeleteRequest; result: BranchDeleteResult };
+  "branch.fork": { request: BranchForkRequest; result: BranchForkResult };
+  "branch.forks": { request: BranchForksRequest; result: BranchForksResult };
   "branch.get": { request: BranchGetRequest; result: BranchGetResult };
   "branch.history": { request: BranchHistoryRequest; result: BranchHistoryResult };
   "branch.import": { request: BranchImportRequest; result: BranchImportResult };
@@ -61,7 +67,7 @@ export interface Verbs {
 export type Verb = keyof Verbs;
 
 /** The verbs, in the order of their schema files. */
-export const verbs: readonly Verb[] = ["act","branch.clear","branch.clone","branch.create","branch.delete","branch.get","branch.history","branch.import","chat","chat_and_record","communicate","interpret","operate","parse","react","run"];
+export const verbs: readonly Verb[] = ["act","branch.clear","branch.clone","branch.create","branch.delete","branch.fork","branch.forks","branch.get","branch.history","branch.import","chat","chat_and_record","communicate","interpret","operate","parse","react","run"];
 
 /** The verbs that need no branchid attribute (their methods take the branch as an option). */
 export const branchlessVerbs: readonly Verb[] = ["branch.create"];
@@ -95,9 +101,19 @@ export abstract class VerbMethods {
     return this.call("branch.create", opts?.branch, data, opts);
   }
 
-  /** branch.delete: Remove the branch, its history and snapshot. */
+  /** branch.delete: End the branch's history with a tombstone (branch.deleted: who, when, the request); reads answer branch_not_found from then on. */
   branchDelete(branch: string, data: BranchDeleteRequest = {}, opts?: CallOptions): Call<BranchDeleteResult> {
     return this.call("branch.delete", branch, data, opts);
+  }
+
+  /** branch.fork: A new branch (branch_id or a new UUID) that starts as the branch named by the branchid attribute was at at_seq (default: its head) or just before the event that recorded before_message, referring to that prefix instead of copying it. */
+  branchFork(branch: string, data: BranchForkRequest = {}, opts?: CallOptions): Call<BranchForkResult> {
+    return this.call("branch.fork", branch, data, opts);
+  }
+
+  /** branch.forks: The forks made of the branch named by the branchid attribute, found in one page of its history (its branch.forked events). */
+  branchForks(branch: string, data: BranchForksRequest = {}, opts?: CallOptions): Call<BranchForksResult> {
+    return this.call("branch.forks", branch, data, opts);
   }
 
   /** branch.get: Return the branch (named by the branchid attribute) at its head, or as it was at a history sequence (at_seq) or a time (at_time). */
