@@ -131,6 +131,25 @@ func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 
 type branchCloneData = wire.BranchCloneRequest
 
+// newBranchID is the id of the branch a clone or a fork of req's branch
+// makes: dataID, or a UUID derived from the request id (see
+// requestScopedID), so that a redelivery makes the same. It must be a
+// valid id other than the source's (what is "cloned" or "forked", for the
+// error).
+func newBranchID(req Request, dataID, what string) (string, error) {
+	id := dataID
+	if id == "" {
+		id = requestScopedID(req.ID)
+	}
+	if err := checkID("data.branch_id", id); err != nil {
+		return "", err
+	}
+	if id == req.BranchID {
+		return "", Errorf(CodeInvalidRequest, "data.branch_id %q is the branch being %s", id, what)
+	}
+	return id, nil
+}
+
 // branchClone copies the request's branch (settings, messages and model-call
 // count; message ids are kept) into a new branch: data.branch_id or a UUID
 // derived from the request id (see requestScopedID).
@@ -142,15 +161,9 @@ func (e *Engine) branchClone(ctx context.Context, req Request) (*Result, error) 
 	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
-	id := d.BranchID
-	if id == "" {
-		id = requestScopedID(req.ID)
-	}
-	if err := checkID("data.branch_id", id); err != nil {
+	id, err := newBranchID(req, d.BranchID, "cloned")
+	if err != nil {
 		return nil, err
-	}
-	if id == req.BranchID {
-		return nil, Errorf(CodeInvalidRequest, "data.branch_id %q is the branch being cloned", id)
 	}
 	src, err := e.load(ctx, req.BranchID)
 	if err != nil {

@@ -28,16 +28,11 @@ func (e *Engine) branchFork(ctx context.Context, req Request) (*Result, error) {
 	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
-	id := d.BranchID
-	if id == "" {
-		id = requestScopedID(req.ID)
-	}
-	switch err := checkID("data.branch_id", id); {
-	case err != nil:
+	id, err := newBranchID(req, d.BranchID, "forked")
+	if err != nil {
 		return nil, err
-	case id == req.BranchID:
-		return nil, Errorf(CodeInvalidRequest, "data.branch_id %q is the branch being forked", id)
-	case d.AtSeq != 0 && d.BeforeMessage != "":
+	}
+	if d.AtSeq != 0 && d.BeforeMessage != "" {
 		return nil, Errorf(CodeInvalidRequest, "data.at_seq and data.before_message exclude each other")
 	}
 	if b, ok, err := e.forkMadeBy(ctx, req, id); err != nil || ok {
@@ -55,7 +50,6 @@ func (e *Engine) branchFork(ctx context.Context, req Request) (*Result, error) {
 		at.AtSeq = seq
 	}
 	var parent *history.Branch
-	var err error
 	if at.isHead() {
 		parent, err = e.load(ctx, req.BranchID)
 	} else {
