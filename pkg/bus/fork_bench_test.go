@@ -18,8 +18,9 @@ import (
 // and the snapshot bucket grew by per operation); branch.get of the
 // parent against a fork of it at its head and at its middle (each with
 // one exchange of its own; the middle is the middle event of its
-// history); the storage of the parent alone and with 10
-// forks of one exchange each.
+// history); at 2,000 exchanges, whose branch.get exceeds the max payload,
+// a chat that loads the branch and sends none of it instead; the storage
+// of the parent alone and with 10 forks of one exchange each.
 //
 //	go test -run '^$' -bench BenchmarkBranchFork -benchtime 20x ./pkg/bus
 func BenchmarkBranchFork_vs_clone(b *testing.B) {
@@ -67,7 +68,10 @@ func BenchmarkBranchFork_vs_clone(b *testing.B) {
 		if n > 500 {
 			// branch.get of 2,000 exchanges (4,000 messages, no clear)
 			// answers more than the max payload (1 MiB): it cannot be
-			// read whole, fork or not.
+			// read whole, fork or not. What loading it costs is measured
+			// through an operation that loads it and sends the model
+			// nothing of it: a chat with clear_messages.
+			loads(b, bus, parent, n)
 			storage(b, bus, parent, n, alone, &made, stored)
 			continue
 		}
@@ -98,6 +102,35 @@ func BenchmarkBranchFork_vs_clone(b *testing.B) {
 			}
 		}
 		storage(b, bus, parent, n, alone, &made, stored)
+	}
+}
+
+// loads measures a chat with clear_messages (the branch loaded, none of
+// its messages sent) on parent, on a fork of it at its head and on one at
+// its middle event, alternated over three rounds.
+func loads(b *testing.B, bus *bustest.Bus, parent string, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	evs := readHistory(b, bus, parent, 1000, nil)
+	on := map[string]string{"chat_parent": parent}
+	for _, at := range []struct {
+		name string
+		seq  uint64
+	}{{"head", 0}, {"middle", evs[len(evs)/2].Seq}} {
+		id := fmt.Sprintf("%s-load-%s", parent, at.name)
+		if _, err := bus.Client.BranchFork(ctx, parent, wire.BranchForkRequest{BranchID: id, AtSeq: at.seq}); err != nil {
+			b.Fatal(err)
+		}
+		on["chat_fork_at_"+at.name] = id
+	}
+	for round := range 3 {
+		for _, name := range []string{"chat_parent", "chat_fork_at_head", "chat_fork_at_middle"} {
+			b.Run(fmt.Sprintf("%s/exchanges=%d/round=%d", name, n, round), func(b *testing.B) {
+				for range b.N {
+					bustest.MustResult(b, bus.Do(b, "chat", on[name], map[string]any{"instruction": "x", "clear_messages": true}), nil)
+				}
+			})
+		}
 	}
 }
 
