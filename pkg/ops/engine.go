@@ -206,7 +206,7 @@ func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
 	if req.ID == "" {
 		return nil, Errorf(CodeInvalidRequest, "request id is required")
 	}
-	res, err := fn(e, ctx, req)
+	res, err := fn(e, WithAttempt(ctx, req.Attempt), req)
 	if err != nil {
 		oe := asError(ctx, err)
 		e.log.Debug().Str("verb", req.Verb).Str("request_id", req.ID).Str("code", string(oe.Code)).

@@ -11,8 +11,8 @@ import (
 
 // WrapInvoker returns an invoker that journals every outcome of next (an
 // output or an error the tool reported) before returning it, and answers
-// a call whose outcome is journaled from the journal without invoking the
-// tool. So a tool runs once per call of an operation even when its
+// a call of a redelivered request (ops.Attempt above 1) whose outcome is
+// journaled from the journal without invoking the tool. So a tool runs once per call of an operation even when its
 // service does not remember results by idempotency key itself (one not
 // built on the Go or TypeScript SDK), as long as the call completed before
 // the worker died. An invoker failure (no tool, no service, a timeout) is
@@ -46,7 +46,7 @@ func (i *describingInvoker) DescribeTools(ctx context.Context, names []string) [
 func (i *invoker) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.ToolOutcome, error) {
 	key := ToolKey(call)
 	var out ops.ToolOutcome
-	if get(ctx, i.cfg, key, &out) {
+	if ops.Attempt(ctx) > 1 && get(ctx, i.cfg, key, &out) {
 		return out, nil
 	}
 	out, err := i.next.Invoke(ctx, call)

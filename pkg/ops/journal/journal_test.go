@@ -205,14 +205,19 @@ func (t *tool) DescribeTools(_ context.Context, names []string) []ops.ToolSpec {
 }
 
 // A tool call whose outcome (an output, or the error the tool reported)
-// is journaled is answered from the journal: the tool runs once; another
-// call (other arguments, another key) runs it again; an invoker failure is
-// not journaled; the wrapped invoker's descriptions stay.
+// is journaled is answered from the journal on a redelivery: the tool runs
+// once; another call (other arguments, another key) runs it again; an
+// invoker failure is not journaled; the wrapped invoker's descriptions
+// stay. A first delivery reads no journal.
 func TestWrapInvoker(t *testing.T) {
 	store := newMem()
 	next := &tool{}
 	inv := journal.WrapInvoker(next, journal.Config{Store: store})
-	ctx := context.Background()
+	if _, err := inv.Invoke(context.Background(), ops.ToolInvocation{Function: "add", Arguments: map[string]any{"x": 5.0}, IdempotencyKey: "r0/act/tool/0", RequestID: "r0"}); err != nil || store.gets != 0 || store.puts != 1 {
+		t.Fatalf("a first delivery: %v, %d gets, %d puts; want no read and one write", err, store.gets, store.puts)
+	}
+	next.runs = 0
+	ctx := ops.WithAttempt(context.Background(), 2)
 	call := ops.ToolInvocation{Function: "add", Arguments: map[string]any{"x": 1.0, "y": 2.0}, IdempotencyKey: "r1/act/tool/0", RequestID: "r1"}
 	for i := range 2 {
 		out, err := inv.Invoke(ctx, call)
