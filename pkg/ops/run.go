@@ -225,6 +225,9 @@ type cliRun struct {
 	x      *exchange
 	prov   CLIProvider
 	logDir string
+	// insStored is set by call when an earlier attempt stored the
+	// instruction (a redelivery).
+	insStored bool
 }
 
 // stream runs the stream of a run on x: the instruction first, stored
@@ -241,11 +244,21 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	st := &transcript.Fold{Model: x.chat, Clock: e.clock, OnReconnect: func(notice string) {
-		e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
-	}}
-	if t, ok := prov.(ResultTotals); ok {
-		st.Totals = t.TotalKeys()
+	newFold := func() *transcript.Fold {
+		st := &transcript.Fold{Model: x.chat, Clock: e.clock, OnReconnect: func(notice string) {
+			e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
+		}}
+		if t, ok := prov.(ResultTotals); ok {
+			st.Totals = t.TotalKeys()
+		}
+		return st
+	}
+	st := newFold()
+	// A redelivered run whose stored chunks name the CLI's session
+	// continues it (see ChunkHistory).
+	rp, resuming := r.resumePoint(ctx, newFold, r.insStored)
+	if resuming {
+		st = rp.fold
 	}
 
 	sinks, closeSinks, err := r.openSinks(ctx)
@@ -263,15 +276,27 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 		return st.Take(c)
 	}
 
-	// The instruction, stored already, is emitted first, before any chunk
-	// is read: a system chunk carrying it.
-	err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{metaInstruction: x.ins, "branch_id": x.branch.ID}})
+	switch {
+	case resuming && rp.ended:
+		// The stored stream ended: the run is recorded as it is.
+		err = rp.endErr
+	case resuming:
+		// The instruction chunk is stored already; a system chunk says
+		// the stream goes on in the resumed session.
+		call = resumeCall(call, rp.session)
+		e.log.Info().Str("request_id", r.req.ID).Str("session", rp.session).Uint64("chunks", st.Chunks).Msg("run: the redelivered run resumes its CLI session")
+		err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{MetaResumed: rp.session, "branch_id": x.branch.ID}})
+	default:
+		// The instruction, stored already, is emitted first, before any
+		// chunk is read: a system chunk carrying it.
+		err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{metaInstruction: x.ins, "branch_id": x.branch.ID}})
+	}
 	sctx, stop := ctx, context.CancelFunc(func() {})
 	if d, ok := runTimeout(x.chat); ok {
 		sctx, stop = context.WithTimeoutCause(ctx, d, errRunTimeout)
 	}
 	var comp *Completion
-	if err == nil {
+	if err == nil && !(resuming && rp.ended) {
 		comp, err = e.observeCall(sctx, call, func(ctx context.Context) (*Completion, error) {
 			return prov.Stream(ctx, call, emit)
 		})
@@ -321,6 +346,7 @@ func (r *cliRun) call(ctx context.Context) (Call, error) {
 	// instruction, so that a refused prompt records nothing; a redelivery
 	// reads its stored instruction first and leaves it out of the history.
 	_, stored := x.branch.Commits.Seq(stageID(req.ID, stageInstruction))
+	r.insStored = stored
 	var msgs Prompt
 	var err error
 	if !stored {

@@ -92,6 +92,61 @@ func (o *Outlet) lastSeq(ctx context.Context, id string) (uint64, error) {
 	return c.Data.Seq, nil
 }
 
+var _ ops.ChunkHistory = (*Outlet)(nil)
+
+// StoredChunks returns the chunks stored for req, in seq order: what its
+// earlier attempts streamed, read back by a redelivered run to resume its
+// CLI's session. More than max is an error wrapping ops.ErrTooManyChunks,
+// and nothing is read. It waits DefaultTimeout at most.
+func (o *Outlet) StoredChunks(ctx context.Context, req ops.Request, max int) ([]ops.Chunk, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	subject := o.subj.Chunk(req.ID)
+	info, err := o.chunks.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return nil, fmt.Errorf("chunks: stored chunks of %s: %w", req.ID, err)
+	}
+	n := info.State.Subjects[subject]
+	switch {
+	case n == 0:
+		return nil, nil
+	case n > uint64(max):
+		return nil, fmt.Errorf("chunks: %s stored %d chunks, over %d: %w", req.ID, n, max, ops.ErrTooManyChunks)
+	}
+	cons, err := o.js.OrderedConsumer(ctx, o.subj.ChunksStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chunks: stored chunks of %s: %w", req.ID, err)
+	}
+	out := make([]ops.Chunk, 0, n)
+	for uint64(len(out)) < n {
+		batch, err := cons.Fetch(int(n)-len(out), jetstream.FetchContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("chunks: stored chunks of %s: %w", req.ID, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			var c struct {
+				Data ops.Chunk `json:"data"`
+			}
+			if err := json.Unmarshal(m.Data(), &c); err != nil {
+				return nil, fmt.Errorf("chunks: stored chunk of %s: %w", req.ID, err)
+			}
+			out = append(out, c.Data)
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("chunks: stored chunks of %s: %w", req.ID, err)
+		}
+		if got == 0 {
+			return nil, fmt.Errorf("chunks: stored chunks of %s: %d of %d read: %w", req.ID, len(out), n, ctx.Err())
+		}
+	}
+	return out, nil
+}
+
 func (o *Outlet) open(ctx context.Context, req ops.Request, subject, stream string) *publisher {
 	tp, _ := protocol.TraceParentFromContext(ctx)
 	if tp == "" {
