@@ -990,11 +990,15 @@ export interface HistoryEvent {
   model_calls?: number;
   fork?: ForkPoint;
   /**
-   * On branch.deleted: who deleted the branch and why (the request's by and reason), the sequence of its last event before, and whether the events were purged.
+   * On branch.deleted: who deleted the branch and why (the request's by and reason, and its CloudEvents source), the sequence of its last event before, and whether the events were purged.
    */
   tombstone?: {
     by?: string;
     reason?: string;
+    /**
+     * The branch.delete request's CloudEvents source (the sender as it names itself).
+     */
+    source?: string;
     head: number;
     purge?: boolean;
   };
