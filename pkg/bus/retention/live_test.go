@@ -329,5 +329,3 @@ func TestCompactor_skips_a_state_larger_than_an_event(t *testing.T) {
 		t.Fatalf("pass %+v changed a branch it could not compact (%d events, had %d)", tr, len(b.stored(t, "big")), n)
 	}
 }
-
-
