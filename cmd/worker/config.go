@@ -71,6 +71,11 @@ type config struct {
 	// DeletedHistoryRetention is how long a deleted branch's events are
 	// kept after its tombstone; 0 keeps them until a purge.
 	DeletedHistoryRetention time.Duration
+	// HistoryKeepEvents and HistoryMaxAge are the retention of live
+	// branches' history: keep at least the last N events of each, at
+	// least the events younger than the age (0: no limit).
+	HistoryKeepEvents int
+	HistoryMaxAge     time.Duration
 	// HealthInterval is how often the worker checks its streams,
 	// consumer and buckets when nothing else made it.
 	HealthInterval time.Duration
@@ -227,6 +232,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxAckPending, "max-ack-pending", provision.DefaultMaxAckPending, fmt.Sprintf("requests delivered to all workers together and not yet answered (1..%d): with models that answer in seconds, the fleet's requests in flight; set on the workers consumer when it is created or provisioned", maxMaxAckPending))
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", provision.DefaultLeaseTTL, "how long a branch stays pinned to a worker that stopped renewing its lease (it died); set when the leases stream is created")
 	fs.DurationVar(&c.DeletedHistoryRetention, "deleted-history-retention", 0, "purge the events of a branch deleted this long ago, keeping its tombstone (0: keep them until a branch.delete with purge)")
+	fs.IntVar(&c.HistoryKeepEvents, "history-keep-events", 0, "retention of live branches: keep at least the last N events of each branch's history, dropping older ones before a compaction point that holds the branch's state, never a live fork's prefix (0: no limit by count)")
+	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "retention of live branches: keep at least the events of each branch younger than this, dropping older ones before a compaction point, never a live fork's prefix; with --history-keep-events an event is dropped only when both let it go (0: no limit by age)")
 	fs.StringVar(&c.LeaseStorage, "lease-storage", provision.LeasesOnFile, "storage of the leases stream when it is created: file (leases outlive a restart of the servers) or memory (cheaper to take and let go; after a restart, no new lease is used for 4/5 of --lease-ttl)")
 	fs.DurationVar(&c.HealthInterval, "health-interval", worker.DefaultHealthInterval, "how often the worker checks, when no failure or probe made it check sooner, that JetStream answers and every stream, consumer and bucket exists, creating again what is missing")
 	fs.StringVar(&c.RunLogDir, "runlog-dir", ops.DefaultRunLogDir, fmt.Sprintf("run log directory of runs with stream_persist that name none (stream_persist_dir): their logs go to <prefix>.runlog.<dir>.<id>.chunks and .snapshot (%s)", ops.RunLogDirRule))
@@ -282,6 +289,12 @@ func (c config) validate() error {
 	}
 	if c.LeaseStorage != provision.LeasesOnFile && c.LeaseStorage != provision.LeasesInMemory {
 		errs = append(errs, fmt.Errorf("--lease-storage %q: want %s or %s", c.LeaseStorage, provision.LeasesOnFile, provision.LeasesInMemory))
+	}
+	if c.HistoryKeepEvents < 0 {
+		errs = append(errs, fmt.Errorf("--history-keep-events must not be negative, got %d", c.HistoryKeepEvents))
+	}
+	if c.HistoryMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("--history-max-age must not be negative, got %s", c.HistoryMaxAge))
 	}
 	if c.DeletedHistoryRetention < 0 {
 		errs = append(errs, fmt.Errorf("--deleted-history-retention must not be negative, got %s", c.DeletedHistoryRetention))

@@ -187,6 +187,7 @@ func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 		StartupTimeout: cfg.StartupTimeout,
 		RunLogDir:      cfg.RunLogDir,
 		Retention:      retention.Config{DeletedAfter: cfg.DeletedHistoryRetention},
+		LiveRetention:  retention.LiveConfig{KeepEvents: cfg.HistoryKeepEvents, MaxAge: cfg.HistoryMaxAge},
 		Worker: worker.Config{
 			Name:            cfg.Name,
 			MaxInFlight:     cfg.Concurrency,

@@ -91,6 +91,13 @@ func (t *Table) Apply(c wire.Change) {
 		}
 	case wire.EventForked:
 		r.Forks++
+	case wire.EventCompacted:
+		// A compaction point holds the whole state: a table rebuilt
+		// after retention dropped the events before it starts here.
+		if ev.Compaction != nil {
+			r.Messages, r.System = 0, 0
+			r.add(ev.Compaction.Messages)
+		}
 	}
 	r.Events++
 	r.LastSeq, r.LastActivity = c.LionSeq, ev.Time

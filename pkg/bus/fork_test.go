@@ -3,16 +3,15 @@ package bus_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/histexport"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -392,18 +391,42 @@ func TestBranchFork_export_of_a_parent_and_of_a_fork(t *testing.T) {
 		t.Fatalf("the imported parent holds %d records of its fork", forked)
 	}
 	sameState(t, "the imported parent", branchAt(t, dst, "xp", 0), branchAt(t, src, "xp", 0), nil)
-	// A fork's branch.created names a sequence of the source cluster:
-	// its import is refused, nothing imported.
-	var file bytes.Buffer
-	if _, err := src.Client.ExportBranch(ctx, "xp-fork", &file, "test"); err != nil {
-		t.Fatal(err)
-	}
-	_, err := dst.Client.ImportBranch(ctx, &file, "xp-fork", client.ImportOptions{})
-	var re *client.RemoteError
-	if !errors.As(err, &re) || re.Code != ops.CodeInvalidRequest || !strings.Contains(re.Message, "a fork cannot be imported") {
-		t.Fatalf("import of a fork: %v", err)
-	}
-	if code := bustest.RemoteCode(t, dst.Do(t, "branch.get", "xp-fork", nil)); code != ops.CodeBranchNotFound {
-		t.Fatalf("the refused import left a branch: %q", code)
+	// A fork exports whole: its branch.created holds the prefix instead
+	// of naming the parent, so the export imports anywhere, also where
+	// the parent is not, to the fork's state (without its lineage, a
+	// fact of the source cluster). So does a fork of a fork.
+	fork(t, src, "xp-fork", "xp-fork2", nil)
+	bustest.MustResult(t, src.Do(t, "communicate", "xp-fork2", map[string]any{"instruction": "on the fork of the fork"}), nil)
+	other := bustest.New(t, provision.Config{})
+	other.StartWorker(t, nil, nil, nil, worker.Config{})
+	other.CreateBranch(t, "resident") // other sequences
+	for _, id := range []string{"xp-fork", "xp-fork2"} {
+		var file bytes.Buffer
+		if _, err := src.Client.ExportBranch(ctx, id, &file, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := histexport.Verify(bytes.NewReader(file.Bytes())); err != nil {
+			t.Fatalf("export of %s: %v", id, err)
+		}
+		if _, err := other.Client.ImportBranch(ctx, &file, id, client.ImportOptions{}); err != nil {
+			t.Fatalf("import of %s: %v", id, err)
+		}
+		want, got := branchAt(t, src, id, 0), branchAt(t, other, id, 0)
+		if want.Fork == nil || got.Fork != nil {
+			t.Fatalf("%s: lineage %+v at the source, %+v imported", id, want.Fork, got.Fork)
+		}
+		if got.Commits.Len() != want.Commits.Len() {
+			t.Fatalf("%s: %d commits imported, %d at the source", id, got.Commits.Len(), want.Commits.Len())
+		}
+		strip := func(b history.Branch) any {
+			m := asJSON(t, b).(map[string]any)
+			delete(m, "seq")
+			delete(m, "commits")
+			delete(m, "fork")
+			return m
+		}
+		if !reflect.DeepEqual(strip(got), strip(want)) {
+			t.Fatalf("%s imported on another server:\n got %v\nwant %v", id, strip(got), strip(want))
+		}
 	}
 }

@@ -170,6 +170,13 @@ type Config struct {
 	// events until a branch.delete with purge.
 	Retention retention.Config
 
+	// LiveRetention, with a positive KeepEvents or MaxAge, runs a
+	// compactor beside the worker that trims the history of branches that
+	// are not deleted (package retention, docs/history.md#retention);
+	// its Logger defaults as Retention's. The zero value keeps every
+	// event of a live branch.
+	LiveRetention retention.LiveConfig
+
 	// WorkerContext is the context the worker runs under: cancelling it
 	// stops the worker hard (in-flight requests are cancelled and left for
 	// redelivery). Nil means a context that only Stop ends.
@@ -195,6 +202,7 @@ type Service struct {
 	worker *worker.Worker
 	driver *batch.Driver
 	sweep  *retention.Sweeper
+	trim   *retention.Compactor
 	log    zerolog.Logger
 }
 
@@ -276,6 +284,18 @@ func Start(ctx context.Context, cfg Config) (_ *Service, err error) {
 			return nil, err
 		}
 		if err := s.sweep.Start(wctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.LiveRetention.KeepEvents > 0 || cfg.LiveRetention.MaxAge > 0 {
+		lcfg := cfg.LiveRetention
+		if logs.Discards(lcfg.Logger) {
+			lcfg.Logger = s.log.With().Str("component", "retention").Logger()
+		}
+		if s.trim, err = retention.NewCompactor(s.js, s.res, s.store, lcfg); err != nil {
+			return nil, err
+		}
+		if err := s.trim.Start(wctx); err != nil {
 			return nil, err
 		}
 	}
@@ -496,6 +516,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.driver != nil {
 		// The batches are let go first, for another worker to drive.
 		_ = s.driver.Stop(ctx)
+	}
+	if s.trim != nil {
+		_ = s.trim.Stop(ctx)
 	}
 	if s.sweep != nil {
 		_ = s.sweep.Stop(ctx)

@@ -148,6 +148,9 @@ func (s *forkStore) foldAt(ctx context.Context, id string, p pastPoint, depth in
 		}
 		for _, ev := range evs {
 			if !p.includes(ev) {
+				if b.Seq == 0 && ev.Type == history.EventCompacted {
+					return nil, compactedErr(id, ev)
+				}
 				return b, nil
 			}
 			if b.Seq == 0 && ev.Type == history.EventCreated && ev.Fork != nil {
@@ -213,6 +216,17 @@ func (s *forkStore) base(ctx context.Context, at history.ForkPoint, depth int) (
 	}
 	s.bases.put(key, b)
 	return b, nil
+}
+
+// compactedErr refuses a read of branch id at a point before first, its
+// first kept event, a compaction point: the events before it, which
+// that read folds, were dropped by retention.
+func compactedErr(id string, first history.Event) error {
+	return &Error{
+		Code:    CodeInvalidRequest,
+		Message: "branch " + strconv.Quote(id) + ": its history before seq " + strconv.FormatUint(first.Seq, 10) + " (a compaction point) was dropped by retention; read at seq " + strconv.FormatUint(first.Seq, 10) + " or later",
+		Err:     history.ErrCompacted,
+	}
 }
 
 func historyErr(id string, err error) error {

@@ -18,6 +18,10 @@ type Request struct {
 	Data json.RawMessage
 	// TraceParent is the W3C traceparent to propagate, if any.
 	TraceParent string
+	// Source is the request's CloudEvents source (who sent it, as the
+	// sender names itself), "" when the transport has none. A tombstone
+	// records it.
+	Source string
 	// Attempt is the delivery attempt of the request, 1 for the first
 	// delivery (0 is read as 1). Stages and model calls carry it on; the
 	// transport's metrics, traces and chunk streams label redeliveries

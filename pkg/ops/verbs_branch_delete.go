@@ -48,7 +48,7 @@ func (e *Engine) branchDelete(ctx context.Context, req Request) (*Result, error)
 	}
 	ev := history.Event{
 		Type: history.EventDeleted, RequestID: req.ID, Time: e.clock(), BranchID: id,
-		Tombstone: &history.Tombstone{By: d.By, Reason: d.Reason, Head: b.Seq, Purge: d.Purge},
+		Tombstone: &history.Tombstone{By: d.By, Reason: d.Reason, Source: Truncate(req.Source, wire.MaxTombstoneText), Head: b.Seq, Purge: d.Purge},
 	}
 	tomb, err := e.store.Append(ctx, id, ev)
 	switch {

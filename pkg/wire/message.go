@@ -174,4 +174,6 @@ type Event struct {
 	Fork *ForkPoint `json:"fork,omitempty"`
 	// Tombstone is set on branch.deleted.
 	Tombstone *Tombstone `json:"tombstone,omitempty"`
+	// Compaction is set on branch.compacted.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }

@@ -30,17 +30,18 @@ type ChangesOptions struct {
 // storedEvent is a history event as the history stream holds it:
 // msgpack, with the field names of its JSON form (docs/history.md).
 type storedEvent struct {
-	Type       wire.EventType  `msgpack:"type"`
-	RequestID  string          `msgpack:"request_id"`
-	Time       time.Time       `msgpack:"time"`
-	Settings   *wire.Settings  `msgpack:"settings,omitempty"`
-	Messages   []wire.Message  `msgpack:"messages,omitempty"`
-	Result     []byte          `msgpack:"result,omitempty"`
-	BranchID   string          `msgpack:"branch_id,omitempty"`
-	Clear      bool            `msgpack:"clear,omitempty"`
-	ModelCalls uint64          `msgpack:"model_calls,omitempty"`
-	Fork       *wire.ForkPoint `msgpack:"fork,omitempty"`
-	Tombstone  *wire.Tombstone `msgpack:"tombstone,omitempty"`
+	Type       wire.EventType   `msgpack:"type"`
+	RequestID  string           `msgpack:"request_id"`
+	Time       time.Time        `msgpack:"time"`
+	Settings   *wire.Settings   `msgpack:"settings,omitempty"`
+	Messages   []wire.Message   `msgpack:"messages,omitempty"`
+	Result     []byte           `msgpack:"result,omitempty"`
+	BranchID   string           `msgpack:"branch_id,omitempty"`
+	Clear      bool             `msgpack:"clear,omitempty"`
+	ModelCalls uint64           `msgpack:"model_calls,omitempty"`
+	Fork       *wire.ForkPoint  `msgpack:"fork,omitempty"`
+	Tombstone  *wire.Tombstone  `msgpack:"tombstone,omitempty"`
+	Compaction *wire.Compaction `msgpack:"compaction,omitempty"`
 }
 
 // DecodeChange decodes a message of the history stream: its subject
@@ -61,7 +62,13 @@ func DecodeChange(subj protocol.Subjects, subject string, seq uint64, data []byt
 	ev := wire.Event{
 		Seq: seq, Type: se.Type, RequestID: se.RequestID, Time: se.Time.UTC(), Settings: se.Settings,
 		Messages: se.Messages, BranchID: se.BranchID, Clear: se.Clear, ModelCalls: se.ModelCalls,
-		Fork: se.Fork, Tombstone: se.Tombstone,
+		Fork: se.Fork, Tombstone: se.Tombstone, Compaction: se.Compaction,
+	}
+	if c := ev.Compaction; c != nil {
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+		for i := range c.Messages {
+			c.Messages[i].CreatedAt = c.Messages[i].CreatedAt.UTC()
+		}
 	}
 	if len(se.Result) > 0 {
 		ev.Result = json.RawMessage(se.Result)

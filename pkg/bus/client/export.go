@@ -30,7 +30,10 @@ func (c *Client) BranchImport(ctx context.Context, branchID string, req wire.Bra
 // format of package histexport (header, one line per event, end line),
 // reading it through branch.history pages. exporter names the writer in
 // the header. It returns the number of events written. Events appended
-// while it reads are exported as far as its last page reached.
+// while it reads are exported as far as its last page reached. The
+// export of a fork is whole: its branch.created holds the fork's prefix
+// instead of naming the parent (docs/history.md#forks), so that it
+// imports anywhere to the same state.
 func (c *Client) ExportBranch(ctx context.Context, branchID string, w io.Writer, exporter string, opts ...SubmitOption) (int, error) {
 	first, err := c.historyExact(ctx, branchID, 0, opts)
 	if err != nil {
@@ -42,6 +45,11 @@ func (c *Client) ExportBranch(ctx context.Context, branchID string, w io.Writer,
 	}
 	n := 0
 	page := first.Value
+	if len(page.Events) > 0 && page.Events[0].Type == wire.EventCreated && page.Events[0].Fork != nil {
+		if page.Events[0], err = c.wholeFork(ctx, branchID, page.Events[0], opts); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		for _, ev := range page.Events {
 			if err := ew.Write(ev); err != nil {
@@ -59,6 +67,36 @@ func (c *Client) ExportBranch(ctx context.Context, branchID string, w io.Writer,
 		page = next.Value
 	}
 	return n, ew.Close()
+}
+
+// wholeFork returns created, the branch.created of a fork, as an export
+// writes it: holding the fork's prefix (its parent's messages at the
+// fork point, read with branch.get at created's seq, a fork of a fork's
+// whole chain) instead of naming the parent, so that the export imports
+// anywhere to the same state. The fork's settings and model-call count
+// are created's own already.
+func (c *Client) wholeFork(ctx context.Context, branchID string, created wire.Event, opts []SubmitOption) (wire.Event, error) {
+	reply, err := c.Do(ctx, wire.VerbBranchGet, branchID, wire.BranchGetRequest{AtSeq: created.Seq}, opts...)
+	if err != nil {
+		return created, err
+	}
+	if err := reply.Err(); err != nil {
+		return created, err
+	}
+	var r struct {
+		Value wire.Branch `json:"value"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(reply.Data))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return created, fmt.Errorf("client: decode %s answer: %w", wire.VerbBranchGet, err)
+	}
+	if r.Value.Seq != created.Seq {
+		return created, fmt.Errorf("client: export fork %s: its prefix read at seq %d answered seq %d", branchID, created.Seq, r.Value.Seq)
+	}
+	created.Messages = append(r.Value.Messages[:0:0], r.Value.Messages...)
+	created.Fork = nil
+	return created, nil
 }
 
 // historyExact reads a page of branch.history keeping every number of

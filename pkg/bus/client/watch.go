@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // MaxBranches bounds how many branches Branches lists.
@@ -24,9 +25,12 @@ type BranchInfo struct {
 	Events uint64 `json:"events"`
 }
 
-// Branches lists the branches that have history, sorted by id: the
-// subjects of the history stream (a branch deleted has none). It returns
-// at most MaxBranches.
+// Branches lists the branches that have history and are not deleted,
+// sorted by id: the subjects of the history stream whose last event is
+// not a tombstone (a branch deleted and not purged keeps its events and
+// its tombstone there; one purged, its tombstone). It returns at most
+// MaxBranches. It reads the stream's subjects and the headers of each
+// subject's last message.
 func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
 	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
@@ -38,10 +42,14 @@ func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: list branches: %w", err)
 	}
+	deleted, err := c.deletedBranches(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	prefix := c.subj.History("")
 	out := make([]BranchInfo, 0, len(info.State.Subjects))
 	for subject, n := range info.State.Subjects {
-		if id, ok := strings.CutPrefix(subject, prefix); ok && protocol.ValidToken(id) {
+		if id, ok := strings.CutPrefix(subject, prefix); ok && protocol.ValidToken(id) && !deleted[subject] {
 			out = append(out, BranchInfo{ID: id, Events: n})
 		}
 	}
@@ -51,6 +59,53 @@ func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
 	}
 	return out, nil
 }
+
+// deletedBranches returns the history subjects whose last message is a
+// tombstone: one headers-only consumer delivering the last message of
+// every subject.
+func (c *Client) deletedBranches(ctx context.Context, st jetstream.Stream) (map[string]bool, error) {
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{c.subj.HistoryWildcard()},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client: list branches: %w", err)
+	}
+	ci, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("client: list branches: %w", err)
+	}
+	deleted := map[string]bool{}
+	pending := ci.NumPending
+	if pending == 0 {
+		return deleted, nil
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return nil, fmt.Errorf("client: list branches: %w", err)
+	}
+	defer msgs.Stop()
+	for pending > 0 {
+		m, err := msgs.Next(jetstream.NextMaxWait(5 * time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("client: list branches: %w", err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("client: list branches: %w", err)
+		}
+		pending = md.NumPending
+		if m.Headers().Get(headerEventType) == string(wire.EventDeleted) {
+			deleted[m.Subject()] = true
+		}
+	}
+	return deleted, nil
+}
+
+// headerEventType is the history message header naming the event's type
+// (docs/history.md, the change feed).
+const headerEventType = "Lionbus-Event-Type"
 
 // WatchOptions says where Watch starts.
 type WatchOptions struct {

@@ -88,3 +88,28 @@ func TestClient_Branches_and_Watch(t *testing.T) {
 		t.Fatalf("bad branch: %v", err)
 	}
 }
+
+// TestClient_Branches_leaves_out_deleted_branches: a branch deleted,
+// whether its events were purged or not, is not listed; one deleted and
+// created again is, with every event its history holds.
+func TestClient_Branches_leaves_out_deleted_branches(t *testing.T) {
+	t.Parallel()
+	b := bustest.New(t, provision.Config{})
+	b.StartWorker(t, nil, nil, nil, worker.Config{})
+	for _, id := range []string{"live", "deleted", "purged", "again"} {
+		bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{"branch_id": id, "chat_model": "scripted:echo"}), nil)
+	}
+	bustest.MustResult(t, b.Do(t, "branch.delete", "deleted", nil), nil)
+	bustest.MustResult(t, b.Do(t, "branch.delete", "purged", map[string]any{"purge": true}), nil)
+	bustest.MustResult(t, b.Do(t, "branch.delete", "again", nil), nil)
+	bustest.MustResult(t, b.Do(t, "branch.create", "", map[string]any{"branch_id": "again", "chat_model": "scripted:echo"}), nil)
+
+	list, err := b.Client.Branches(bustest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []client.BranchInfo{{ID: "again", Events: 3}, {ID: "live", Events: 1}}
+	if len(list) != len(want) || list[0] != want[0] || list[1] != want[1] {
+		t.Fatalf("branches %+v, want %+v", list, want)
+	}
+}

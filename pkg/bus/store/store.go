@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,6 +65,13 @@ const (
 	// HeaderEventType is the header of a history message that carries the
 	// event's [ops.EventType], so that tools can filter without decoding.
 	HeaderEventType = "Lionbus-Event-Type"
+
+	// HeaderForkParent and HeaderForkSeq are headers of a fork's
+	// branch.created: its parent and the parent's sequence it starts
+	// from, so that history retention sees every fork of a branch
+	// reading only headers.
+	HeaderForkParent = "Lionbus-Fork-Parent"
+	HeaderForkSeq    = "Lionbus-Fork-Seq"
 
 	// directReadBudget is how many events a replay reads one by one (a
 	// direct get each) before switching to an ordered consumer: a snapshot
@@ -505,6 +513,10 @@ func (s *Store) publish(ctx context.Context, branchID string, ev history.Event, 
 	msg := nats.NewMsg(s.subj.History(branchID))
 	msg.Data = data
 	msg.Header.Set(HeaderEventType, string(ev.Type))
+	if ev.Type == history.EventCreated && ev.Fork != nil {
+		msg.Header.Set(HeaderForkParent, ev.Fork.BranchID)
+		msg.Header.Set(HeaderForkSeq, strconv.FormatUint(ev.Fork.Seq, 10))
+	}
 	opts := []jetstream.PublishOpt{
 		jetstream.WithExpectStream(s.subj.HistoryStream()),
 		jetstream.WithExpectLastSequencePerSubject(last),
@@ -634,5 +646,9 @@ func normalizeEventTimes(ev *history.Event) {
 	ev.Time = ev.Time.UTC()
 	for i := range ev.Messages {
 		ev.Messages[i].CreatedAt = ev.Messages[i].CreatedAt.UTC()
+	}
+	if c := ev.Compaction; c != nil {
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+		normalizeMessageTimes(c.Messages)
 	}
 }

@@ -246,7 +246,7 @@ func (w *Worker) execute(d *delivery) (settled bool) {
 	req := d.req
 	op := ops.Request{
 		ID: req.ID(), Verb: req.Verb, BranchID: req.BranchID, Data: req.Data, TraceParent: req.TraceParent,
-		Attempt: d.attempt, LastAttempt: w.lastDelivery(d.attempt),
+		Source: req.Event.Source(), Attempt: d.attempt, LastAttempt: w.lastDelivery(d.attempt),
 	}
 	if w.cfg.Events != nil {
 		d.events = w.cfg.Events.Open(d.req.ID())

@@ -38,7 +38,7 @@ func (b *Branch) Apply(ev Event) error {
 	if ev.Type == EventCreated && started {
 		return fmt.Errorf("%w: %s at seq %d on a started branch", ErrEventOrder, ev.Type, ev.Seq)
 	}
-	if ev.Type != EventCreated && !started {
+	if ev.Type != EventCreated && ev.Type != EventCompacted && !started {
 		return fmt.Errorf("%w: %s at seq %d before %s", ErrEventOrder, ev.Type, ev.Seq, EventCreated)
 	}
 	if ev.BranchID != "" && b.ID != "" && ev.BranchID != b.ID && !b.Deleted {
@@ -90,6 +90,12 @@ func (b *Branch) Apply(ev Event) error {
 		// A record of a fork made of the branch: nothing of it changes.
 	case EventDeleted:
 		*b = Branch{ID: b.ID, Deleted: true, CreatedAt: b.CreatedAt}
+	case EventCompacted:
+		if err := b.applyCompaction(ev); err != nil {
+			return err
+		}
+		b.Seq = ev.Seq
+		return nil
 	default:
 		return fmt.Errorf("ops: unknown history event type %q at seq %d", ev.Type, ev.Seq)
 	}

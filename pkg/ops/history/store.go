@@ -38,7 +38,15 @@ const (
 	// stores answer as ErrBranchDeleted; a new branch.created may follow
 	// it (the id used again).
 	EventDeleted EventType = "branch.deleted"
+	// EventCompacted is a compaction point (in Event.Compaction: the
+	// branch's state as the events before it fold it). Its fold replaces
+	// the branch's state with that one, so a history may start with it
+	// once retention dropped the events before it.
+	EventCompacted EventType = "branch.compacted"
 )
+
+// Compaction is what an EventCompacted records ([wire.Compaction]).
+type Compaction = wire.Compaction
 
 // Tombstone is what an EventDeleted records ([wire.Tombstone]).
 type Tombstone = wire.Tombstone
@@ -91,6 +99,8 @@ type Event struct {
 	Fork *ForkPoint `json:"fork,omitempty" msgpack:"fork,omitempty"`
 	// Tombstone is set on EventDeleted.
 	Tombstone *Tombstone `json:"tombstone,omitempty" msgpack:"tombstone,omitempty"`
+	// Compaction is set on EventCompacted.
+	Compaction *Compaction `json:"compaction,omitempty" msgpack:"compaction,omitempty"`
 }
 
 // Store persists branches. History is the source of truth; implementations

@@ -978,7 +978,8 @@ export interface HistoryEvent {
     | "branch.cleared"
     | "branch.updated"
     | "branch.forked"
-    | "branch.deleted";
+    | "branch.deleted"
+    | "branch.compacted";
   request_id: string;
   time: Time;
   settings?: Settings;
@@ -989,13 +990,37 @@ export interface HistoryEvent {
   model_calls?: number;
   fork?: ForkPoint;
   /**
-   * On branch.deleted: who deleted the branch and why (the request's by and reason), the sequence of its last event before, and whether the events were purged.
+   * On branch.deleted: who deleted the branch and why (the request's by and reason, and its CloudEvents source), the sequence of its last event before, and whether the events were purged.
    */
   tombstone?: {
     by?: string;
     reason?: string;
+    /**
+     * The branch.delete request's CloudEvents source (the sender as it names itself).
+     */
+    source?: string;
     head: number;
     purge?: boolean;
+  };
+  /**
+   * On branch.compacted (a compaction point written by history retention): the branch's state as the events up to head fold it, from which every read at or after this event folds, and what retention drops before it (the events with seq below dropped_before, dropped_events of them).
+   */
+  compaction?: {
+    head: number;
+    settings: Settings;
+    messages: Message[];
+    model_calls?: number;
+    created_at: Time;
+    updated_at: Time;
+    /**
+     * The request ids the branch remembers, with the sequence of their branch.messages.
+     */
+    commits?: {
+      [k: string]: number;
+    };
+    dropped_before?: number;
+    dropped_events?: number;
+    reason?: string;
   };
 }
 /**
