@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,5 +80,179 @@ func TestApprovals_edited_arguments_run_and_a_mismatching_digest_is_refused(t *t
 	defer f.mu.Unlock()
 	if len(f.refunds) != 1 || f.refunds[0] != 5 {
 		t.Fatalf("refunds %v, want [5] (the edited amount)", f.refunds)
+	}
+}
+
+// Issue 26 acceptance: 100 parked approvals hold no worker slot — a
+// worker with --concurrency 1 keeps answering other requests while they
+// wait — and nothing of them stays in the worker or the ops stream (each
+// is one record in the approvals bucket, docs/bounds.md); approved, each
+// request is answered, each model call paid once.
+func TestApprovals_100_parked_hold_no_worker_slot(t *testing.T) {
+	const n = 100
+	f := newApprovalFleet(t)
+	f.start("w1", "--concurrency", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("p%03d", i)
+	}
+	f.submitReacts(ctx, ids...)
+	parked := f.parked(ctx, n)
+	for i := range 5 {
+		r, err := f.b.Client.Do(ctx, "chat", "b-p000", map[string]any{"instruction": fmt.Sprintf("quick %d", i)}, client.WithID(fmt.Sprintf("quick-%d", i)))
+		if err != nil {
+			t.Fatalf("quick request %d while %d approvals are parked: %v", i, n, err)
+		}
+		if _, err := r.Result(); err != nil {
+			t.Fatalf("quick request %d: %v", i, err)
+		}
+	}
+	info, err := f.b.Res.Workers.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := f.b.Res.Ops.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || ops.State.Msgs != 0 {
+		t.Fatalf("with %d parked approvals the worker holds %d requests unacknowledged and the ops stream %d", n, info.NumAckPending, ops.State.Msgs)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, id := range ids {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := f.b.Client.AnswerApproval(ctx, parked[id].ID, client.Answer{Approve: true, User: "alice"}); err != nil {
+				t.Errorf("approve %s: %v", id, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if got := f.answer(ctx, id); got != `"refunded"` {
+			t.Fatalf("react %s answered %s", id, got)
+		}
+		if c := f.callsOf(id); c != 2 {
+			t.Errorf("request %s paid %d model calls, want 2", id, c)
+		}
+	}
+	if twice := f.paidTwice(); len(twice) != 0 {
+		t.Fatalf("model calls paid twice: %v", twice)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.refunds) != n {
+		t.Fatalf("the tool ran %d times, want %d", len(f.refunds), n)
+	}
+}
+
+// Issue 26 acceptance: every worker SIGKILLed with 60 approvals parked,
+// 50 answered during the outage (25 approved, 25 denied; the answers are
+// stored, no worker reads them); after a restart those 50 resume and are
+// answered, the other 10 stay parked, nothing is lost (answered in turn,
+// they resume too), and no model call is paid twice.
+func TestApprovals_survive_every_worker_killed_and_answers_during_the_outage(t *testing.T) {
+	const n, answered = 60, 50
+	f := newApprovalFleet(t)
+	w1, w2 := f.start("w1"), f.start("w2")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("k%02d", i)
+	}
+	f.submitReacts(ctx, ids...)
+	parked := f.parked(ctx, n)
+	w1.kill()
+	w2.kill()
+	for i, id := range ids[:answered] {
+		_, err := f.b.Client.AnswerApproval(ctx, parked[id].ID, client.Answer{Approve: i%2 == 0, User: "alice", Reason: "outage", Wait: 50 * time.Millisecond})
+		if !errors.Is(err, client.ErrAnswerQueued) {
+			t.Fatalf("answer %s with no worker running: %v, want ErrAnswerQueued", id, err)
+		}
+	}
+	f.start("w3")
+	for i, id := range ids[:answered] {
+		want := `"refunded"`
+		if i%2 == 1 {
+			want = `"denied"`
+		}
+		if got := f.answer(ctx, id); got != want {
+			t.Fatalf("react %s answered %s, want %s", id, got, want)
+		}
+	}
+	pending, err := f.b.Client.Approvals(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != n-answered {
+		t.Fatalf("%d approvals still pending, want %d", len(pending), n-answered)
+	}
+	for _, ap := range pending {
+		if !ap.Parked || ap.RequestID < ids[answered] {
+			t.Fatalf("still pending: %+v", ap)
+		}
+		if _, err := f.b.Client.AnswerApproval(ctx, ap.ID, client.Answer{Approve: true, User: "alice"}); err != nil {
+			t.Fatalf("approve %s after the restart: %v", ap.RequestID, err)
+		}
+	}
+	for _, id := range ids[answered:] {
+		if got := f.answer(ctx, id); got != `"refunded"` {
+			t.Fatalf("react %s answered %s", id, got)
+		}
+	}
+	if twice := f.paidTwice(); len(twice) != 0 {
+		t.Fatalf("model calls paid twice: %v", twice)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.refunds) != answered/2+n-answered {
+		t.Fatalf("the tool ran %d times, want %d", len(f.refunds), answered/2+n-answered)
+	}
+}
+
+// Issue 26 acceptance: an approval's deadline decides it (deny, or
+// approve with --approval-on-deadline approve) even when no worker runs
+// as it passes: the next worker to start finds it and resumes the
+// request.
+func TestApprovals_deadline_acts_with_no_worker_running(t *testing.T) {
+	for _, tt := range []struct {
+		onDeadline, state, answer string
+		refunds                   int
+	}{
+		{"deny", wire.ApprovalDenied, `"denied"`, 0},
+		{"approve", wire.ApprovalApproved, `"refunded"`, 1},
+	} {
+		t.Run(tt.onDeadline, func(t *testing.T) {
+			f := newApprovalFleet(t)
+			flags := []string{"--approval-deadline", "2s", "--approval-on-deadline", tt.onDeadline}
+			w1 := f.start("w1", flags...)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			f.submitReacts(ctx, "late")
+			ap := f.parked(ctx, 1)["late"]
+			w1.kill()
+			time.Sleep(time.Until(ap.Deadline) + 200*time.Millisecond) // no worker runs as it passes
+			if still, err := f.b.Client.Approval(ctx, ap.ID); err != nil || still.State != wire.ApprovalPending {
+				t.Fatalf("past its deadline with no worker: %+v, %v", still, err)
+			}
+			f.start("w2", flags...)
+			if got := f.answer(ctx, "late"); got != tt.answer {
+				t.Fatalf("react answered %s, want %s", got, tt.answer)
+			}
+			got, err := f.b.Client.Approval(ctx, ap.ID)
+			if err != nil || got.State != tt.state || got.Decision == nil || got.Decision.AnswerID != "deadline" {
+				t.Fatalf("decided approval %+v (%v)", got, err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.refunds) != tt.refunds {
+				t.Fatalf("the tool ran %d times, want %d", len(f.refunds), tt.refunds)
+			}
+		})
 	}
 }
