@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/wire"
+	"github.com/lionbus/lionbus/schemas"
 )
 
 // Issue 26, parked approvals: an approved call runs and its request is
@@ -40,6 +42,9 @@ func TestApprovals_a_second_answer_is_refused(t *testing.T) {
 	got, err := f.b.Client.Approval(ctx, ap.ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(got); schemas.Validate(wire.ApprovalPendingType, raw) != nil {
+		t.Fatalf("the approval does not match its schema: %v\n%s", schemas.Validate(wire.ApprovalPendingType, raw), raw)
 	}
 	if got.State != wire.ApprovalApproved || got.Decision == nil || got.Decision.By.User != "alice" || got.Decision.By.Source != client.DefaultSource || !got.Resumed {
 		t.Fatalf("approval after the answers: %+v %+v", got, got.Decision)

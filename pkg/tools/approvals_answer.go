@@ -30,7 +30,7 @@ func (a *Approvals) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("tools: approvals consumer: %w", err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { a.handleAnswer(ctx, m) })
+	cc, err := cons.Consume(func(m jetstream.Msg) { a.handleAnswer(ctx, m) }, jetstream.PullMaxMessages(16))
 	if err != nil {
 		return fmt.Errorf("tools: approvals consumer: %w", err)
 	}
