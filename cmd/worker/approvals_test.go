@@ -261,3 +261,47 @@ func TestApprovals_deadline_acts_with_no_worker_running(t *testing.T) {
 		})
 	}
 }
+
+// The act verb parks as react does: its call waits for the answer, and
+// the resumed act runs it (approved) or records the denial (denied);
+// nothing of the parked attempt is committed.
+func TestApprovals_act_parks_and_resumes(t *testing.T) {
+	f := newApprovalFleet(t)
+	f.start("w1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		id      string
+		approve bool
+		want    string
+	}{
+		{"act-yes", true, ""},
+		{"act-no", false, "denied"},
+	} {
+		if _, err := f.b.Client.Do(ctx, "branch.create", "", map[string]any{"branch_id": "b-" + tt.id, "tools": []string{"refund"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.b.Client.Submit(ctx, "act", "b-"+tt.id, map[string]any{"action_requests": []map[string]any{
+			{"function": "refund", "arguments": map[string]any{"amount": 3}}}}, client.WithID(tt.id)); err != nil {
+			t.Fatal(err)
+		}
+		ap := f.parked(ctx, 1)[tt.id]
+		h, err := f.b.Client.BranchHistory(ctx, "b-"+tt.id, wire.BranchHistoryRequest{})
+		if err != nil || len(h.Value.Events) != 1 {
+			t.Fatalf("history of the parked act's branch: %d events (%v), want the creation only", len(h.Value.Events), err)
+		}
+		if _, err := f.b.Client.AnswerApproval(ctx, ap.ID, client.Answer{Approve: tt.approve, User: "alice", Reason: "no"}); err != nil {
+			t.Fatal(err)
+		}
+		got := f.answer(ctx, tt.id)
+		if tt.want == "" && (!strings.Contains(got, `"refunded":3`) || strings.Contains(got, "denied")) ||
+			tt.want != "" && !strings.Contains(got, "denied by alice: no") {
+			t.Fatalf("act %s answered %s", tt.id, got)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.refunds) != 1 {
+		t.Fatalf("refunds %v, want one", f.refunds)
+	}
+}
