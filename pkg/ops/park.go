@@ -62,14 +62,18 @@ func Park(ctx context.Context, p *ParkedError) error {
 // Parked reports whether the operation ctx runs for was parked (see
 // [Park]): an [Authorizer] asked about another call after that records
 // nothing.
-func Parked(ctx context.Context) bool {
+func Parked(ctx context.Context) bool { return parkedBy(ctx) != nil }
+
+// parkedBy returns the *ParkedError that parked the operation ctx runs
+// for, nil when none did.
+func parkedBy(ctx context.Context) *ParkedError {
 	pk, _ := ctx.Value(parkKey{}).(*parker)
 	if pk == nil {
-		return false
+		return nil
 	}
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
-	return pk.parked != nil
+	return pk.parked
 }
 
 // withParker returns the context of one operation, which [Park] can end,
