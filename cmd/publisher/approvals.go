@@ -116,7 +116,11 @@ func (a *app) approvalsAnswer(approve bool) func(fs *flag.FlagSet) func([]string
 					fmt.Fprintf(a.stderr, "publisher: approvals %s: %v\n", verb, err)
 					return exitNoAnswer
 				}
-				fmt.Fprintf(a.stdout, "approval %s: %sd (answer %s); its request resumes\n", args[0], verb, answer)
+				done := "denied"
+				if approve {
+					done = "approved"
+				}
+				fmt.Fprintf(a.stdout, "approval %s: %s (answer %s); its request resumes\n", args[0], done, answer)
 				return exitOK
 			})
 		}
