@@ -132,7 +132,7 @@ func (w *workerTools) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.
 		return ops.ToolOutcome{}, err
 	}
 	if w.approvals != nil {
-		call.Arguments = w.approvals.Arguments(ctx, call)
+		call.Arguments = w.approvals.Arguments(call)
 	}
 	return w.inv.Invoke(ctx, call)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/wire"
 	"github.com/rs/zerolog"
 )
 
@@ -215,7 +216,7 @@ func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
 		// a redelivery does: from the journal, without paying again.
 		req.Attempt = 2
 	}
-	opCtx, parked := withParker(WithAttempt(ctx, req.Attempt))
+	opCtx, parked := wire.WithParker(WithAttempt(ctx, req.Attempt))
 	res, err := fn(e, opCtx, req)
 	if p := parked(); p != nil {
 		e.log.Debug().Str("verb", req.Verb).Str("request_id", req.ID).Str("approval", p.ApprovalID).Msg("request parked")

@@ -2,9 +2,8 @@ package ops
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // ErrParked is what [Engine.Do] returns (as a *ParkedError) for a request
@@ -12,81 +11,20 @@ import (
 // answer: the request is neither answered nor failed. Its transport keeps
 // it aside, frees the worker and the branch, and runs it again with
 // Request.Resume set once the answer came (docs/approvals.md).
-var ErrParked = errors.New("ops: request parked")
+var ErrParked = wire.ErrParked
 
-// ParkedError says why a request was parked.
-type ParkedError struct {
-	// ApprovalID is the approval the request waits for.
-	ApprovalID string
-	// Tool is the tool whose call waits.
-	Tool string
-}
-
-func (e *ParkedError) Error() string {
-	return fmt.Sprintf("parked: tool call %s waits for approval %s", e.Tool, e.ApprovalID)
-}
-
-// Is makes errors.Is(err, ErrParked) true.
-func (e *ParkedError) Is(target error) bool { return target == ErrParked }
-
-// parkKey is the context key of an operation's parker.
-type parkKey struct{}
-
-// parker ends one operation as parked, once.
-type parker struct {
-	mu     sync.Mutex
-	parked *ParkedError
-	cancel context.CancelCauseFunc
-}
+// ParkedError says why a request was parked ([wire.ParkedError]).
+type ParkedError = wire.ParkedError
 
 // Park ends the operation ctx runs for (inside [Engine.Do]) as parked by
 // p: the operation's context is cancelled with p as its cause, so that it
 // stops at once, commits nothing and Do returns p. An [Authorizer] that
 // recorded a pending approval calls it and returns its error. A second
-// Park in the same operation (another call of the same round) keeps the
-// first one and returns it. Outside Do, Park returns p.
-func Park(ctx context.Context, p *ParkedError) error {
-	pk, _ := ctx.Value(parkKey{}).(*parker)
-	if pk == nil {
-		return p
-	}
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	if pk.parked == nil {
-		pk.parked = p
-		pk.cancel(p)
-	}
-	return pk.parked
-}
+// Park in the same operation keeps the first one. Outside Do, Park
+// returns p ([wire.Park]).
+func Park(ctx context.Context, p *ParkedError) error { return wire.Park(ctx, p) }
 
 // Parked reports whether the operation ctx runs for was parked (see
 // [Park]): an [Authorizer] asked about another call after that records
 // nothing.
-func Parked(ctx context.Context) bool { return parkedBy(ctx) != nil }
-
-// parkedBy returns the *ParkedError that parked the operation ctx runs
-// for, nil when none did.
-func parkedBy(ctx context.Context) *ParkedError {
-	pk, _ := ctx.Value(parkKey{}).(*parker)
-	if pk == nil {
-		return nil
-	}
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	return pk.parked
-}
-
-// withParker returns the context of one operation, which [Park] can end,
-// and a function that returns the *ParkedError that ended it (nil when
-// none did) and releases the context.
-func withParker(ctx context.Context) (context.Context, func() *ParkedError) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	pk := &parker{cancel: cancel}
-	return context.WithValue(ctx, parkKey{}, pk), func() *ParkedError {
-		pk.mu.Lock()
-		p := pk.parked
-		pk.mu.Unlock()
-		cancel(nil)
-		return p
-	}
-}
+func Parked(ctx context.Context) bool { return wire.ParkedBy(ctx) != nil }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -88,7 +89,18 @@ type Approvals struct {
 	st   jetstream.Stream
 	subj protocol.Subjects
 	log  zerolog.Logger
+
+	// edited are the edited arguments of approvals Authorize found
+	// approved with edits, until their call is invoked (Arguments); order
+	// is their insertion order, to drop the oldest past maxEdited.
+	mu     sync.Mutex
+	edited map[string]map[string]any
+	order  []string
 }
+
+// maxEdited bounds the edited arguments an Approvals keeps between a
+// call's authorization and its invocation.
+const maxEdited = 1024
 
 // approvalRecord is what the bucket holds under an approval id: the approval, and
 // the parked request once the worker kept it.

@@ -9,24 +9,24 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
-	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Authorize is the parking gate: a call of a Denied tool is denied; a call
 // whose approval was decided (a resumed request runs it again) gets that
 // decision; any other call records a pending approval, publishes a
-// lionbus.approval.pending event and parks the request (ops.Park). A
+// lionbus.approval.pending event and parks the request (wire.Park, which
+// ops.Park is). A
 // redelivery of a request whose approval is pending parks it again without
 // recording anything.
 func (a *Approvals) Authorize(ctx context.Context, call wire.ToolInvocation) (wire.Decision, error) {
 	if slices.Contains(a.cfg.Denied, call.Function) {
 		return wire.Decision{Reason: fmt.Sprintf("tool %q is denied by the worker's policy", call.Function)}, nil
 	}
-	if ops.Parked(ctx) {
+	if wire.ParkedBy(ctx) != nil {
 		// Another call of the same round parked the request: it runs
 		// again, and this call is asked about then.
-		return wire.Decision{Reason: "the request is parked"}, ops.Park(ctx, nil)
+		return wire.Decision{Reason: "the request is parked"}, wire.Park(ctx, nil)
 	}
 	id := wire.ApprovalID(call.RequestID, call.IdempotencyKey)
 	for {
@@ -40,11 +40,14 @@ func (a *Approvals) Authorize(ctx context.Context, call wire.ToolInvocation) (wi
 			if err != nil {
 				return wire.Decision{}, err
 			}
-			return wire.Decision{Reason: "waiting for approval " + id}, ops.Park(ctx, &ops.ParkedError{ApprovalID: id, Tool: call.Function})
+			return wire.Decision{Reason: "waiting for approval " + id}, wire.Park(ctx, &wire.ParkedError{ApprovalID: id, Tool: call.Function})
 		case err != nil:
 			return wire.Decision{}, fmt.Errorf("approval %s: %w", id, err)
 		case r.State == wire.ApprovalPending:
-			return wire.Decision{Reason: "waiting for approval " + id}, ops.Park(ctx, &ops.ParkedError{ApprovalID: id, Tool: call.Function})
+			return wire.Decision{Reason: "waiting for approval " + id}, wire.Park(ctx, &wire.ParkedError{ApprovalID: id, Tool: call.Function})
+		}
+		if r.Decision != nil && r.Decision.Allow && r.Decision.Arguments != nil {
+			a.remember(id, r.Decision.Arguments)
 		}
 		return decisionOf(r), nil
 	}
@@ -113,15 +116,45 @@ func (a *Approvals) publishPending(ctx context.Context, r *approvalRecord) {
 }
 
 // Arguments returns the arguments call runs with: the approver's edited
-// ones when its approval was approved with edits, else its own. Only a
-// resumed request (ops.Attempt above 1) can have a decided approval.
-func (a *Approvals) Arguments(ctx context.Context, call wire.ToolInvocation) map[string]any {
-	if ops.Attempt(ctx) < 2 {
-		return call.Arguments
+// ones when Authorize just found its approval approved with edits (a
+// resumed request), else its own.
+func (a *Approvals) Arguments(call wire.ToolInvocation) map[string]any {
+	id := wire.ApprovalID(call.RequestID, call.IdempotencyKey)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if args, ok := a.edited[id]; ok {
+		delete(a.edited, id)
+		return args
 	}
-	r, _, err := a.get(ctx, wire.ApprovalID(call.RequestID, call.IdempotencyKey))
-	if err != nil || r.Decision == nil || !r.Decision.Allow || r.Decision.Arguments == nil {
-		return call.Arguments
+	return call.Arguments
+}
+
+// remember keeps the edited arguments of approval id for the invocation
+// that follows its authorization (Arguments), at most maxEdited of them:
+// past that, the oldest is dropped (its call would run with its own
+// arguments, so none is dropped while calls are invoked as they are
+// authorized).
+func (a *Approvals) remember(id string, args map[string]any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.edited == nil {
+		a.edited = map[string]map[string]any{}
 	}
-	return r.Decision.Arguments
+	if _, ok := a.edited[id]; !ok {
+		a.order = append(a.order, id)
+	}
+	a.edited[id] = args
+	for len(a.edited) > maxEdited && len(a.order) > 0 {
+		delete(a.edited, a.order[0])
+		a.order = a.order[1:]
+	}
+	if len(a.order) > 2*maxEdited {
+		kept := a.order[:0]
+		for _, k := range a.order {
+			if _, ok := a.edited[k]; ok {
+				kept = append(kept, k)
+			}
+		}
+		a.order = kept
+	}
 }
