@@ -1838,9 +1838,6 @@ export interface ToolEntry {
 
 /** The signal events published on <prefix>.events.<branch>.<token>: the type of the data of each. */
 export interface SignalData {
-  "lionbus.approval.answer": ApprovalAnswerData;
-  "lionbus.approval.outcome": ApprovalOutcomeData;
-  "lionbus.approval.pending": ApprovalPendingData;
   "lionbus.lndl.round": LndlRoundData;
   "lionbus.message.added": MessageAddedData;
   "lionbus.run.end": RunEndData;
@@ -1852,7 +1849,7 @@ export interface SignalData {
 }
 
 /** The signal event types. */
-export const signalTypes: readonly (keyof SignalData)[] = ["lionbus.approval.answer","lionbus.approval.outcome","lionbus.approval.pending","lionbus.lndl.round","lionbus.message.added","lionbus.run.end","lionbus.run.failed","lionbus.run.start","lionbus.tool.error","lionbus.tool.post","lionbus.tool.pre"];
+export const signalTypes: readonly (keyof SignalData)[] = ["lionbus.lndl.round","lionbus.message.added","lionbus.run.end","lionbus.run.failed","lionbus.run.start","lionbus.tool.error","lionbus.tool.post","lionbus.tool.pre"];
 
 /** Every error code of a lionbus.error event (schemas/lionbus.error.json, $defs/code). */
 export const errorCodes: readonly ErrorCode[] = ["malformed_event","missing_attribute","unsupported_specversion","unknown_type","invalid_data","invalid_branch_id","missing_branch_id","invalid_attribute","payload_too_large","invalid_request","unknown_verb","branch_not_found","branch_exists","provider_error","parse_failed","action_failed","timeout","canceled","internal","unavailable","extraction_failed","schema_rejected"];
