@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -304,5 +307,33 @@ func TestApprovals_act_parks_and_resumes(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.refunds) != 1 {
 		t.Fatalf("refunds %v, want one", f.refunds)
+	}
+}
+
+// --approval-mode wait keeps the synchronous approver: the worker asks on
+// <prefix>.approve.<tool> and waits for its answer, parking nothing.
+func TestApprovals_wait_mode_asks_the_synchronous_approver(t *testing.T) {
+	f := newApprovalFleet(t)
+	var asked atomic.Int32
+	sub, err := f.b.NC.Subscribe("lion.approve.>", func(m *nats.Msg) {
+		asked.Add(1)
+		_ = m.Respond([]byte(`{"allow": true}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	f.start("w1", "--approval-mode", "wait")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f.submitReacts(ctx, "sync")
+	if got := f.answer(ctx, "sync"); got != `"refunded"` {
+		t.Fatalf("react answered %s", got)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the approver was asked %d times, want 1", n)
+	}
+	if list, err := f.b.Client.Approvals(ctx, false); err == nil && len(list) != 0 {
+		t.Fatalf("wait mode parked %d approvals", len(list))
 	}
 }
