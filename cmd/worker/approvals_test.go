@@ -255,7 +255,9 @@ func TestApprovals_deadline_acts_with_no_worker_running(t *testing.T) {
 		t.Run(tt.onDeadline, func(t *testing.T) {
 			f := newApprovalFleet(t)
 			flags := []string{"--approval-deadline", "2s", "--approval-on-deadline", tt.onDeadline}
-			w1 := f.start("w1", flags...)
+			// The first worker sweeps only when it starts, before the
+			// approval exists: it never acts on the deadline.
+			w1 := f.start("w1", append(flags, "--approval-sweep", "1h")...)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			f.submitReacts(ctx, "late")
