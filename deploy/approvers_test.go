@@ -91,3 +91,59 @@ func TestApprovers_only_the_granted_user_answers(t *testing.T) {
 		t.Fatalf("the other approval: %+v, %v", a, err)
 	}
 }
+
+// In tenants.conf, acme's alice answers acme's refund approvals from her
+// tenant's account (the answer subject, the outcomes and the bucket reads
+// are exported to it), as alice only; carol may not answer.
+func TestTenants_approvers(t *testing.T) {
+	s := startConfServer(t, "nats/tenants.conf", tenantPasswords)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	workerNC, err := client.Connect(ctx, client.ConnectConfig{
+		URL: s.ClientURL(), User: "worker-acme", Password: password("LIONBUS_WORKER_ACME_PASSWORD"), InboxPrefix: "_INBOX_worker_acme",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(workerNC.Close)
+	js, err := jetstream.New(workerNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvals, err := tools.OpenApprovals(ctx, workerNC, js, tools.ApprovalsConfig{Prefix: "acme", Sweep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- approvals.Serve(serveCtx) }()
+	t.Cleanup(func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	_, err = approvals.Authorize(ctx, wire.ToolInvocation{Function: "refund", Arguments: map[string]any{"amount": 10},
+		RequestID: "r1", IdempotencyKey: wire.ToolCallKey("r1", 0)})
+	var parked *ops.ParkedError
+	if !errors.As(err, &parked) {
+		t.Fatalf("authorize: %v", err)
+	}
+	id := parked.ApprovalID
+	subj := protocol.Subjects{Prefix: "acme"}
+
+	carol := connectProbe(t, s, "carol", "ACME_CAROL_PASSWORD", "_INBOX.carol")
+	carol.cannotPublish(subj.ApprovalAnswer("refund", id, "carol"))
+	aliceProbe := connectProbe(t, s, "alice", "ACME_ALICE_PASSWORD", "_INBOX.alice")
+	aliceProbe.cannotPublish(subj.ApprovalAnswer("refund", id, "bob"))
+	if a, err := approvals.Get(ctx, id); err != nil || a.State != wire.ApprovalPending {
+		t.Fatalf("after refused answers: %+v, %v", a, err)
+	}
+	alice, _ := tenantClient(t, s, "alice", "ACME_ALICE_PASSWORD", "acme")
+	if _, err := alice.AnswerApproval(ctx, id, client.Answer{Approve: true, User: "alice"}); err != nil {
+		t.Fatalf("alice approves from acme's account: %v", err)
+	}
+	if a, err := approvals.Get(ctx, id); err != nil || a.State != wire.ApprovalApproved || a.Decision.By.User != "alice" {
+		t.Fatalf("approved: %+v, %v", a, err)
+	}
+}
