@@ -60,6 +60,7 @@ type ApprovalRefusedError struct {
 	Message string
 }
 
+// Error says the code and why.
 func (e *ApprovalRefusedError) Error() string {
 	return "approval answer refused: " + string(e.Code) + ": " + e.Message
 }

@@ -22,6 +22,7 @@ type ParkedError struct {
 	Tool string
 }
 
+// Error says which call waits for which approval.
 func (e *ParkedError) Error() string {
 	return fmt.Sprintf("parked: tool call %s waits for approval %s", e.Tool, e.ApprovalID)
 }
