@@ -55,13 +55,13 @@ func TestKubernetes_does_not_apply_the_example_secret(t *testing.T) {
 }
 
 func TestNATSConfig_parses(t *testing.T) {
-	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME", "NATS_STORE_DIR"} {
+	for _, v := range []string{"LIONBUS_WORKER_PASSWORD", "LIONBUS_CLIENT_PASSWORD", "LIONBUS_TOOLS_PASSWORD", "NATS_SYS_PASSWORD", "NATS_SERVER_NAME", "NATS_STORE_DIR", "LIONBUS_APPROVER_ALICE_PASSWORD"} {
 		t.Setenv(v, "test-"+strings.ToLower(v))
 	}
 	for _, v := range tenantPasswords {
 		t.Setenv(v, password(v))
 	}
-	for _, conf := range []string{"nats/nats.conf", "nats/tenants.conf"} {
+	for _, conf := range []string{"nats/nats.conf", "nats/tenants.conf", "nats/approvers.conf"} {
 		opts, err := server.ProcessConfigFile(conf)
 		if err != nil {
 			t.Fatalf("%s: %v", conf, err)

@@ -124,6 +124,19 @@ func (a *app) newRoot() *cobra.Command {
 		dlq.AddCommand(a.leaf(sub.name+" KEY", sub.short, "", a.dlqKey(sub.name)))
 	}
 
+	approvals := a.group("approvals", "Parked tool-call approvals: list, show, approve, deny",
+		errors.New("approvals needs a subcommand: list, show, approve or deny"),
+		func(name string) string {
+			return fmt.Sprintf("unknown approvals subcommand %q: want list, show, approve or deny", name)
+		})
+	approvals.Long = approvalsLong
+	approvals.AddCommand(
+		a.tabular(a.leaf("list", "One line per pending approval (--all: decided ones too)", "", a.approvalsList)),
+		a.leaf("show ID", "One approval as JSON", "", a.approvalsShow),
+		a.leaf("approve ID", "Approve a parked tool call (--args: with edited arguments)", "", a.approvalsAnswer(true)),
+		a.leaf("deny ID", "Deny a parked tool call", "", a.approvalsAnswer(false)),
+	)
+
 	budgets := a.group("budget", "The fleet's model budgets: set, get, ls, rm",
 		errors.New("budget needs a subcommand: set, get, ls or rm"),
 		func(name string) string {
@@ -178,7 +191,7 @@ func (a *app) newRoot() *cobra.Command {
 	}
 	batches.GroupID = "requests"
 	root.AddCommand(batches)
-	for _, cmd := range []*cobra.Command{dlq, budgets, tools, lndl, a.contextCommand()} {
+	for _, cmd := range []*cobra.Command{dlq, approvals, budgets, tools, lndl, a.contextCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}

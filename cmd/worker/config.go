@@ -105,6 +105,12 @@ type config struct {
 	ToolsDeny       string
 	ToolsApprove    bool
 	ApprovalTimeout time.Duration
+	// Approvals (--tools-approve): parked (the default) or waited for;
+	// a parked approval's deadline, what it decides, and the sweep.
+	ApprovalMode       string
+	ApprovalDeadline   time.Duration
+	ApprovalOnDeadline string
+	ApprovalSweep      time.Duration
 
 	// OpenAI-compatible model provider, registered as "openai" when either
 	// is set (falling back to OPENAI_BASE_URL and OPENAI_API_KEY).
@@ -247,8 +253,12 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ToolTimeout, "tool-timeout", tools.DefaultInvokeTimeout, "default bound of a tool call (never past the request's own deadline)")
 	fs.StringVar(&c.ToolTimeouts, "tool-timeouts", "", "per-tool bounds replacing --tool-timeout, e.g. refund=1m,calculate=2s")
 	fs.StringVar(&c.ToolsDeny, "tools-deny", "", "comma-separated tools no branch may call (denied calls are recorded as error values)")
-	fs.BoolVar(&c.ToolsApprove, "tools-approve", false, "ask a remote approver about every tool call, by request/reply on <prefix>.approve.<tool>; no answer in time denies")
-	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", tools.DefaultApprovalTimeout, "how long to wait for the approver (with --tools-approve)")
+	fs.BoolVar(&c.ToolsApprove, "tools-approve", false, "have an approver decide every tool call (see --approval-mode; docs/approvals.md)")
+	fs.StringVar(&c.ApprovalMode, "approval-mode", approvalPark, "with --tools-approve: park (record a pending approval in the approvals bucket, free the worker, resume on the answer) or wait (ask by request/reply on <prefix>.approve.<tool>, no answer within --approval-timeout denies)")
+	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", tools.DefaultApprovalTimeout, "how long to wait for the approver (--approval-mode wait)")
+	fs.DurationVar(&c.ApprovalDeadline, "approval-deadline", tools.DefaultApprovalDeadline, "how long a parked approval waits for an answer (--approval-mode park)")
+	fs.StringVar(&c.ApprovalOnDeadline, "approval-on-deadline", tools.DeadlineDeny, "what a parked approval's passed deadline decides: deny or approve")
+	fs.DurationVar(&c.ApprovalSweep, "approval-sweep", tools.DefaultApprovalSweep, "how often the worker looks for parked approvals whose deadline passed")
 
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", fmt.Sprintf("root of an OpenAI-compatible Chat Completions API (vLLM, Ollama, a gateway) for the \"openai\" provider (else $%s; %s when only a key is set)", openai.EnvBaseURL, openai.DefaultBaseURL))
 	fs.Var(&c.CLIs, "cli", "define a coding-agent CLI model \"cli:NAME\" as NAME=COMMAND (repeatable; in $LIONBUS_CLI one per line); its output format (Claude Code, Codex CLI or Gemini CLI, see docs/agent-clis.md) is detected from the program's name")
@@ -315,6 +325,15 @@ func (c config) validate() error {
 	}
 	if c.ToolTimeout <= 0 || c.ApprovalTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--tool-timeout and --approval-timeout must be positive, got %s and %s", c.ToolTimeout, c.ApprovalTimeout))
+	}
+	if c.ApprovalMode != approvalPark && c.ApprovalMode != approvalWait {
+		errs = append(errs, fmt.Errorf("--approval-mode %q: want %s or %s", c.ApprovalMode, approvalPark, approvalWait))
+	}
+	if c.ApprovalOnDeadline != tools.DeadlineDeny && c.ApprovalOnDeadline != tools.DeadlineApprove {
+		errs = append(errs, fmt.Errorf("--approval-on-deadline %q: want %s or %s", c.ApprovalOnDeadline, tools.DeadlineDeny, tools.DeadlineApprove))
+	}
+	if c.ApprovalDeadline <= 0 || c.ApprovalSweep <= 0 {
+		errs = append(errs, fmt.Errorf("--approval-deadline and --approval-sweep must be positive, got %s and %s", c.ApprovalDeadline, c.ApprovalSweep))
 	}
 	if _, err := parseToolTimeouts(c.ToolTimeouts); err != nil {
 		errs = append(errs, err)

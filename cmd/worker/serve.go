@@ -121,10 +121,7 @@ func start(ctx context.Context, cfg config, log zerolog.Logger, tracer trace.Tra
 	// Tools are the registry's, called over NATS (--demo serves two example
 	// tool services beside the worker).
 	wt := newWorkerTools(cfg)
-	bc.Tools = wj.tools(wt)
-	if wt.governed() {
-		bc.Authorizer = wt
-	}
+	wt.configure(&bc, wj)
 	var obs *observability
 	if cfg.MetricsAddr != "" {
 		if obs, err = newObservability(); err != nil {

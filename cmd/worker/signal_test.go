@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if raw := os.Getenv(steppedWorkerEnv); raw != "" {
 		os.Exit(steppedWorkerMain(raw))
 	}
+	if raw := os.Getenv(approvalWorkerEnv); raw != "" {
+		os.Exit(approvalWorkerMain(raw))
+	}
 	if raw := os.Getenv(mainArgsEnv); raw != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lionbus/lionbus/examples/tools/demotools"
 	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/tools"
 	"github.com/lionbus/lionbus/pkg/tools/toolschema"
@@ -21,11 +22,22 @@ import (
 // connection once bus.Start has made it. A call that arrives before then
 // waits for it (or for its context to end).
 type workerTools struct {
-	cfg    config
-	ready  chan struct{}
-	inv    *tools.Invoker
-	policy *tools.Policy
+	cfg       config
+	ready     chan struct{}
+	inv       *tools.Invoker
+	policy    *tools.Policy
+	approvals *tools.Approvals // --approval-mode park; nil otherwise
 }
+
+// Values of --approval-mode.
+const (
+	approvalPark = "park"
+	approvalWait = "wait"
+)
+
+// parks reports whether approvals park the request (--tools-approve with
+// --approval-mode park).
+func (w *workerTools) parks() bool { return w.cfg.ToolsApprove && w.cfg.ApprovalMode == approvalPark }
 
 func newWorkerTools(cfg config) *workerTools {
 	return &workerTools{cfg: cfg, ready: make(chan struct{})}
@@ -34,6 +46,18 @@ func newWorkerTools(cfg config) *workerTools {
 // governed reports whether the worker gates tool calls beyond each
 // branch's list of tools.
 func (w *workerTools) governed() bool { return w.cfg.ToolsDeny != "" || w.cfg.ToolsApprove }
+
+// configure has bc's worker call tools through w (journaled by wj), gate
+// them with w's policy, and keep the requests it parks.
+func (w *workerTools) configure(bc *bus.Config, wj *workerJournal) {
+	bc.Tools = wj.tools(w)
+	if w.governed() {
+		bc.Authorizer = w
+	}
+	if w.parks() {
+		bc.Worker.OnParked = w.keep
+	}
+}
 
 // attach opens the registry and makes the invoker and the policy on svc's
 // connection.
@@ -62,8 +86,34 @@ func (w *workerTools) attach(ctx context.Context, svc *bus.Service, log zerolog.
 		Denied: splitList(w.cfg.ToolsDeny), Approve: w.cfg.ToolsApprove, ApprovalTimeout: w.cfg.ApprovalTimeout,
 		Conn: svc.Conn(), Prefix: w.cfg.Prefix,
 	}
+	if w.parks() {
+		w.approvals, err = tools.OpenApprovals(ctx, svc.Conn(), js, tools.ApprovalsConfig{
+			Prefix: w.cfg.Prefix, Deadline: w.cfg.ApprovalDeadline, OnDeadline: w.cfg.ApprovalOnDeadline,
+			Sweep: w.cfg.ApprovalSweep, Source: "/lionbus/worker/" + w.cfg.Name, Denied: splitList(w.cfg.ToolsDeny),
+			MaxValueBytes: int(svc.Conn().MaxPayload()), Logger: log.With().Str("component", "approvals").Logger(),
+		})
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := w.approvals.Serve(ctx); err != nil {
+				log.Error().Err(err).Msg("approvals: answers are not read by this worker")
+			}
+		}()
+	}
 	close(w.ready)
 	return nil
+}
+
+// keep keeps a request parked for an approval (worker.Config.OnParked).
+func (w *workerTools) keep(ctx context.Context, req worker.ParkedRequest) error {
+	if err := w.wait(ctx); err != nil {
+		return err
+	}
+	if w.approvals == nil {
+		return fmt.Errorf("request %s parked, but approvals do not park (--approval-mode %s)", req.ID, w.cfg.ApprovalMode)
+	}
+	return w.approvals.Keep(ctx, req.Parked.ApprovalID, req.ID, req.Subject, req.Header, req.Data)
 }
 
 // wait waits until attach is done.
@@ -81,6 +131,9 @@ func (w *workerTools) Invoke(ctx context.Context, call ops.ToolInvocation) (ops.
 	if err := w.wait(ctx); err != nil {
 		return ops.ToolOutcome{}, err
 	}
+	if w.approvals != nil {
+		call.Arguments = w.approvals.Arguments(call)
+	}
 	return w.inv.Invoke(ctx, call)
 }
 
@@ -96,6 +149,9 @@ func (w *workerTools) DescribeTools(ctx context.Context, names []string) []ops.T
 func (w *workerTools) Authorize(ctx context.Context, call ops.ToolInvocation) (ops.Decision, error) {
 	if err := w.wait(ctx); err != nil {
 		return ops.Decision{}, err
+	}
+	if w.approvals != nil {
+		return w.approvals.Authorize(ctx, call)
 	}
 	return w.policy.Authorize(ctx, call)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // commit appends the exchange's messages with its outcome (res, or the
@@ -51,6 +52,11 @@ func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, 
 // returns the sequence of the committed event with dup true. Store errors
 // come back as the errors to answer with.
 func (e *Engine) appendOnce(ctx context.Context, branchID string, ev history.Event) (seq uint64, dup bool, err error) {
+	if p := wire.ParkedBy(ctx); p != nil {
+		// A parked operation commits nothing, whatever context its
+		// commit uses: it runs again when it is resumed.
+		return 0, false, p
+	}
 	id := ev.RequestID
 	nb, err := e.store.Append(ctx, branchID, ev)
 	switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/wire"
 	"github.com/rs/zerolog"
 )
 
@@ -194,6 +195,10 @@ func (e *Engine) Verbs() []string {
 // CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
 // errors are worth retrying.
 //
+// A request whose tool call waits for an approver is parked: Do returns a
+// *[ParkedError] (errors.Is ErrParked) and commits nothing; its transport
+// runs it again with Request.Resume set once the approval was decided.
+//
 // Do is idempotent per request id: a request whose id is already committed on
 // its branch is answered from history (Result.Replayed) without calling a
 // model or a tool again.
@@ -206,7 +211,20 @@ func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
 	if req.ID == "" {
 		return nil, Errorf(CodeInvalidRequest, "request id is required")
 	}
-	res, err := fn(e, WithAttempt(ctx, req.Attempt), req)
+	if req.Resume != "" && req.Attempt < 2 {
+		// A resumed request replays what it did before it was parked, as
+		// a redelivery does: from the journal, without paying again.
+		req.Attempt = 2
+	}
+	opCtx, parked := wire.WithParker(WithAttempt(ctx, req.Attempt))
+	res, err := fn(e, opCtx, req)
+	if p := parked(); p != nil {
+		e.log.Debug().Str("verb", req.Verb).Str("request_id", req.ID).Str("approval", p.ApprovalID).Msg("request parked")
+		return nil, p
+	}
+	if pe := (*ParkedError)(nil); errors.As(err, &pe) {
+		return nil, pe
+	}
 	if err != nil {
 		oe := asError(ctx, err)
 		e.log.Debug().Str("verb", req.Verb).Str("request_id", req.ID).Str("code", string(oe.Code)).

@@ -33,6 +33,11 @@ type Request struct {
 	// lifecycle signals use it to emit exactly one terminal event per
 	// request (see Signal).
 	LastAttempt bool
+	// Resume is the approval whose decision resumes this request (it was
+	// parked, see [ErrParked]); "" for a request that was not. A resumed
+	// request is run as a redelivery (Attempt at least 2), so that its
+	// completed model and tool calls are answered from the journal.
+	Resume string
 }
 
 // Usage counts the tokens a request used ([wire.Usage]).

@@ -348,3 +348,24 @@ func TestVerbsCoverSchemas(t *testing.T) {
 		}
 	}
 }
+
+// The data of the approval events is what the wire types encode.
+func TestApprovalTypesMatchSchemas(t *testing.T) {
+	set := loadSchemas(t)
+	for _, tt := range []struct {
+		file string
+		typ  any
+	}{
+		{"lionbus.approval.pending.json", wire.Approval{}},
+		{"lionbus.approval.answer.json", wire.ApprovalAnswer{}},
+		{"lionbus.approval.outcome.json", wire.ApprovalOutcome{}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			doc, ok := set[tt.file]
+			if !ok {
+				t.Fatalf("no schema %s", tt.file)
+			}
+			set.compareObject(t, tt.file, tt.file, doc, reflect.TypeOf(tt.typ))
+		})
+	}
+}

@@ -186,7 +186,8 @@ async function generate(dir) {
     const toolCodes = schemas.get(path.join("tools", "lionbus.tool.result.json"))?.$defs?.sdk_code?.enum ?? [];
     // The signal events: every other lionbus.<type>.json of schemas/.
     const signals = bases.filter(({ file, base }) => !file.startsWith("tools") && base.startsWith("lionbus.") &&
-      !/\.(request|result)$/.test(base) && base !== "lionbus.error" && base !== "lionbus.run.chunk");
+      !/\.(request|result)$/.test(base) && base !== "lionbus.error" && base !== "lionbus.run.chunk" &&
+      !base.startsWith("lionbus.approval."));  // the approval events are the gate's, not signals
     const schemasTS = header + "\n" + ts +
       "\n/** The signal events published on <prefix>.events.<branch>.<token>: the type of the data of each. */\n" +
       "export interface SignalData {\n" + signals.map(({ base }) => `  ${JSON.stringify(base)}: ${typeName(base)};\n`).join("") + "}\n" +

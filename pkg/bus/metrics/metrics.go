@@ -168,6 +168,9 @@ func outcome(err error) string {
 	if err == nil {
 		return "ok"
 	}
+	if errors.Is(err, ops.ErrParked) {
+		return "parked" // waits for an approval; answered when resumed
+	}
 	var oe *ops.Error
 	if errors.As(err, &oe) && oe.Code != "" {
 		return string(oe.Code)

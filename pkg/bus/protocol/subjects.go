@@ -208,3 +208,33 @@ func upper(s string) string {
 	}
 	return string(b)
 }
+
+// ApprovalAnswer is the subject an approver named user publishes its
+// answer to approval id (of tool) on. The user's name ends it, so that the
+// server's permissions make it the approver's identity: a user granted
+// "<prefix>.approval.answer.<tool>.*.<user>" answers exactly that tool's
+// approvals, and only as itself (docs/approvals.md).
+func (s Subjects) ApprovalAnswer(tool, id, user string) string {
+	return s.Prefix + ".approval.answer." + tool + "." + id + "." + user
+}
+
+// ApprovalAnswersWildcard matches every approval answer.
+func (s Subjects) ApprovalAnswersWildcard() string { return s.Prefix + ".approval.answer.>" }
+
+// ApprovalOutcome is the core subject where the worker that read an
+// answer to approval id says what became of it.
+func (s Subjects) ApprovalOutcome(id string) string { return s.Prefix + ".approval.outcome." + id }
+
+// ApprovalsBucket is the KV bucket of approvals, one key per approval id.
+func (s Subjects) ApprovalsBucket() string { return s.Prefix + "_approvals" }
+
+// ApprovalsStream is the stream that keeps approval answers until a
+// worker reads them (work queue).
+func (s Subjects) ApprovalsStream() string { return upper(s.Prefix) + "_APPROVALS" }
+
+// ApprovalsConsumer is the workers' durable consumer of ApprovalsStream.
+func (s Subjects) ApprovalsConsumer() string { return "approvers" }
+
+// ResumeHeader is the header of a parked request published again to
+// resume it once its approval was decided; its value is the approval id.
+const ResumeHeader = "Lionbus-Resume"

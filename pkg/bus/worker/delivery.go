@@ -133,6 +133,7 @@ func (w *Worker) handle(d *delivery) {
 		w.awaitTurn,      // the branch's turn and its lease
 		w.answeredBefore, // a copy of a request answered before
 		w.execute,        // the handler
+		w.park,           // a request the handler parked
 		w.judge,          // what a failure becomes
 	} {
 		if phase(d) {
@@ -247,6 +248,7 @@ func (w *Worker) execute(d *delivery) (settled bool) {
 	op := ops.Request{
 		ID: req.ID(), Verb: req.Verb, BranchID: req.BranchID, Data: req.Data, TraceParent: req.TraceParent,
 		Source: req.Event.Source(), Attempt: d.attempt, LastAttempt: w.lastDelivery(d.attempt),
+		Resume: d.msg.Headers().Get(ResumeHeader),
 	}
 	if w.cfg.Events != nil {
 		d.events = w.cfg.Events.Open(d.req.ID())

@@ -189,6 +189,12 @@ type Config struct {
 	// "debug", "info", "warn" or "disabled". Default "info".
 	RequestLogLevel string
 
+	// OnParked keeps a request the handler parked (ops.ErrParked) until
+	// it is resumed: it must store it durably before it returns nil (the
+	// request is then acknowledged without an answer). nil: a parked
+	// request is answered with CodeInternal.
+	OnParked func(ctx context.Context, req ParkedRequest) error
+
 	// OnDeadLetter, when set, is called with the reason of every request
 	// the worker records in the dead-letter stream (for metrics).
 	OnDeadLetter func(reason ops.Code)

@@ -6,6 +6,11 @@
  */
 export type Id = string;
 /**
+ * SHA-256, in hex, of the arguments as JSON with sorted keys ({} for none).
+ */
+export type Digest = string;
+export type Time = string;
+/**
  * A model reference: "provider:model" (e.g. "openai:gpt-4.1-mini", "scripted:echo") or an object {provider, model, ...options} (for the scripted provider, replies).
  */
 export type ModelRef =
@@ -15,7 +20,6 @@ export type ModelRef =
       model?: string;
       [k: string]: unknown;
     };
-export type Time = string;
 /**
  * Data of a chat request: one unrecorded model call with the branch history. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
@@ -526,6 +530,9 @@ export type ToolErrorCode =
 export interface EventData {
   "lionbus.act.request": ActRequest;
   "lionbus.act.result": ActResult;
+  "lionbus.approval.answer": ApprovalAnswerData;
+  "lionbus.approval.outcome": ApprovalOutcomeData;
+  "lionbus.approval.pending": ApprovalPendingData;
   "lionbus.branch.clear.request": BranchClearRequest;
   "lionbus.branch.clear.result": BranchClearResult;
   "lionbus.branch.clone.request": BranchCloneRequest;
@@ -648,6 +655,129 @@ export interface ActResult {
   branch_id: Id;
   duration_ms: number;
   replayed?: boolean;
+}
+/**
+ * Data of a lionbus.approval.answer event: an approver's answer to a parked approval, published (JetStream) on <prefix>.approval.answer.<tool>.<id>.<user>, where <user> is the approver's NATS user (docs/approvals.md). The first answer decides; a later one is refused with approval_already_answered, one naming another digest with approval_digest_mismatch (see lionbus.approval.outcome).
+ */
+export interface ApprovalAnswerData {
+  decision: "approve" | "deny";
+  /**
+   * The pending approval's arguments_digest: the answer is for exactly those arguments.
+   */
+  arguments_digest: string;
+  /**
+   * With approve: edited arguments the call runs with instead of its own.
+   */
+  arguments?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Why; a denial's reason is recorded in the call's error value, which the model reads.
+   */
+  reason?: string;
+}
+/**
+ * Data of a lionbus.approval.outcome event, published (core NATS) on <prefix>.approval.outcome.<id> by the worker that read an answer: whether it decided the approval, or why it was refused.
+ */
+export interface ApprovalOutcomeData {
+  approval_id: string;
+  /**
+   * The CloudEvent id of the answer.
+   */
+  answer_id: string;
+  /**
+   * True when this answer decided the approval.
+   */
+  accepted: boolean;
+  /**
+   * Why the answer was refused.
+   */
+  code?:
+    | "approval_not_found"
+    | "approval_already_answered"
+    | "approval_digest_mismatch"
+    | "approval_invalid_answer";
+  message?: string;
+  /**
+   * The approval's state after an accepted answer.
+   */
+  state?: "pending" | "approved" | "denied";
+}
+/**
+ * Data of a lionbus.approval.pending event, published on <prefix>.events.<branch>.lionbus.approval.pending when a worker parked a tool call for approval (docs/approvals.md); also the record of the approval in the bucket <prefix>_approvals under its id, which approvals list and show read (with its decision once decided).
+ */
+export interface ApprovalPendingData {
+  /**
+   * The approval id: 32 hex digits of a SHA-256 over the request id and the call's idempotency key.
+   */
+  id: string;
+  /**
+   * The request the call belongs to: the id whose answer its client awaits.
+   */
+  request_id: string;
+  /**
+   * True once the worker kept the request aside: a decision then resumes it on any worker.
+   */
+  parked: boolean;
+  branch_id?: Id;
+  /**
+   * The tool's name.
+   */
+  tool: string;
+  /**
+   * The call's idempotency key.
+   */
+  idempotency_key: string;
+  /**
+   * The call's arguments.
+   */
+  arguments: {
+    [k: string]: unknown;
+  };
+  arguments_digest: Digest;
+  /**
+   * pending until decided, then approved or denied.
+   */
+  state: "pending" | "approved" | "denied";
+  created_at: Time;
+  deadline: Time;
+  on_deadline: "deny" | "approve";
+  /**
+   * The subject an answer is published on, <prefix>.approval.answer.<tool>.<id>.<user>, with <user> the approver's NATS user.
+   */
+  answer_subject: string;
+  /**
+   * The subject pattern a user is granted to answer this tool's approvals.
+   */
+  approvers: string;
+  decision?: Decision;
+  /**
+   * True once the request was published again to resume.
+   */
+  resumed?: boolean;
+}
+/**
+ * What decided the approval: an answer, or its deadline (answer_id "deadline").
+ */
+export interface Decision {
+  allow: boolean;
+  reason?: string;
+  /**
+   * Edited arguments the call runs with.
+   */
+  arguments?: {
+    [k: string]: unknown;
+  };
+  arguments_digest?: Digest;
+  /**
+   * Who answered: the answer's CloudEvents source and the NATS user its subject names.
+   */
+  by?: {
+    source?: string;
+    user?: string;
+  };
+  answer_id: string;
+  at: Time;
 }
 /**
  * Data of a branch.clear request: remove every message except the system message. The data may be empty. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
