@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,65 +117,19 @@ func newApprovalFleet(t *testing.T) *approvalFleet {
 	return f
 }
 
-// approvalProc is the test binary running as an approval worker.
-type approvalProc struct {
-	cmd    *exec.Cmd
-	stderr *bustest.SyncBuffer
-	exited chan struct{}
-}
-
-// kill SIGKILLs the process and waits until it exited.
-func (p *approvalProc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
 // start starts an approval worker process with --tools-approve and extra
 // flags, and waits until it serves.
-func (f *approvalFleet) start(name string, extra ...string) *approvalProc {
-	t := f.t
-	t.Helper()
-	args, _ := json.Marshal(append([]string{"--nats", f.b.Srv.ClientURL(), "--name", name, "--log-format", "json",
-		"--log-level", "warn", "--tools-approve", "--approval-sweep", "200ms"}, extra...))
-	p := &approvalProc{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &bustest.SyncBuffer{}, exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), approvalWorkerEnv+"="+string(args))
-	p.cmd.Stderr = p.stderr
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(p.exited)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "serving":
-				close(served)
-			case strings.HasPrefix(line, "call "):
-				f.mu.Lock()
-				f.calls[strings.TrimPrefix(line, "call ")]++
-				f.mu.Unlock()
-			}
+func (f *approvalFleet) start(name string, extra ...string) *childWorker {
+	f.t.Helper()
+	args := append([]string{"--nats", f.b.Srv.ClientURL(), "--name", name, "--log-format", "json",
+		"--log-level", "warn", "--tools-approve", "--approval-sweep", "200ms"}, extra...)
+	return startChildWorker(f.t, "approval worker", approvalWorkerEnv, args, func(line string, _ io.Writer) {
+		if id, ok := strings.CutPrefix(line, "call "); ok {
+			f.mu.Lock()
+			f.calls[id]++
+			f.mu.Unlock()
 		}
-		_ = p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
 	})
-	select {
-	case <-served:
-	case <-p.exited:
-		t.Fatalf("approval worker did not start:\n%s", p.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("approval worker did not start in time:\n%s", p.stderr)
-	}
-	return p
 }
 
 // submitReacts creates a branch per id (its react's model is the

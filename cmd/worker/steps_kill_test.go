@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,61 +147,21 @@ func (s *steps) finish(step string) {
 	s.done[step]++
 }
 
-// steppedProcess is the test binary running as a stepped worker.
-type steppedProcess struct {
-	cmd    *exec.Cmd
-	stderr *bustest.SyncBuffer
-	exited chan struct{}
-}
-
-func startSteppedWorker(t *testing.T, b *bustest.Bus, s *steps) *steppedProcess {
+// startSteppedWorker starts a stepped worker process (see
+// steppedWorkerMain) joining b's server, its steps told to s.
+func startSteppedWorker(t *testing.T, b *bustest.Bus, s *steps) *childWorker {
 	t.Helper()
-	args, _ := json.Marshal([]string{"--nats", b.Srv.ClientURL(), "--name", "stepped", "--log-format", "json", "--log-level", "warn"})
-	p := &steppedProcess{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &bustest.SyncBuffer{}, exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), steppedWorkerEnv+"="+string(args))
-	p.cmd.Stderr = p.stderr
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdin, err := p.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(p.exited)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "serving":
-				close(served)
-			case strings.HasPrefix(line, "step "):
-				if s.begin(strings.TrimPrefix(line, "step ")) {
-					_, _ = io.WriteString(stdin, "go\n")
-				}
-			case strings.HasPrefix(line, "done "):
-				s.finish(strings.TrimPrefix(line, "done "))
+	args := []string{"--nats", b.Srv.ClientURL(), "--name", "stepped", "--log-format", "json", "--log-level", "warn"}
+	return startChildWorker(t, "stepped worker", steppedWorkerEnv, args, func(line string, stdin io.Writer) {
+		switch {
+		case strings.HasPrefix(line, "step "):
+			if s.begin(strings.TrimPrefix(line, "step ")) {
+				_, _ = io.WriteString(stdin, "go\n")
 			}
+		case strings.HasPrefix(line, "done "):
+			s.finish(strings.TrimPrefix(line, "done "))
 		}
-		_ = p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
 	})
-	select {
-	case <-served:
-	case <-p.exited:
-		t.Fatalf("stepped worker did not start:\n%s", p.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("stepped worker did not start in time:\n%s", p.stderr)
-	}
-	return p
 }
 
 // steppedOp is the operation a stepped run sends, on branch "r" with the
