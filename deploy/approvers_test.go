@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,30 +28,7 @@ func TestApprovers_only_the_granted_user_answers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	workerNC, err := client.Connect(ctx, client.ConnectConfig{
-		URL: s.ClientURL(), User: "worker", Password: password("LIONBUS_WORKER_PASSWORD"), InboxPrefix: "_INBOX_worker",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(workerNC.Close)
-	js, err := jetstream.New(workerNC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvals, err := tools.OpenApprovals(ctx, workerNC, js, tools.ApprovalsConfig{Sweep: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- approvals.Serve(serveCtx) }()
-	t.Cleanup(func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	approvals := serveApprovals(t, ctx, s.ClientURL(), "worker", "LIONBUS_WORKER_PASSWORD", "")
 	// Two parked calls, as the worker's gate records them.
 	park := func(tool string) string {
 		t.Helper()
@@ -99,31 +77,8 @@ func TestTenants_approvers(t *testing.T) {
 	s := startConfServer(t, "nats/tenants.conf", tenantPasswords)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	workerNC, err := client.Connect(ctx, client.ConnectConfig{
-		URL: s.ClientURL(), User: "worker-acme", Password: password("LIONBUS_WORKER_ACME_PASSWORD"), InboxPrefix: "_INBOX_worker_acme",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(workerNC.Close)
-	js, err := jetstream.New(workerNC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvals, err := tools.OpenApprovals(ctx, workerNC, js, tools.ApprovalsConfig{Prefix: "acme", Sweep: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- approvals.Serve(serveCtx) }()
-	t.Cleanup(func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	_, err = approvals.Authorize(ctx, wire.ToolInvocation{Function: "refund", Arguments: map[string]any{"amount": 10},
+	approvals := serveApprovals(t, ctx, s.ClientURL(), "worker-acme", "LIONBUS_WORKER_ACME_PASSWORD", "acme")
+	_, err := approvals.Authorize(ctx, wire.ToolInvocation{Function: "refund", Arguments: map[string]any{"amount": 10},
 		RequestID: "r1", IdempotencyKey: wire.ToolCallKey("r1", 0)})
 	var parked *ops.ParkedError
 	if !errors.As(err, &parked) {
@@ -146,4 +101,36 @@ func TestTenants_approvers(t *testing.T) {
 	if a, err := approvals.Get(ctx, id); err != nil || a.State != wire.ApprovalApproved || a.Decision.By.User != "alice" {
 		t.Fatalf("approved: %+v, %v", a, err)
 	}
+}
+
+// serveApprovals connects as the worker user (its password in the
+// variable pwVar) and serves the approvals of prefix ("" for the default)
+// as a worker does, until the test ends.
+func serveApprovals(t *testing.T, ctx context.Context, url, user, pwVar, prefix string) *tools.Approvals {
+	t.Helper()
+	nc, err := client.Connect(ctx, client.ConnectConfig{
+		URL: url, User: user, Password: password(pwVar), InboxPrefix: "_INBOX_" + strings.ReplaceAll(user, "-", "_"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvals, err := tools.OpenApprovals(ctx, nc, js, tools.ApprovalsConfig{Prefix: prefix, Sweep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- approvals.Serve(serveCtx) }()
+	t.Cleanup(func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return approvals
 }
