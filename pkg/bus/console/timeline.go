@@ -19,6 +19,7 @@ type entry struct {
 	Time       time.Time
 	ModelCalls uint64
 	Settings   *wire.Settings
+	System     string // the settings' system message, when no message holds it
 	Messages   []message
 	Fork       *wire.ForkPoint
 	// Of the operation's result, on branch.messages: its value (a
@@ -59,8 +60,13 @@ func timeline(events []wire.Event) ([]entry, wire.Usage) {
 	out := make([]entry, 0, len(events))
 	for _, ev := range events {
 		e := entry{Seq: ev.Seq, Type: ev.Type, RequestID: ev.RequestID, Time: ev.Time, ModelCalls: ev.ModelCalls, Settings: ev.Settings, Fork: ev.Fork}
+		hasSystem := false
 		for _, m := range ev.Messages {
 			e.Messages = append(e.Messages, messageOf(m))
+			hasSystem = hasSystem || m.Kind == wire.KindSystem
+		}
+		if ev.Settings != nil && !hasSystem {
+			e.System = ev.Settings.System
 		}
 		if len(ev.Result) > 0 {
 			var r resultView
