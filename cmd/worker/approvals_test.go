@@ -59,6 +59,16 @@ func TestApprovals_a_second_answer_is_refused(t *testing.T) {
 	if twice := f.paidTwice(); len(twice) != 0 || f.callsOf("double") != 2 {
 		t.Fatalf("model calls paid twice: %v; %d calls for the request, want 2", twice, f.callsOf("double"))
 	}
+	// The branch's history records the parked call once, before the
+	// messages the resumed request committed.
+	calls, messages := f.parkedCalls(ctx, "b-double")
+	if len(calls) != 1 || calls[0].RequestID != "double" || calls[0].Seq >= messages {
+		t.Fatalf("parked calls in the history: %+v (last branch.messages at seq %d)", calls, messages)
+	}
+	if c := calls[0].Approval; c == nil || c.ID != ap.ID || c.Tool != "refund" || c.ArgumentsDigest != ap.ArgumentsDigest ||
+		!c.Deadline.Equal(ap.Deadline) || c.OnDeadline != ap.OnDeadline || c.Approvers != ap.Approvers || c.Arguments["amount"] != float64(10) {
+		t.Fatalf("the recorded call %+v, want the approval %+v", c, ap)
+	}
 }
 
 // An approver may approve with edited arguments: the tool runs with them;
@@ -232,6 +242,11 @@ func TestApprovals_survive_every_worker_killed_and_answers_during_the_outage(t *
 	}
 	if twice := f.paidTwice(); len(twice) != 0 {
 		t.Fatalf("model calls paid twice: %v", twice)
+	}
+	for _, id := range ids {
+		if calls, _ := f.parkedCalls(ctx, "b-"+id); len(calls) != 1 || calls[0].Approval == nil || calls[0].Approval.ID != parked[id].ID {
+			t.Fatalf("branch b-%s records its parked call %d times, want once: %+v", id, len(calls), calls)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

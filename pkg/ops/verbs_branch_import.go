@@ -29,7 +29,7 @@ func historyEvent(ev wire.Event) history.Event {
 	return history.Event{
 		Seq: ev.Seq, Type: history.EventType(ev.Type), RequestID: ev.RequestID, Time: ev.Time,
 		Settings: ev.Settings, Messages: ev.Messages, Result: ev.Result, BranchID: ev.BranchID,
-		Clear: ev.Clear, ModelCalls: ev.ModelCalls, Fork: ev.Fork,
+		Clear: ev.Clear, ModelCalls: ev.ModelCalls, Fork: ev.Fork, Approval: ev.Approval,
 	}
 }
 
@@ -156,7 +156,7 @@ func checkImportPage(d *importPage) error {
 	var seq uint64
 	for i, ev := range d.Events {
 		switch ev.Type {
-		case history.EventCreated, history.EventMessages, history.EventCleared, history.EventUpdated, history.EventForked:
+		case history.EventCreated, history.EventMessages, history.EventCleared, history.EventUpdated, history.EventForked, history.EventApprovalRequested:
 		default:
 			return Errorf(CodeInvalidRequest, "data.events[%d]: unknown event type %q", i, ev.Type)
 		}

@@ -1109,7 +1109,8 @@ export interface HistoryEvent {
     | "branch.updated"
     | "branch.forked"
     | "branch.deleted"
-    | "branch.compacted";
+    | "branch.compacted"
+    | "branch.approval_requested";
   request_id: string;
   time: Time;
   settings?: Settings;
@@ -1151,6 +1152,21 @@ export interface HistoryEvent {
     dropped_before?: number;
     dropped_events?: number;
     reason?: string;
+  };
+  /**
+   * On branch.approval_requested: a tool call the request parked for an approver (docs/approvals.md) — the approval id, the tool, the call's idempotency key, its arguments and their digest, the deadline and what it decides, and the subject pattern a user must be allowed to publish on to answer. The decision and the approver are in the approval's record; the call's outcome in the messages the resumed request commits.
+   */
+  approval?: {
+    id: string;
+    tool: string;
+    idempotency_key: string;
+    arguments: {
+      [k: string]: unknown;
+    };
+    arguments_digest: string;
+    deadline: Time;
+    on_deadline: "deny" | "approve";
+    approvers: string;
   };
 }
 /**
