@@ -39,10 +39,12 @@ const (
 )
 
 // Compacter is what a [Compactor] needs of the history store (*store.Store
-// has it): the branch's own fold, a compaction point appended at its head
-// (carrying what is dropped before it), and the cut.
+// has it): the branch's own fold, its events after a point, a compaction
+// point appended at its head (carrying what is dropped before it), and
+// the cut.
 type Compacter interface {
 	Load(ctx context.Context, branchID string) (*history.Branch, error)
+	History(ctx context.Context, branchID string, after uint64, limit int) ([]history.Event, error)
 	Compact(ctx context.Context, branchID, requestID, reason string, droppedBefore, droppedEvents uint64) (history.Event, error)
 	DropBefore(ctx context.Context, branchID string, seq uint64) error
 }
@@ -359,6 +361,19 @@ func (c *Compactor) branch(ctx context.Context, id string, ps *pass, now time.Ti
 		log.Debug().Str("branch", id).Uint64("compaction_seq", ev.Seq).Msg("retention: compaction point written")
 		return t, true
 	}
+	// A fork made since the scan is recorded in the parent's history
+	// (branch.forked) before or after the compaction point just written:
+	// before it, it is read here; after it, the fork sees the compaction
+	// point announcing the cut and is refused (ops: the fork verb).
+	if late, err := c.forkedSince(ctx, id, s.last, dropBefore); err != nil || late != nil {
+		if err == nil {
+			err = fmt.Errorf("fork %s made at seq %d during the pass", late.id, late.seq)
+		}
+		t.Skipped = "cut cancelled: " + err.Error()
+		log.Info().Err(err).Str("branch", id).Uint64("compaction_seq", ev.Seq).Uint64("cut", dropBefore).
+			Msg("retention: cut of a live branch cancelled, nothing dropped; again at the next pass")
+		return t, true
+	}
 	if err := c.st.DropBefore(ctx, id, dropBefore); err != nil {
 		t.Skipped = err.Error()
 		log.Warn().Err(err).Str("branch", id).Msg("retention: drop a branch's old history; again at the next pass")
@@ -445,4 +460,28 @@ func (c *Compactor) forkedRef(ctx context.Context, seq uint64) (forkRef, error) 
 		return forkRef{}, nil
 	}
 	return forkRef{id: ev.Fork.BranchID, seq: ev.Fork.Seq}, nil
+}
+
+// forkedSince returns a fork recorded in the branch's history after seq
+// (the last event the pass's scan saw) whose fork point is before cut,
+// or nil: reading the history after the compaction point announcing the
+// cut was written, so that every fork recorded before that point is
+// seen. Its events are read up to the head, at most MaxHistoryPage at a
+// time.
+func (c *Compactor) forkedSince(ctx context.Context, id string, seq, cut uint64) (*forkRef, error) {
+	for {
+		evs, err := c.st.History(ctx, id, seq, history.MaxHistoryPage)
+		if err != nil {
+			return nil, fmt.Errorf("retention: read the history of %s after seq %d: %w", id, seq, err)
+		}
+		for _, ev := range evs {
+			if ev.Type == history.EventForked && ev.Fork != nil && ev.Fork.Seq < cut {
+				return &forkRef{id: ev.Fork.BranchID, seq: ev.Fork.Seq}, nil
+			}
+		}
+		if len(evs) < history.MaxHistoryPage {
+			return nil, nil
+		}
+		seq = evs[len(evs)-1].Seq
+	}
 }
