@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,9 +25,10 @@ const (
 	// DefaultCompactInterval is how often a Compactor passes over the
 	// history.
 	DefaultCompactInterval = 10 * time.Minute
-	// MaxScannedBranches is the most branches one pass of a Compactor
-	// considers (the first met in the history); the others wait for a
-	// later pass, once these are trimmed or deleted.
+	// MaxScannedBranches is the most branches a Compactor remembers and
+	// considers (the first met in the history); another is met at its
+	// next event once some of these are deleted (and forgotten), and is
+	// not cut until the Compactor reads the history anew (a new worker).
 	MaxScannedBranches = 100_000
 	// MaxStartPoints is the most compaction points a pass remembers per
 	// branch (the newest): a cut is at one of them.
@@ -86,7 +88,8 @@ type Trimmed struct {
 }
 
 // Compactor trims the history of live branches: on every pass it reads
-// the history stream's headers, and for every branch that is not a fork
+// the history stream's headers written since the last pass (the first
+// pass: all of them), and for every branch that is not a fork
 // nor deleted, it appends a compaction point when one is due and drops
 // the events before the latest compaction point that every limit and
 // every live fork of the branch allow. See docs/history.md#retention.
@@ -98,6 +101,10 @@ type Compactor struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	mu   sync.Mutex // one pass at a time
+	ps   *pass      // what the passes read of the history so far
+	read uint64     // the headers the last pass read
 }
 
 // NewCompactor returns a compactor over the resources res and the store
@@ -176,24 +183,64 @@ type scan struct {
 	lastType    string
 	starts      []point  // oldest first, at most MaxStartPoints
 	forked      []uint64 // sequences of its branch.forked events
+	partial     bool     // met after its first stored event: not cut
 }
 
-// pass is what a pass read of the history: every branch's scan, in the
-// order first met, and the forks whose branch.created names each parent
-// (by its headers).
+// pass is what the passes read of the history: every branch's scan, in
+// the order first met, the forks whose branch.created names each parent
+// (by its headers), and the stream sequence read up to. Each pass reads
+// only the headers written since the last one.
 type pass struct {
 	scans map[string]*scan
 	order []string
 	forks map[string][]forkRef
+	upto  uint64
+}
+
+func newPass() *pass {
+	return &pass{scans: map[string]*scan{}, forks: map[string][]forkRef{}}
+}
+
+// forget drops the scans of deleted branches (a branch created again is
+// met anew), so that MaxScannedBranches counts live ones.
+func (ps *pass) forget() {
+	order := ps.order[:0]
+	for _, id := range ps.order {
+		if ps.scans[id].lastType == string(history.EventDeleted) {
+			delete(ps.scans, id)
+			continue
+		}
+		order = append(order, id)
+	}
+	clear(ps.order[len(order):])
+	ps.order = order
+}
+
+// HeadersRead returns how many history headers the last pass read: the
+// first pass reads the whole history stream, each later one what was
+// written since the one before.
+func (c *Compactor) HeadersRead() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.read
 }
 
 // Pass makes one pass over the history and returns what it did to each
 // branch it compacted or trimmed, or skipped though due.
 func (c *Compactor) Pass(ctx context.Context) ([]Trimmed, error) {
-	ps, err := c.scan(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ps == nil {
+		c.ps = newPass()
+	}
+	ps := c.ps
+	n, err := c.scan(ctx, ps)
+	c.read = n
 	if err != nil {
+		c.ps = nil // read again from the start at the next pass
 		return nil, err
 	}
+	defer ps.forget()
 	now := c.cfg.Clock()
 	var out []Trimmed
 	for _, id := range ps.order {
@@ -208,56 +255,69 @@ func (c *Compactor) Pass(ctx context.Context) ([]Trimmed, error) {
 	return out, nil
 }
 
-// scan reads the headers of the whole history stream, up to its last
-// sequence when the pass started.
-func (c *Compactor) scan(ctx context.Context) (*pass, error) {
+// scan reads into ps the headers of the history stream after ps.upto,
+// up to its last sequence when the pass started, and returns how many it
+// read.
+func (c *Compactor) scan(ctx context.Context, ps *pass) (uint64, error) {
 	info, err := c.res.History.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("retention: history stream info: %w", err)
+		return 0, fmt.Errorf("retention: history stream info: %w", err)
 	}
 	upto := info.State.LastSeq
-	ps := &pass{scans: map[string]*scan{}, forks: map[string][]forkRef{}}
-	if info.State.Msgs == 0 {
-		return ps, nil
+	if upto < ps.upto {
+		*ps = *newPass() // a stream made anew: read it all
+	}
+	if info.State.Msgs == 0 || upto == ps.upto {
+		ps.upto = upto
+		return 0, nil
 	}
 	subj := c.res.Subjects
-	cons, err := c.js.OrderedConsumer(ctx, subj.HistoryStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subj.HistoryWildcard()}, HeadersOnly: true, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj.HistoryWildcard()}, HeadersOnly: true, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if ps.upto > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, ps.upto+1
+	}
+	cons, err := c.js.OrderedConsumer(ctx, subj.HistoryStream(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("retention: read the history: %w", err)
+		return 0, fmt.Errorf("retention: read the history: %w", err)
 	}
 	msgs, err := cons.Messages(jetstream.PullMaxMessages(512))
 	if err != nil {
-		return nil, fmt.Errorf("retention: read the history: %w", err)
+		return 0, fmt.Errorf("retention: read the history: %w", err)
 	}
 	defer msgs.Stop()
 	prefix := subj.History("")
+	var n uint64
 	for {
 		m, err := msgs.Next(jetstream.NextMaxWait(time.Second))
 		if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return n, ctx.Err()
 			}
-			return ps, nil // nothing more stored
+			ps.upto = upto
+			return n, nil // nothing more stored
 		}
 		if err != nil {
-			return nil, fmt.Errorf("retention: read the history: %w", err)
+			return n, fmt.Errorf("retention: read the history: %w", err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return nil, fmt.Errorf("retention: read the history: %w", err)
+			return n, fmt.Errorf("retention: read the history: %w", err)
 		}
 		seq := md.Sequence.Stream
 		if seq > upto {
-			return ps, nil
+			ps.upto = upto
+			return n, nil
 		}
+		n++
 		branch, ok := strings.CutPrefix(m.Subject(), prefix)
 		if ok && protocol.ValidToken(branch) {
 			h := m.Headers()
 			s := ps.scans[branch]
 			if s == nil && len(ps.order) < MaxScannedBranches {
-				s = &scan{first: seq}
+				// Met after its first event (a later pass, once there was
+				// room): what came before is not counted.
+				typ := history.EventType(h.Get(headerEventType))
+				s = &scan{first: seq, partial: ps.upto > 0 && typ != history.EventCreated && typ != history.EventCompacted}
 				ps.scans[branch] = s
 				ps.order = append(ps.order, branch)
 			}
@@ -271,7 +331,8 @@ func (c *Compactor) scan(ctx context.Context) (*pass, error) {
 			}
 		}
 		if md.NumPending == 0 || seq >= upto {
-			return ps, nil
+			ps.upto = upto
+			return n, nil
 		}
 	}
 }
@@ -290,6 +351,32 @@ func (s *scan) add(seq uint64, at time.Time, h nats.Header) {
 	}
 	s.count++
 	s.last, s.lastType = seq, typ
+}
+
+// cut notes that the events before seq, a start point, were dropped.
+func (s *scan) cut(seq uint64) {
+	var gone uint64
+	for _, p := range s.starts {
+		if p.seq == seq {
+			gone = p.index
+		}
+	}
+	s.first, s.count = seq, s.count-gone
+	kept := s.starts[:0]
+	for _, p := range s.starts {
+		if p.seq >= seq {
+			p.index -= gone
+			kept = append(kept, p)
+		}
+	}
+	s.starts = kept
+	forked := s.forked[:0]
+	for _, f := range s.forked {
+		if f >= seq {
+			forked = append(forked, f)
+		}
+	}
+	s.forked = forked
 }
 
 // since is how many stored events follow the point p.
@@ -311,7 +398,7 @@ func (c *Compactor) branch(ctx context.Context, id string, ps *pass, now time.Ti
 	// The cut: the latest start point after the first stored event that
 	// the limits allow.
 	var cut *point
-	for i := len(s.starts) - 1; i >= 0; i-- {
+	for i := len(s.starts) - 1; i >= 0 && !s.partial; i-- {
 		if p := s.starts[i]; p.seq > s.first && allowed(p) {
 			cut = &s.starts[i]
 			break
@@ -380,6 +467,7 @@ func (c *Compactor) branch(ctx context.Context, id string, ps *pass, now time.Ti
 		return t, true
 	}
 	t.DroppedBefore, t.DroppedEvents = dropBefore, dropped
+	s.cut(dropBefore)
 	log.Info().Str("branch", id).Uint64("dropped_before", dropBefore).Uint64("events_dropped", dropped).
 		Uint64("compaction_seq", ev.Seq).Str("rule", reason).Msg("retention: dropped the old history of a live branch")
 	return t, true
