@@ -83,7 +83,9 @@ type Trimmed struct {
 	DroppedBefore uint64
 	DroppedEvents uint64
 	// Skipped says why the branch was left alone although due (its state
-	// too large for one event, its head moved meanwhile); "" otherwise.
+	// too large for one event, its head moved meanwhile), or why its cut
+	// was cancelled after its compaction point (a fork made meanwhile);
+	// "" otherwise.
 	Skipped string
 }
 
