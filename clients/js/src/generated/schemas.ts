@@ -1170,7 +1170,7 @@ export interface HistoryEvent {
   };
 }
 /**
- * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created (or, for an export whose older history retention dropped, with its first branch.compacted, after a branch.created the import makes of its settings). Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
 export interface BranchImportRequest {
   /**
