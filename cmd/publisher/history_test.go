@@ -62,7 +62,7 @@ func TestPublisher_branch_export_verify_import(t *testing.T) {
 	if code != exitOK || strings.Count(stdout, "\n") != 7 {
 		t.Fatalf("export to stdout: %d, %d lines", code, strings.Count(stdout, "\n"))
 	}
-	runStep(t, step{name: "verify", wantOut: []string{"good: lionbus.history/1 export of branch h1, 5 events", "7 lines"}, stdin: "", args: []string{"branch", "verify", file}})
+	runStep(t, step{name: "verify", wantOut: []string{"good: lionbus.history/2 export of branch h1, 5 events", "7 lines"}, stdin: "", args: []string{"branch", "verify", file}})
 	runStep(t, step{name: "verify stdin", wantOut: []string{"good:"}, stdin: string(good), args: []string{"branch", "verify", "-"}})
 	runStep(t, step{name: "verify --json", wantOutRE: `"events": 5,[\s\S]*"lines": 7,[\s\S]*"head": "[0-9a-f]{64}"`, args: []string{"--json", "branch", "verify", file}})
 

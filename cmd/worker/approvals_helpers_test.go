@@ -146,6 +146,25 @@ func (f *approvalFleet) submitReacts(ctx context.Context, ids ...string) {
 	}
 }
 
+// parkedCalls returns the branch.approval_requested events in the history
+// of branch, and the sequence of its last branch.messages.
+func (f *approvalFleet) parkedCalls(ctx context.Context, branch string) (calls []wire.Event, lastMessages uint64) {
+	f.t.Helper()
+	page, err := f.b.Client.BranchHistory(ctx, branch, wire.BranchHistoryRequest{Limit: 1000})
+	if err != nil {
+		f.t.Fatalf("history of %s: %v", branch, err)
+	}
+	for _, ev := range page.Value.Events {
+		switch ev.Type {
+		case wire.EventApprovalRequested:
+			calls = append(calls, ev)
+		case wire.EventMessages:
+			lastMessages = ev.Seq
+		}
+	}
+	return calls, lastMessages
+}
+
 // parked waits until n approvals are pending with their request kept,
 // and returns them by request id.
 func (f *approvalFleet) parked(ctx context.Context, n int) map[string]wire.Approval {

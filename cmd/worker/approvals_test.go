@@ -59,6 +59,16 @@ func TestApprovals_a_second_answer_is_refused(t *testing.T) {
 	if twice := f.paidTwice(); len(twice) != 0 || f.callsOf("double") != 2 {
 		t.Fatalf("model calls paid twice: %v; %d calls for the request, want 2", twice, f.callsOf("double"))
 	}
+	// The branch's history records the parked call once, before the
+	// messages the resumed request committed.
+	calls, messages := f.parkedCalls(ctx, "b-double")
+	if len(calls) != 1 || calls[0].RequestID != "double" || calls[0].Seq >= messages {
+		t.Fatalf("parked calls in the history: %+v (last branch.messages at seq %d)", calls, messages)
+	}
+	if c := calls[0].Approval; c == nil || c.ID != ap.ID || c.Tool != "refund" || c.ArgumentsDigest != ap.ArgumentsDigest ||
+		!c.Deadline.Equal(ap.Deadline) || c.OnDeadline != ap.OnDeadline || c.Approvers != ap.Approvers || c.Arguments["amount"] != float64(10) {
+		t.Fatalf("the recorded call %+v, want the approval %+v", c, ap)
+	}
 }
 
 // An approver may approve with edited arguments: the tool runs with them;
@@ -233,6 +243,11 @@ func TestApprovals_survive_every_worker_killed_and_answers_during_the_outage(t *
 	if twice := f.paidTwice(); len(twice) != 0 {
 		t.Fatalf("model calls paid twice: %v", twice)
 	}
+	for _, id := range ids {
+		if calls, _ := f.parkedCalls(ctx, "b-"+id); len(calls) != 1 || calls[0].Approval == nil || calls[0].Approval.ID != parked[id].ID {
+			t.Fatalf("branch b-%s records its parked call %d times, want once: %+v", id, len(calls), calls)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.refunds) != answered/2+n-answered {
@@ -286,7 +301,7 @@ func TestApprovals_deadline_acts_with_no_worker_running(t *testing.T) {
 
 // The act verb parks as react does: its call waits for the answer, and
 // the resumed act runs it (approved) or records the denial (denied);
-// nothing of the parked attempt is committed.
+// of the parked attempt only the parked call is recorded.
 func TestApprovals_act_parks_and_resumes(t *testing.T) {
 	f := newApprovalFleet(t)
 	f.start("w1")
@@ -309,8 +324,9 @@ func TestApprovals_act_parks_and_resumes(t *testing.T) {
 		}
 		ap := f.parked(ctx, 1)[tt.id]
 		h, err := f.b.Client.BranchHistory(ctx, "b-"+tt.id, wire.BranchHistoryRequest{})
-		if err != nil || len(h.Value.Events) != 1 {
-			t.Fatalf("history of the parked act's branch: %d events (%v), want the creation only", len(h.Value.Events), err)
+		if err != nil || len(h.Value.Events) != 2 || h.Value.Events[0].Type != wire.EventCreated ||
+			h.Value.Events[1].Type != wire.EventApprovalRequested || h.Value.Events[1].Approval == nil || h.Value.Events[1].Approval.ID != ap.ID {
+			t.Fatalf("history of the parked act's branch: %+v (%v), want the creation and the parked call only", h.Value.Events, err)
 		}
 		if _, err := f.b.Client.AnswerApproval(ctx, ap.ID, client.Answer{Approve: tt.approve, User: "alice", Reason: "no"}); err != nil {
 			t.Fatal(err)

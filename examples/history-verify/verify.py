@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Verify a lionbus branch export (format lionbus.history/1) with the
+"""Verify a lionbus branch export (format lionbus.history/2 or /1) with the
 standard library only, following docs/history.md and nothing else.
 
 Run:
@@ -14,10 +14,11 @@ import hashlib
 import json
 import sys
 
-FORMAT = "lionbus.history/1"
+FORMATS = {"lionbus.history/1", "lionbus.history/2"}
 PREFIX = b'{"lionhash":"'
 HEX = set(b"0123456789abcdef")
-EVENT_TYPES = {"branch.created", "branch.messages", "branch.cleared", "branch.updated"}
+EVENT_TYPES = {"branch.created", "branch.messages", "branch.cleared", "branch.updated",
+               "branch.forked", "branch.approval_requested", "branch.compacted"}
 
 
 class Bad(Exception):
@@ -64,7 +65,7 @@ def verify(data):
         if n == 1:
             if ce.get("type") != "lionbus.history.export":
                 raise Bad(n, "not a header")
-            if data_.get("format") != FORMAT:
+            if data_.get("format") not in FORMATS:
                 raise Bad(n, f"unsupported format {data_.get('format')!r}")
             header = data_
             continue
@@ -81,8 +82,18 @@ def verify(data):
         seq = data_.get("seq", 0)
         if seq != ce.get("lionseq") or seq <= last_seq:
             raise Bad(n, f"seq {seq} out of order")
-        if (etype == "branch.created") != (events == 0):
-            raise Bad(n, "branch.created must start the history, and only it")
+        # The first event starts the history: a branch.created, or in
+        # version 2 also a branch.compacted (retention dropped what came
+        # before it); no branch.created follows it.
+        starts = {"branch.created"}
+        if header["format"] != "lionbus.history/1":
+            starts.add("branch.compacted")
+        if events == 0 and etype not in starts:
+            raise Bad(n, f"{etype} cannot start the history")
+        if events > 0 and etype == "branch.created":
+            raise Bad(n, "branch.created after the first event")
+        if etype == "branch.compacted" and not isinstance(data_.get("compaction"), dict):
+            raise Bad(n, "a branch.compacted without its compaction")
         if events == 0:
             first_seq = seq
         events, last_seq = events + 1, seq

@@ -195,9 +195,11 @@ func (e *Engine) Verbs() []string {
 // CodeUnavailable (store failures, temporary) or CodeInternal. Temporary
 // errors are worth retrying.
 //
-// A request whose tool call waits for an approver is parked: Do returns a
-// *[ParkedError] (errors.Is ErrParked) and commits nothing; its transport
-// runs it again with Request.Resume set once the approval was decided.
+// A request whose tool call waits for an approver is parked: Do records
+// the call on the branch (a branch.approval_requested event, once per
+// approval), commits nothing of the operation and returns a
+// *[ParkedError] (errors.Is ErrParked); its transport runs it again with
+// Request.Resume set once the approval was decided.
 //
 // Do is idempotent per request id: a request whose id is already committed on
 // its branch is answered from history (Result.Replayed) without calling a
@@ -218,12 +220,16 @@ func (e *Engine) Do(ctx context.Context, req Request) (*Result, error) {
 	}
 	opCtx, parked := wire.WithParker(WithAttempt(ctx, req.Attempt))
 	res, err := fn(e, opCtx, req)
-	if p := parked(); p != nil {
+	p := parked()
+	if p == nil {
+		_ = errors.As(err, &p)
+	}
+	if p != nil {
+		if err := e.recordParked(ctx, req, p); err != nil {
+			return nil, err
+		}
 		e.log.Debug().Str("verb", req.Verb).Str("request_id", req.ID).Str("approval", p.ApprovalID).Msg("request parked")
 		return nil, p
-	}
-	if pe := (*ParkedError)(nil); errors.As(err, &pe) {
-		return nil, pe
 	}
 	if err != nil {
 		oe := asError(ctx, err)

@@ -2,7 +2,10 @@ package ops
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
+	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -28,3 +31,26 @@ func Park(ctx context.Context, p *ParkedError) error { return wire.Park(ctx, p) 
 // [Park]): an [Authorizer] asked about another call after that records
 // nothing.
 func Parked(ctx context.Context) bool { return wire.ParkedBy(ctx) != nil }
+
+// recordParked appends, to the branch of req, the branch.approval_requested
+// event of the call p parked, so that the branch's history shows what it
+// waits for. A redelivery that parks on the same call again finds it
+// recorded (history.ErrAlreadyCommitted). A request without a branch, or
+// whose branch is gone, records nothing; a store failure is temporary:
+// the request is redelivered and parks again.
+func (e *Engine) recordParked(ctx context.Context, req Request, p *ParkedError) error {
+	if req.BranchID == "" || p.Approval == nil {
+		return nil
+	}
+	ev := history.Event{Type: history.EventApprovalRequested, RequestID: req.ID, Time: e.clock(), BranchID: req.BranchID, Approval: p.Approval}
+	_, err := e.store.Append(ctx, req.BranchID, ev)
+	switch {
+	case err == nil, errors.Is(err, history.ErrAlreadyCommitted):
+		return nil
+	case errors.Is(err, history.ErrBranchNotFound), errors.Is(err, history.ErrBranchDeleted):
+		e.log.Debug().Str("request_id", req.ID).Str("branch", req.BranchID).Str("approval", p.ApprovalID).Msg("parked call not recorded: the branch is gone")
+		return nil
+	default:
+		return asError(ctx, storeErr(fmt.Sprintf("append of the parked call of approval %s to branch %s", p.ApprovalID, req.BranchID), err))
+	}
+}

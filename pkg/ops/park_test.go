@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // parkingGate parks every call of a request until its decision is set,
@@ -25,13 +27,36 @@ func (g *parkingGate) Authorize(ctx context.Context, call ops.ToolInvocation) (o
 	if d, ok := g.decided[call.IdempotencyKey]; ok {
 		return d, nil
 	}
-	return ops.Decision{}, ops.Park(ctx, &ops.ParkedError{ApprovalID: "ap-" + call.Function, Tool: call.Function})
+	id := "ap-" + call.Function
+	return ops.Decision{}, ops.Park(ctx, &ops.ParkedError{ApprovalID: id, Tool: call.Function, Approval: &wire.ApprovalRequest{
+		ID: id, Tool: call.Function, IdempotencyKey: call.IdempotencyKey, Arguments: call.Arguments,
+		ArgumentsDigest: wire.ArgumentsDigest(call.Arguments), OnDeadline: "deny", Approvers: "lion.approval.answer." + call.Function + ".*.<user>",
+	}})
+}
+
+// approvalEvents returns the branch.approval_requested events of branch.
+func (a *actBundle) approvalEvents(t *testing.T, branch string) []history.Event {
+	t.Helper()
+	evs, err := a.store.History(context.Background(), branch, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []history.Event
+	for _, ev := range evs {
+		if ev.Type == history.EventApprovalRequested {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // A gate that parks a call ends the operation as parked: Do returns a
-// *ParkedError (ErrParked), no tool runs and nothing is committed; the
-// request resumed (Request.Resume) runs as a redelivery (attempt 2) and,
-// the call decided, finishes: approved it runs, denied it is recorded.
+// *ParkedError (ErrParked), no tool runs and nothing of the operation is
+// committed — the branch's history records only the parked call (one
+// branch.approval_requested, however often the request parks on it);
+// the request resumed (Request.Resume) runs as a redelivery (attempt 2)
+// and, the call decided, finishes: approved it runs, denied it is
+// recorded.
 func TestDo_a_parked_request_commits_nothing_and_resumes(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -52,8 +77,20 @@ func TestDo_a_parked_request_commits_nothing_and_resumes(t *testing.T) {
 			if !errors.As(err, &parked) || !errors.Is(err, ops.ErrParked) || parked.ApprovalID != "ap-add" {
 				t.Fatalf("act: %v, want it parked", err)
 			}
-			if seq := a.lastEvent(t, "b").Seq; seq != before {
-				t.Fatalf("a parked act committed (last seq %d, was %d)", seq, before)
+			// Parked twice (a redelivery before the answer): recorded once.
+			if _, _, err := a.act(t, "r", "b", data); !errors.As(err, &parked) {
+				t.Fatalf("act delivered again: %v, want it parked", err)
+			}
+			last := a.lastEvent(t, "b")
+			if last.Type != history.EventApprovalRequested || last.RequestID != "r" || last.Approval == nil ||
+				last.Approval.ID != "ap-add" || last.Approval.Tool != "add" || last.Approval.ArgumentsDigest != wire.ArgumentsDigest(map[string]any{"x": 1, "y": 2}) {
+				t.Fatalf("the branch's last event after the park: %+v %+v", last, last.Approval)
+			}
+			if evs := a.approvalEvents(t, "b"); len(evs) != 1 || evs[0].Seq <= before {
+				t.Fatalf("the parked call is recorded %d times, want once after seq %d: %+v", len(evs), before, evs)
+			}
+			if b, err := a.store.Load(context.Background(), "b"); err != nil || len(b.Messages) != 0 || b.Seq != last.Seq {
+				t.Fatalf("a parked act committed messages: %+v (%v)", b, err)
 			}
 			if n := a.tools.Calls(ops.ToolCallKey("r", 0)) + a.tools.Calls(ops.ToolCallKey("r", 1)); n != 0 {
 				t.Fatalf("tools ran %d times for a parked request", n)
@@ -78,6 +115,9 @@ func TestDo_a_parked_request_commits_nothing_and_resumes(t *testing.T) {
 				if n != 2 {
 					t.Fatalf("the resumed request's calls were authorized under attempts %v, want 2", gate.attempts)
 				}
+			}
+			if evs := a.approvalEvents(t, "b"); len(evs) != 1 {
+				t.Fatalf("after the resume the parked call is recorded %d times, want once", len(evs))
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -112,11 +113,63 @@ func (e *Engine) recordFork(ctx context.Context, req Request, b *history.Branch,
 	case err != nil:
 		return nil, storeErr("append", err)
 	}
+	if err := e.forkNotCut(ctx, req, b); err != nil {
+		return nil, err
+	}
 	v, err := marshalValue(wire.BranchForked{BranchID: b.ID, Fork: *b.Fork, Seq: b.Seq, Messages: len(b.Messages), CreatedAt: b.CreatedAt})
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Value: v, BranchID: b.ID, Replayed: replayed}, nil
+}
+
+// forkNotCut checks that retention does not drop the prefix of the fork
+// b, just recorded in its parent's history: no compaction point between
+// the fork point and that record announces a cut after the fork point.
+// A compactor reads the parent's history after writing such a point and
+// cancels the cut for a fork recorded before it; one recorded after it
+// is this check's to refuse. A refused fork gets its tombstone, and the
+// request answers CodeInvalidRequest wrapping history.ErrCompacted. It
+// reads the parent's events from the fork point to the record.
+func (e *Engine) forkNotCut(ctx context.Context, req Request, b *history.Branch) error {
+	at := b.Fork.Seq
+	for after := at; ; {
+		evs, err := e.store.History(ctx, req.BranchID, after, history.MaxHistoryPage)
+		if err != nil {
+			return historyErr(req.BranchID, err)
+		}
+		for _, ev := range evs {
+			switch {
+			case ev.Type == history.EventForked && ev.RequestID == req.ID:
+				return nil
+			case ev.Type == history.EventCompacted && ev.Compaction != nil && ev.Compaction.DroppedBefore > at:
+				return e.refuseCutFork(ctx, req, b, ev)
+			}
+		}
+		if len(evs) < history.MaxHistoryPage {
+			return nil
+		}
+		after = evs[len(evs)-1].Seq
+	}
+}
+
+// refuseCutFork ends the fork b with its tombstone, its prefix being
+// dropped by the retention cut that the compaction point cut announces,
+// and returns the request's error.
+func (e *Engine) refuseCutFork(ctx context.Context, req Request, b *history.Branch, cut history.Event) error {
+	tomb := history.Event{
+		Type: history.EventDeleted, RequestID: req.ID, Time: e.clock(), BranchID: b.ID,
+		Tombstone: &history.Tombstone{By: "lionbus", Reason: "its fork point was dropped by retention as it was made", Source: Truncate(req.Source, wire.MaxTombstoneText), Head: b.Seq},
+	}
+	if _, err := e.store.Append(ctx, b.ID, tomb); err != nil && !errors.Is(err, history.ErrAlreadyCommitted) {
+		return storeErr("append", err)
+	}
+	return &Error{
+		Code: CodeInvalidRequest,
+		Message: fmt.Sprintf("branch %q: its history before seq %d is being dropped by retention (compaction point at seq %d), so fork %q at seq %d was not kept; fork at seq %d or later",
+			req.BranchID, cut.Compaction.DroppedBefore, cut.Seq, b.ID, b.Fork.Seq, cut.Compaction.DroppedBefore),
+		Err: history.ErrCompacted,
+	}
 }
 
 // seqBefore returns the sequence of the branch's event just before the

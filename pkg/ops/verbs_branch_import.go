@@ -29,8 +29,34 @@ func historyEvent(ev wire.Event) history.Event {
 	return history.Event{
 		Seq: ev.Seq, Type: history.EventType(ev.Type), RequestID: ev.RequestID, Time: ev.Time,
 		Settings: ev.Settings, Messages: ev.Messages, Result: ev.Result, BranchID: ev.BranchID,
-		Clear: ev.Clear, ModelCalls: ev.ModelCalls, Fork: ev.Fork,
+		Clear: ev.Clear, ModelCalls: ev.ModelCalls, Fork: ev.Fork, Approval: ev.Approval,
+		Compaction: cloneCompaction(ev.Compaction),
 	}
+}
+
+// cloneCompaction copies c (nil stays nil), so that an import may set
+// its sequences without touching the request's events.
+func cloneCompaction(c *history.Compaction) *history.Compaction {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	return &out
+}
+
+// importedStart is the branch.created an import starts a branch with when
+// the export starts at a compaction point c (its source's retention
+// dropped the history before it): the branch's settings at that point,
+// at its creation time, under the compaction's request id. The
+// compaction point, appended right after it, then gives the branch the
+// whole state it carries.
+func importedStart(c history.Event) history.Event {
+	s := c.Compaction.Settings // shared, read only: the store encodes it
+	at := c.Compaction.CreatedAt
+	if at.IsZero() || at.After(c.Time) {
+		at = c.Time
+	}
+	return history.Event{Type: history.EventCreated, RequestID: c.RequestID, Time: at, BranchID: c.BranchID, Settings: &s}
 }
 
 // branchImport appends a page of another branch's history (an export's
@@ -55,6 +81,14 @@ func (e *Engine) branchImport(ctx context.Context, req Request) (*Result, error)
 	id := req.BranchID
 	for i := range d.Events {
 		d.Events[i].BranchID = id
+	}
+	// An export that starts at a compaction point (its source dropped
+	// the history before it) starts the branch with a branch.created of
+	// its own, then the compaction point gives it its whole state.
+	start := 0
+	if d.Head == 0 && d.Events[0].Type == history.EventCompacted {
+		d.Events = append([]history.Event{importedStart(d.Events[0])}, d.Events...)
+		start = 1
 	}
 	evs := d.Events
 	var present int
@@ -82,6 +116,11 @@ func (e *Engine) branchImport(ctx context.Context, req Request) (*Result, error)
 	}
 	imported := len(d.Events) - len(evs) - present
 	for _, ev := range evs {
+		if c := ev.Compaction; c != nil {
+			// Its sequences are the source's: it follows this branch's
+			// head here, and this branch dropped nothing before it.
+			c.Head, c.DroppedBefore, c.DroppedEvents = head, 0, 0
+		}
 		b, err := e.store.Append(ctx, id, ev)
 		switch {
 		case errors.Is(err, history.ErrAlreadyCommitted):
@@ -93,6 +132,12 @@ func (e *Engine) branchImport(ctx context.Context, req Request) (*Result, error)
 		}
 		head = b.Seq
 		imported++
+	}
+	// The branch.created an import made up is none of the page's events.
+	if start > 0 && present > 0 {
+		present--
+	} else if start > 0 {
+		imported--
 	}
 	v, err := marshalValue(wire.BranchImported{BranchID: id, Head: head, Imported: imported, Present: present})
 	if err != nil {
@@ -156,15 +201,17 @@ func checkImportPage(d *importPage) error {
 	var seq uint64
 	for i, ev := range d.Events {
 		switch ev.Type {
-		case history.EventCreated, history.EventMessages, history.EventCleared, history.EventUpdated, history.EventForked:
+		case history.EventCreated, history.EventMessages, history.EventCleared, history.EventUpdated, history.EventForked, history.EventApprovalRequested, history.EventCompacted:
 		default:
 			return Errorf(CodeInvalidRequest, "data.events[%d]: unknown event type %q", i, ev.Type)
 		}
 		switch {
 		case ev.Type == history.EventCreated && (i != 0 || d.Head != 0):
 			return Errorf(CodeInvalidRequest, "data.events[%d]: a %s event only starts an import (the first event of the page of head 0)", i, ev.Type)
-		case i == 0 && d.Head == 0 && ev.Type != history.EventCreated:
-			return Errorf(CodeInvalidRequest, "data.events[0] is a %s event: the first page of an import (head 0) starts with %s", ev.Type, history.EventCreated)
+		case i == 0 && d.Head == 0 && ev.Type != history.EventCreated && ev.Type != history.EventCompacted:
+			return Errorf(CodeInvalidRequest, "data.events[0] is a %s event: the first page of an import (head 0) starts with %s (or %s, for a history cut by retention)", ev.Type, history.EventCreated, history.EventCompacted)
+		case ev.Type == history.EventCompacted && ev.Compaction == nil:
+			return Errorf(CodeInvalidRequest, "data.events[%d] is a %s event without its compaction", i, ev.Type)
 		case ev.Seq != 0 && ev.Seq <= seq:
 			return Errorf(CodeInvalidRequest, "data.events[%d]: seq %d after seq %d: the events are out of order", i, ev.Seq, seq)
 		case ev.Type == history.EventCreated && ev.Fork != nil:
@@ -202,16 +249,30 @@ func decodeImport(data json.RawMessage) (*importPage, error) {
 			ev.Messages[j].Content = numbersIn(ev.Messages[j].Content)
 			ev.Messages[j].Metadata = numbersIn(ev.Messages[j].Metadata)
 		}
-		if s := ev.Settings; s != nil {
-			s.Notes, s.Metadata = numbersIn(s.Notes), numbersIn(s.Metadata)
-			for _, m := range []*history.ModelRef{s.ChatModel, s.ParseModel} {
-				if m != nil {
-					m.Options = numbersIn(m.Options)
-				}
+		settingsNumbers(ev.Settings)
+		if c := ev.Compaction; c != nil {
+			for j := range c.Messages {
+				c.Messages[j].Content = numbersIn(c.Messages[j].Content)
+				c.Messages[j].Metadata = numbersIn(c.Messages[j].Metadata)
 			}
+			settingsNumbers(&c.Settings)
 		}
 	}
 	return d, nil
+}
+
+// settingsNumbers replaces the json.Numbers of s's notes, metadata and
+// model options (s may be nil).
+func settingsNumbers(s *history.Settings) {
+	if s == nil {
+		return
+	}
+	s.Notes, s.Metadata = numbersIn(s.Notes), numbersIn(s.Metadata)
+	for _, m := range []*history.ModelRef{s.ChatModel, s.ParseModel} {
+		if m != nil {
+			m.Options = numbersIn(m.Options)
+		}
+	}
 }
 
 func numbersIn(m map[string]any) map[string]any {

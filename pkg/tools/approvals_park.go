@@ -33,18 +33,18 @@ func (a *Approvals) Authorize(ctx context.Context, call wire.ToolInvocation) (wi
 		r, _, err := a.get(ctx, id)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			_, err := a.create(ctx, id, call)
+			created, err := a.create(ctx, id, call)
 			if errors.Is(err, jetstream.ErrKeyExists) {
 				continue // another delivery of the request came first
 			}
 			if err != nil {
 				return wire.Decision{}, err
 			}
-			return wire.Decision{Reason: "waiting for approval " + id}, wire.Park(ctx, &wire.ParkedError{ApprovalID: id, Tool: call.Function})
+			return wire.Decision{Reason: "waiting for approval " + id}, wire.Park(ctx, &wire.ParkedError{ApprovalID: id, Tool: call.Function, Approval: created.Approval.AsRequest()})
 		case err != nil:
 			return wire.Decision{}, fmt.Errorf("approval %s: %w", id, err)
 		case r.State == wire.ApprovalPending:
-			return wire.Decision{Reason: "waiting for approval " + id}, wire.Park(ctx, &wire.ParkedError{ApprovalID: id, Tool: call.Function})
+			return wire.Decision{Reason: "waiting for approval " + id}, wire.Park(ctx, &wire.ParkedError{ApprovalID: id, Tool: call.Function, Approval: r.Approval.AsRequest()})
 		}
 		if r.Decision != nil && r.Decision.Allow && r.Decision.Arguments != nil {
 			a.remember(id, r.Decision.Arguments)

@@ -176,4 +176,6 @@ type Event struct {
 	Tombstone *Tombstone `json:"tombstone,omitempty"`
 	// Compaction is set on branch.compacted.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Approval is set on branch.approval_requested.
+	Approval *ApprovalRequest `json:"approval,omitempty"`
 }

@@ -20,6 +20,9 @@ type ParkedError struct {
 	ApprovalID string
 	// Tool is the tool whose call waits.
 	Tool string
+	// Approval, when set, is what the branch's history records of the
+	// waiting call (a branch.approval_requested event).
+	Approval *ApprovalRequest
 }
 
 // Error says which call waits for which approval.

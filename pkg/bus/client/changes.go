@@ -30,18 +30,19 @@ type ChangesOptions struct {
 // storedEvent is a history event as the history stream holds it:
 // msgpack, with the field names of its JSON form (docs/history.md).
 type storedEvent struct {
-	Type       wire.EventType   `msgpack:"type"`
-	RequestID  string           `msgpack:"request_id"`
-	Time       time.Time        `msgpack:"time"`
-	Settings   *wire.Settings   `msgpack:"settings,omitempty"`
-	Messages   []wire.Message   `msgpack:"messages,omitempty"`
-	Result     []byte           `msgpack:"result,omitempty"`
-	BranchID   string           `msgpack:"branch_id,omitempty"`
-	Clear      bool             `msgpack:"clear,omitempty"`
-	ModelCalls uint64           `msgpack:"model_calls,omitempty"`
-	Fork       *wire.ForkPoint  `msgpack:"fork,omitempty"`
-	Tombstone  *wire.Tombstone  `msgpack:"tombstone,omitempty"`
-	Compaction *wire.Compaction `msgpack:"compaction,omitempty"`
+	Type       wire.EventType        `msgpack:"type"`
+	RequestID  string                `msgpack:"request_id"`
+	Time       time.Time             `msgpack:"time"`
+	Settings   *wire.Settings        `msgpack:"settings,omitempty"`
+	Messages   []wire.Message        `msgpack:"messages,omitempty"`
+	Result     []byte                `msgpack:"result,omitempty"`
+	BranchID   string                `msgpack:"branch_id,omitempty"`
+	Clear      bool                  `msgpack:"clear,omitempty"`
+	ModelCalls uint64                `msgpack:"model_calls,omitempty"`
+	Fork       *wire.ForkPoint       `msgpack:"fork,omitempty"`
+	Tombstone  *wire.Tombstone       `msgpack:"tombstone,omitempty"`
+	Compaction *wire.Compaction      `msgpack:"compaction,omitempty"`
+	Approval   *wire.ApprovalRequest `msgpack:"approval,omitempty"`
 }
 
 // DecodeChange decodes a message of the history stream: its subject
@@ -62,7 +63,7 @@ func DecodeChange(subj protocol.Subjects, subject string, seq uint64, data []byt
 	ev := wire.Event{
 		Seq: seq, Type: se.Type, RequestID: se.RequestID, Time: se.Time.UTC(), Settings: se.Settings,
 		Messages: se.Messages, BranchID: se.BranchID, Clear: se.Clear, ModelCalls: se.ModelCalls,
-		Fork: se.Fork, Tombstone: se.Tombstone, Compaction: se.Compaction,
+		Fork: se.Fork, Tombstone: se.Tombstone, Compaction: se.Compaction, Approval: se.Approval,
 	}
 	if c := ev.Compaction; c != nil {
 		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()

@@ -248,6 +248,6 @@ func ExampleClient_ExportBranch() {
 	fmt.Println("imported into", res.BranchID+":", len(copied.Value.Messages), "messages")
 	// Output:
 	// at the first exchange: 3 messages
-	// exported 3 events; lionbus.history/1 5 lines
+	// exported 3 events; lionbus.history/2 5 lines
 	// imported into journal-copy: 5 messages
 }

@@ -39,6 +39,6 @@ func Example() {
 	_, err = histexport.Verify(bytes.NewReader(edited))
 	fmt.Println(err)
 	// Output:
-	// lionbus.history/1: 2 events, seq 1 to 4, 4 lines
+	// lionbus.history/2: 2 events, seq 1 to 4, 4 lines
 	// line 2: histexport: hash does not chain: the line was edited, or a line before it was dropped, inserted or moved
 }

@@ -9,13 +9,27 @@ import (
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// Format names the version of the format this package writes and reads.
-// The header's data.format holds it; a reader refuses other versions.
-const Format = "lionbus.history/1"
+// Format names the version of the format this package writes. The
+// header's data.format holds it. Version 2 lets a file start with a
+// branch.compacted (the export of a branch whose older history retention
+// dropped); a file of version 1 ([FormatV1]) starts with a
+// branch.created. A reader reads both and refuses other versions.
+const Format = "lionbus.history/2"
+
+// FormatV1 is the first version of the format, which [Reader] still reads:
+// the same lines, the first event always a branch.created.
+const FormatV1 = "lionbus.history/1"
+
+// startsHistory says whether an event of type t may be the first of a file
+// of version format: a branch.created, or in version 2 also a
+// branch.compacted (the state at the point retention cut the history).
+func startsHistory(format string, t wire.EventType) bool {
+	return t == wire.EventCreated || (t == wire.EventCompacted && format != FormatV1)
+}
 
 // CloudEvent types of the lines of a file. An event line's type is
 // "lionbus." followed by the history event's type (lionbus.branch.created,
-// lionbus.branch.messages, lionbus.branch.cleared, lionbus.branch.updated).
+// lionbus.branch.messages, lionbus.branch.compacted, ...).
 const (
 	TypeHeader = "lionbus.history.export"
 	TypeEnd    = "lionbus.history.end"
@@ -93,3 +107,11 @@ func line(sum [sha256.Size]byte, canon []byte) []byte {
 
 // eventType is the CloudEvents type of an event line of t.
 func eventType(t wire.EventType) string { return typeEvent + string(t) }
+
+// startName says what may start a file of version format.
+func startName(format string) string {
+	if format == FormatV1 {
+		return string(wire.EventCreated)
+	}
+	return string(wire.EventCreated) + " or a " + string(wire.EventCompacted)
+}

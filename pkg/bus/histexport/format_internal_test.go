@@ -32,7 +32,7 @@ func ce(typ, subject string, data string) cloudEvent {
 
 // TestReader_refuses_well_chained_files_that_break_the_format: a file
 // whose every hash chains, but whose content is not this format: another
-// version, no header, an event of another branch, an end line that
+// version, a version 1 file starting at a compaction point, no header, an event of another branch, an end line that
 // miscounts, an unknown field.
 func TestReader_refuses_well_chained_files_that_break_the_format(t *testing.T) {
 	header := ce(TypeHeader, "b1", `{"format":"lionbus.history/1","branch_id":"b1","exported_at":"2026-01-01T00:00:00Z"}`)
@@ -41,6 +41,9 @@ func TestReader_refuses_well_chained_files_that_break_the_format(t *testing.T) {
 	cleared := ce("lionbus.branch.cleared", "b1", `{"seq":4,"type":"branch.cleared","request_id":"c","time":"2026-01-01T00:00:00Z"}`)
 	cleared.LionSeq = 4
 	end := ce(TypeEnd, "b1", `{"events":2,"last_seq":4}`)
+	headerV2 := ce(TypeHeader, "b1", `{"format":"lionbus.history/2","branch_id":"b1","exported_at":"2026-01-01T00:00:00Z"}`)
+	compacted := ce("lionbus.branch.compacted", "b1", `{"seq":2,"type":"branch.compacted","request_id":"k","time":"2026-01-01T00:00:00Z","compaction":{"head":1,"settings":{},"messages":[],"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","dropped_before":1,"dropped_events":1}}`)
+	compacted.LionSeq = 2
 	tests := []struct {
 		name  string
 		lines []cloudEvent
@@ -48,7 +51,21 @@ func TestReader_refuses_well_chained_files_that_break_the_format(t *testing.T) {
 		want  error
 	}{
 		{"good", []cloudEvent{header, created, cleared, end}, 0, nil},
-		{"another version", []cloudEvent{ce(TypeHeader, "b1", `{"format":"lionbus.history/2","branch_id":"b1","exported_at":"2026-01-01T00:00:00Z"}`), created, end}, 1, ErrUnsupportedFormat},
+		{"another version", []cloudEvent{ce(TypeHeader, "b1", `{"format":"lionbus.history/3","branch_id":"b1","exported_at":"2026-01-01T00:00:00Z"}`), created, end}, 1, ErrUnsupportedFormat},
+		{"version 2", []cloudEvent{headerV2, created, cleared, end}, 0, nil},
+		{"version 2 from a compaction point", []cloudEvent{headerV2, compacted, cleared, end}, 0, nil},
+		{"version 1 from a compaction point", []cloudEvent{header, compacted, cleared, end}, 2, ErrOrder},
+		{"a compaction point without its state", []cloudEvent{headerV2, func() cloudEvent {
+			c := ce("lionbus.branch.compacted", "b1", `{"seq":2,"type":"branch.compacted","request_id":"k","time":"2026-01-01T00:00:00Z"}`)
+			c.LionSeq = 2
+			return c
+		}(), cleared, end}, 2, ErrMalformed},
+		{"a branch.created after a compaction point", []cloudEvent{headerV2, compacted, func() cloudEvent {
+			c := created
+			c.LionSeq = 4
+			c.Data = json.RawMessage(`{"seq":4,"type":"branch.created","request_id":"r","time":"2026-01-01T00:00:00Z"}`)
+			return c
+		}(), end}, 3, ErrOrder},
 		{"no header", []cloudEvent{created, cleared, end}, 1, ErrNotHeader},
 		{"an event of another branch", []cloudEvent{header, created, ce("lionbus.branch.cleared", "b2", `{}`), end}, 3, ErrOrder},
 		{"the end miscounts", []cloudEvent{header, created, ce(TypeEnd, "b1", `{"events":3,"last_seq":4}`)}, 3, ErrEndMismatch},

@@ -48,8 +48,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if err := strictJSON(ce.Data, &h); err != nil {
 		return nil, lineErr(rd.line, ErrMalformed, "header data: %v", err)
 	}
-	if h.Format != Format {
-		return nil, lineErr(rd.line, ErrUnsupportedFormat, "%q (this reader reads %q)", h.Format, Format)
+	if h.Format != Format && h.Format != FormatV1 {
+		return nil, lineErr(rd.line, ErrUnsupportedFormat, "%q (this reader reads %q and %q)", h.Format, Format, FormatV1)
 	}
 	if h.BranchID == "" || ce.Subject != h.BranchID {
 		return nil, lineErr(rd.line, ErrMalformed, "header names branch %q, subject %q", h.BranchID, ce.Subject)
@@ -120,8 +120,12 @@ func (r *Reader) next() (wire.Event, error) {
 		return wire.Event{}, lineErr(r.line, ErrMalformed, "lionseq %d holds the event of seq %d", ce.LionSeq, ev.Seq)
 	case ev.Seq <= r.last:
 		return wire.Event{}, lineErr(r.line, ErrOrder, "seq %d after seq %d", ev.Seq, r.last)
-	case (ev.Type == wire.EventCreated) != (r.events == 0):
-		return wire.Event{}, lineErr(r.line, ErrOrder, "%s as event %d (a branch.created starts the history, and only it)", ev.Type, r.events+1)
+	case r.events == 0 && !startsHistory(r.header.Format, ev.Type):
+		return wire.Event{}, lineErr(r.line, ErrOrder, "%s as the first event (%s starts with a %s)", ev.Type, r.header.Format, startName(r.header.Format))
+	case r.events > 0 && ev.Type == wire.EventCreated:
+		return wire.Event{}, lineErr(r.line, ErrOrder, "%s as event %d (only the first event may start the history)", ev.Type, r.events+1)
+	case ev.Type == wire.EventCompacted && ev.Compaction == nil:
+		return wire.Event{}, lineErr(r.line, ErrMalformed, "a %s without its compaction", ev.Type)
 	case ev.BranchID != "" && ev.BranchID != r.header.BranchID:
 		return wire.Event{}, lineErr(r.line, ErrOrder, "an event of branch %q in the export of %q", ev.BranchID, r.header.BranchID)
 	}

@@ -44,8 +44,10 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 }
 
 // Write writes the line of ev, the next event of the branch's history:
-// the first must be a branch.created, each one's Seq above the last's,
-// and ev.BranchID, when set, the header's branch.
+// the first must be a branch.created or, when retention dropped the
+// history before it, a branch.compacted (which holds the branch's state
+// there); each one's Seq above the last's, and ev.BranchID, when set,
+// the header's branch.
 func (w *Writer) Write(ev wire.Event) error {
 	if w.err != nil {
 		return w.err
@@ -53,8 +55,12 @@ func (w *Writer) Write(ev wire.Event) error {
 	switch {
 	case ev.Seq <= w.last:
 		return fmt.Errorf("%w: event seq %d after seq %d", ErrOrder, ev.Seq, w.last)
-	case (ev.Type == wire.EventCreated) != (w.events == 0):
-		return fmt.Errorf("%w: %s as event %d (a branch.created starts the history, and only it)", ErrOrder, ev.Type, w.events+1)
+	case w.events == 0 && !startsHistory(Format, ev.Type):
+		return fmt.Errorf("%w: %s as the first event (%s starts with a %s)", ErrOrder, ev.Type, Format, startName(Format))
+	case w.events > 0 && ev.Type == wire.EventCreated:
+		return fmt.Errorf("%w: %s as event %d (only the first event may start the history)", ErrOrder, ev.Type, w.events+1)
+	case ev.Type == wire.EventCompacted && ev.Compaction == nil:
+		return fmt.Errorf("%w: a %s without its compaction", ErrMalformed, ev.Type)
 	case ev.BranchID != "" && ev.BranchID != w.branch:
 		return fmt.Errorf("%w: an event of branch %q in the export of %q", ErrOrder, ev.BranchID, w.branch)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,9 +25,10 @@ const (
 	// DefaultCompactInterval is how often a Compactor passes over the
 	// history.
 	DefaultCompactInterval = 10 * time.Minute
-	// MaxScannedBranches is the most branches one pass of a Compactor
-	// considers (the first met in the history); the others wait for a
-	// later pass, once these are trimmed or deleted.
+	// MaxScannedBranches is the most branches a Compactor remembers and
+	// considers (the first met in the history); another is met at its
+	// next event once some of these are deleted (and forgotten), and is
+	// not cut until the Compactor reads the history anew (a new worker).
 	MaxScannedBranches = 100_000
 	// MaxStartPoints is the most compaction points a pass remembers per
 	// branch (the newest): a cut is at one of them.
@@ -39,10 +41,12 @@ const (
 )
 
 // Compacter is what a [Compactor] needs of the history store (*store.Store
-// has it): the branch's own fold, a compaction point appended at its head
-// (carrying what is dropped before it), and the cut.
+// has it): the branch's own fold, its events after a point, a compaction
+// point appended at its head (carrying what is dropped before it), and
+// the cut.
 type Compacter interface {
 	Load(ctx context.Context, branchID string) (*history.Branch, error)
+	History(ctx context.Context, branchID string, after uint64, limit int) ([]history.Event, error)
 	Compact(ctx context.Context, branchID, requestID, reason string, droppedBefore, droppedEvents uint64) (history.Event, error)
 	DropBefore(ctx context.Context, branchID string, seq uint64) error
 }
@@ -79,12 +83,15 @@ type Trimmed struct {
 	DroppedBefore uint64
 	DroppedEvents uint64
 	// Skipped says why the branch was left alone although due (its state
-	// too large for one event, its head moved meanwhile); "" otherwise.
+	// too large for one event, its head moved meanwhile), or why its cut
+	// was cancelled after its compaction point (a fork made meanwhile);
+	// "" otherwise.
 	Skipped string
 }
 
 // Compactor trims the history of live branches: on every pass it reads
-// the history stream's headers, and for every branch that is not a fork
+// the history stream's headers written since the last pass (the first
+// pass: all of them), and for every branch that is not a fork
 // nor deleted, it appends a compaction point when one is due and drops
 // the events before the latest compaction point that every limit and
 // every live fork of the branch allow. See docs/history.md#retention.
@@ -96,6 +103,10 @@ type Compactor struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	mu   sync.Mutex // one pass at a time
+	ps   *pass      // what the passes read of the history so far
+	read uint64     // the headers the last pass read
 }
 
 // NewCompactor returns a compactor over the resources res and the store
@@ -174,24 +185,64 @@ type scan struct {
 	lastType    string
 	starts      []point  // oldest first, at most MaxStartPoints
 	forked      []uint64 // sequences of its branch.forked events
+	partial     bool     // met after its first stored event: not cut
 }
 
-// pass is what a pass read of the history: every branch's scan, in the
-// order first met, and the forks whose branch.created names each parent
-// (by its headers).
+// pass is what the passes read of the history: every branch's scan, in
+// the order first met, the forks whose branch.created names each parent
+// (by its headers), and the stream sequence read up to. Each pass reads
+// only the headers written since the last one.
 type pass struct {
 	scans map[string]*scan
 	order []string
 	forks map[string][]forkRef
+	upto  uint64
+}
+
+func newPass() *pass {
+	return &pass{scans: map[string]*scan{}, forks: map[string][]forkRef{}}
+}
+
+// forget drops the scans of deleted branches (a branch created again is
+// met anew), so that MaxScannedBranches counts live ones.
+func (ps *pass) forget() {
+	order := ps.order[:0]
+	for _, id := range ps.order {
+		if ps.scans[id].lastType == string(history.EventDeleted) {
+			delete(ps.scans, id)
+			continue
+		}
+		order = append(order, id)
+	}
+	clear(ps.order[len(order):])
+	ps.order = order
+}
+
+// HeadersRead returns how many history headers the last pass read: the
+// first pass reads the whole history stream, each later one what was
+// written since the one before.
+func (c *Compactor) HeadersRead() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.read
 }
 
 // Pass makes one pass over the history and returns what it did to each
 // branch it compacted or trimmed, or skipped though due.
 func (c *Compactor) Pass(ctx context.Context) ([]Trimmed, error) {
-	ps, err := c.scan(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ps == nil {
+		c.ps = newPass()
+	}
+	ps := c.ps
+	n, err := c.scan(ctx, ps)
+	c.read = n
 	if err != nil {
+		c.ps = nil // read again from the start at the next pass
 		return nil, err
 	}
+	defer ps.forget()
 	now := c.cfg.Clock()
 	var out []Trimmed
 	for _, id := range ps.order {
@@ -206,56 +257,69 @@ func (c *Compactor) Pass(ctx context.Context) ([]Trimmed, error) {
 	return out, nil
 }
 
-// scan reads the headers of the whole history stream, up to its last
-// sequence when the pass started.
-func (c *Compactor) scan(ctx context.Context) (*pass, error) {
+// scan reads into ps the headers of the history stream after ps.upto,
+// up to its last sequence when the pass started, and returns how many it
+// read.
+func (c *Compactor) scan(ctx context.Context, ps *pass) (uint64, error) {
 	info, err := c.res.History.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("retention: history stream info: %w", err)
+		return 0, fmt.Errorf("retention: history stream info: %w", err)
 	}
 	upto := info.State.LastSeq
-	ps := &pass{scans: map[string]*scan{}, forks: map[string][]forkRef{}}
-	if info.State.Msgs == 0 {
-		return ps, nil
+	if upto < ps.upto {
+		*ps = *newPass() // a stream made anew: read it all
+	}
+	if info.State.Msgs == 0 || upto == ps.upto {
+		ps.upto = upto
+		return 0, nil
 	}
 	subj := c.res.Subjects
-	cons, err := c.js.OrderedConsumer(ctx, subj.HistoryStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subj.HistoryWildcard()}, HeadersOnly: true, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj.HistoryWildcard()}, HeadersOnly: true, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if ps.upto > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, ps.upto+1
+	}
+	cons, err := c.js.OrderedConsumer(ctx, subj.HistoryStream(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("retention: read the history: %w", err)
+		return 0, fmt.Errorf("retention: read the history: %w", err)
 	}
 	msgs, err := cons.Messages(jetstream.PullMaxMessages(512))
 	if err != nil {
-		return nil, fmt.Errorf("retention: read the history: %w", err)
+		return 0, fmt.Errorf("retention: read the history: %w", err)
 	}
 	defer msgs.Stop()
 	prefix := subj.History("")
+	var n uint64
 	for {
 		m, err := msgs.Next(jetstream.NextMaxWait(time.Second))
 		if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return n, ctx.Err()
 			}
-			return ps, nil // nothing more stored
+			ps.upto = upto
+			return n, nil // nothing more stored
 		}
 		if err != nil {
-			return nil, fmt.Errorf("retention: read the history: %w", err)
+			return n, fmt.Errorf("retention: read the history: %w", err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return nil, fmt.Errorf("retention: read the history: %w", err)
+			return n, fmt.Errorf("retention: read the history: %w", err)
 		}
 		seq := md.Sequence.Stream
 		if seq > upto {
-			return ps, nil
+			ps.upto = upto
+			return n, nil
 		}
+		n++
 		branch, ok := strings.CutPrefix(m.Subject(), prefix)
 		if ok && protocol.ValidToken(branch) {
 			h := m.Headers()
 			s := ps.scans[branch]
 			if s == nil && len(ps.order) < MaxScannedBranches {
-				s = &scan{first: seq}
+				// Met after its first event (a later pass, once there was
+				// room): what came before is not counted.
+				typ := history.EventType(h.Get(headerEventType))
+				s = &scan{first: seq, partial: ps.upto > 0 && typ != history.EventCreated && typ != history.EventCompacted}
 				ps.scans[branch] = s
 				ps.order = append(ps.order, branch)
 			}
@@ -269,7 +333,8 @@ func (c *Compactor) scan(ctx context.Context) (*pass, error) {
 			}
 		}
 		if md.NumPending == 0 || seq >= upto {
-			return ps, nil
+			ps.upto = upto
+			return n, nil
 		}
 	}
 }
@@ -288,6 +353,32 @@ func (s *scan) add(seq uint64, at time.Time, h nats.Header) {
 	}
 	s.count++
 	s.last, s.lastType = seq, typ
+}
+
+// cut notes that the events before seq, a start point, were dropped.
+func (s *scan) cut(seq uint64) {
+	var gone uint64
+	for _, p := range s.starts {
+		if p.seq == seq {
+			gone = p.index
+		}
+	}
+	s.first, s.count = seq, s.count-gone
+	kept := s.starts[:0]
+	for _, p := range s.starts {
+		if p.seq >= seq {
+			p.index -= gone
+			kept = append(kept, p)
+		}
+	}
+	s.starts = kept
+	forked := s.forked[:0]
+	for _, f := range s.forked {
+		if f >= seq {
+			forked = append(forked, f)
+		}
+	}
+	s.forked = forked
 }
 
 // since is how many stored events follow the point p.
@@ -309,7 +400,7 @@ func (c *Compactor) branch(ctx context.Context, id string, ps *pass, now time.Ti
 	// The cut: the latest start point after the first stored event that
 	// the limits allow.
 	var cut *point
-	for i := len(s.starts) - 1; i >= 0; i-- {
+	for i := len(s.starts) - 1; i >= 0 && !s.partial; i-- {
 		if p := s.starts[i]; p.seq > s.first && allowed(p) {
 			cut = &s.starts[i]
 			break
@@ -359,12 +450,26 @@ func (c *Compactor) branch(ctx context.Context, id string, ps *pass, now time.Ti
 		log.Debug().Str("branch", id).Uint64("compaction_seq", ev.Seq).Msg("retention: compaction point written")
 		return t, true
 	}
+	// A fork made since the scan is recorded in the parent's history
+	// (branch.forked) before or after the compaction point just written:
+	// before it, it is read here; after it, the fork sees the compaction
+	// point announcing the cut and is refused (ops: the fork verb).
+	if late, err := c.forkedSince(ctx, id, s.last, dropBefore); err != nil || late != nil {
+		if err == nil {
+			err = fmt.Errorf("fork %s made at seq %d during the pass", late.id, late.seq)
+		}
+		t.Skipped = "cut cancelled: " + err.Error()
+		log.Info().Err(err).Str("branch", id).Uint64("compaction_seq", ev.Seq).Uint64("cut", dropBefore).
+			Msg("retention: cut of a live branch cancelled, nothing dropped; again at the next pass")
+		return t, true
+	}
 	if err := c.st.DropBefore(ctx, id, dropBefore); err != nil {
 		t.Skipped = err.Error()
 		log.Warn().Err(err).Str("branch", id).Msg("retention: drop a branch's old history; again at the next pass")
 		return t, true
 	}
 	t.DroppedBefore, t.DroppedEvents = dropBefore, dropped
+	s.cut(dropBefore)
 	log.Info().Str("branch", id).Uint64("dropped_before", dropBefore).Uint64("events_dropped", dropped).
 		Uint64("compaction_seq", ev.Seq).Str("rule", reason).Msg("retention: dropped the old history of a live branch")
 	return t, true
@@ -445,4 +550,28 @@ func (c *Compactor) forkedRef(ctx context.Context, seq uint64) (forkRef, error) 
 		return forkRef{}, nil
 	}
 	return forkRef{id: ev.Fork.BranchID, seq: ev.Fork.Seq}, nil
+}
+
+// forkedSince returns a fork recorded in the branch's history after seq
+// (the last event the pass's scan saw) whose fork point is before cut,
+// or nil: reading the history after the compaction point announcing the
+// cut was written, so that every fork recorded before that point is
+// seen. Its events are read up to the head, at most MaxHistoryPage at a
+// time.
+func (c *Compactor) forkedSince(ctx context.Context, id string, seq, cut uint64) (*forkRef, error) {
+	for {
+		evs, err := c.st.History(ctx, id, seq, history.MaxHistoryPage)
+		if err != nil {
+			return nil, fmt.Errorf("retention: read the history of %s after seq %d: %w", id, seq, err)
+		}
+		for _, ev := range evs {
+			if ev.Type == history.EventForked && ev.Fork != nil && ev.Fork.Seq < cut {
+				return &forkRef{id: ev.Fork.BranchID, seq: ev.Fork.Seq}, nil
+			}
+		}
+		if len(evs) < history.MaxHistoryPage {
+			return nil, nil
+		}
+		seq = evs[len(evs)-1].Seq
+	}
 }

@@ -419,12 +419,13 @@ func (s *Store) append(ctx context.Context, e *entry, ev history.Event) (*histor
 			return nil, err
 		}
 	}
+	key := ev.CommitKey()
 	msgID := "" // an event without a request id has nothing to de-duplicate by
-	if ev.RequestID != "" {
-		msgID = branchID + "/" + ev.RequestID + "/" + string(ev.Type)
+	if key != "" {
+		msgID = branchID + "/" + key
 	}
 	committed := func(x history.Event) bool {
-		return ev.RequestID != "" && x.RequestID == ev.RequestID && x.Type == ev.Type
+		return key != "" && x.CommitKey() == key
 	}
 	for attempt := 0; attempt < s.retries; attempt++ {
 		if _, ok := e.b.Commits.Seq(ev.RequestID); ok && ev.Type == history.EventMessages && ev.RequestID != "" {
@@ -469,7 +470,7 @@ func (s *Store) append(ctx context.Context, e *entry, ev history.Event) (*histor
 			// The event the server remembers was purged with a deleted
 			// branch of the same id: append under a message id of this
 			// branch's own.
-			msgID = fmt.Sprintf("%s/%s/%s/%d", branchID, ev.RequestID, ev.Type, e.b.Seq)
+			msgID = fmt.Sprintf("%s/%s/%d", branchID, key, e.b.Seq)
 			continue
 		}
 		ev.Seq = ack.Sequence
@@ -499,7 +500,7 @@ func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev histo
 		return false
 	}
 	got, err := decodeEvent(msg.Data, seq)
-	return err == nil && got.RequestID == ev.RequestID && got.Type == ev.Type
+	return err == nil && got.CommitKey() == ev.CommitKey()
 }
 
 // publish appends ev to the branch's history subject, expecting last to be

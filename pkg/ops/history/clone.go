@@ -28,6 +28,11 @@ func (e Event) Clone() Event {
 	if e.Result != nil {
 		c.Result = append([]byte(nil), e.Result...)
 	}
+	if e.Approval != nil {
+		a := *e.Approval
+		a.Arguments = jsonval.CopyMap(e.Approval.Arguments)
+		c.Approval = &a
+	}
 	return c
 }
 

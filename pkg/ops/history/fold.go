@@ -86,8 +86,9 @@ func (b *Branch) Apply(ev Event) error {
 		if ev.Settings != nil {
 			b.update(*ev.Settings, ev)
 		}
-	case EventForked:
-		// A record of a fork made of the branch: nothing of it changes.
+	case EventForked, EventApprovalRequested:
+		// A record of a fork made of the branch, or of a call parked
+		// for an approver: nothing of it changes.
 	case EventDeleted:
 		*b = Branch{ID: b.ID, Deleted: true, CreatedAt: b.CreatedAt}
 	case EventCompacted:

@@ -43,6 +43,11 @@ const (
 	// the branch's state with that one, so a history may start with it
 	// once retention dropped the events before it.
 	EventCompacted EventType = "branch.compacted"
+	// EventApprovalRequested records a tool call a request parked for an
+	// approver (in Event.Approval). It changes nothing of the branch but
+	// its Seq and UpdatedAt. A Store appends one per (RequestID,
+	// approval id): a request that parks on two calls records both.
+	EventApprovalRequested EventType = EventType(wire.EventApprovalRequested)
 )
 
 // Compaction is what an EventCompacted records ([wire.Compaction]).
@@ -66,8 +71,9 @@ type Event struct {
 	// Type says what the event does.
 	Type EventType `json:"type" msgpack:"type"`
 	// RequestID is the id of the request that caused the event. A Store
-	// appends at most one event per (branch, RequestID, Type); a second
-	// append with the same key is reported as ErrAlreadyCommitted.
+	// appends at most one event per (branch, [Event.CommitKey]): per
+	// RequestID and Type, and for EventApprovalRequested per approval; a
+	// second append with the same key is reported as ErrAlreadyCommitted.
 	RequestID string `json:"request_id" msgpack:"request_id"`
 	// Time is when the event was produced.
 	Time time.Time `json:"time" msgpack:"time"`
@@ -101,6 +107,8 @@ type Event struct {
 	Tombstone *Tombstone `json:"tombstone,omitempty" msgpack:"tombstone,omitempty"`
 	// Compaction is set on EventCompacted.
 	Compaction *Compaction `json:"compaction,omitempty" msgpack:"compaction,omitempty"`
+	// Approval is set on EventApprovalRequested.
+	Approval *wire.ApprovalRequest `json:"approval,omitempty" msgpack:"approval,omitempty"`
 }
 
 // Store persists branches. History is the source of truth; implementations
@@ -140,4 +148,20 @@ type Store interface {
 	// ends with an EventDeleted keeps that tombstone.
 	// It returns ErrBranchNotFound when the branch has no history.
 	Delete(ctx context.Context, branchID string) error
+}
+
+// CommitKey is what a Store appends one event of per branch: the
+// request id and the type, and the approval's id on an
+// EventApprovalRequested (a request may park on several calls in turn).
+// It is "" for an event without a request id, which is never
+// de-duplicated.
+func (e Event) CommitKey() string {
+	if e.RequestID == "" {
+		return ""
+	}
+	k := e.RequestID + "/" + string(e.Type)
+	if e.Type == EventApprovalRequested && e.Approval != nil {
+		k += "/" + e.Approval.ID
+	}
+	return k
 }

@@ -20,13 +20,8 @@ type MemoryStore struct {
 
 type memBranch struct {
 	events []history.Event
-	keys   map[commitKey]uint64
+	keys   map[string]uint64 // by history.Event.CommitKey
 	folded *history.Branch
-}
-
-type commitKey struct {
-	requestID string
-	typ       history.EventType
 }
 
 var _ history.Store = (*MemoryStore)(nil)
@@ -63,7 +58,7 @@ func (s *MemoryStore) Create(ctx context.Context, branchID string, ev history.Ev
 	if _, ok := s.branches[branchID]; ok {
 		return nil, fmt.Errorf("%w: %q", history.ErrBranchExists, branchID)
 	}
-	mb := &memBranch{keys: make(map[commitKey]uint64), folded: &history.Branch{}}
+	mb := &memBranch{keys: make(map[string]uint64), folded: &history.Branch{}}
 	if err := s.appendLocked(mb, branchID, ev); err != nil {
 		return nil, err
 	}
@@ -85,8 +80,8 @@ func (s *MemoryStore) Append(ctx context.Context, branchID string, ev history.Ev
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", history.ErrBranchNotFound, branchID)
 	}
-	if ev.RequestID != "" {
-		if seq, dup := mb.keys[commitKey{ev.RequestID, ev.Type}]; dup {
+	if k := ev.CommitKey(); k != "" {
+		if seq, dup := mb.keys[k]; dup {
 			return mb.folded.Clone(), fmt.Errorf("%w: request %q is event %d of branch %q", history.ErrAlreadyCommitted, ev.RequestID, seq, branchID)
 		}
 	}
@@ -106,8 +101,8 @@ func (s *MemoryStore) appendLocked(mb *memBranch, branchID string, ev history.Ev
 	}
 	s.seq++
 	mb.events = append(mb.events, ev)
-	if ev.RequestID != "" {
-		mb.keys[commitKey{ev.RequestID, ev.Type}] = ev.Seq
+	if k := ev.CommitKey(); k != "" {
+		mb.keys[k] = ev.Seq
 	}
 	mb.folded = next
 	return nil

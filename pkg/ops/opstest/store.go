@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // TestStore runs the [ops.Store] conformance suite. newStore must return a
@@ -22,7 +23,9 @@ import (
 // The suite checks: create and load, create twice (ErrBranchExists),
 // missing branches (ErrBranchNotFound from every method), append order and
 // increasing sequences, concurrent appends all landing, a duplicate request
-// id (ErrAlreadyCommitted, no doubled messages), clone-style creation with
+// id (ErrAlreadyCommitted, no doubled messages), a request's parked calls
+// (one EventApprovalRequested per approval, a state unchanged but its
+// sequence), clone-style creation with
 // messages, clear, history paging and limits, replay equivalence, returned branches
 // that stay as they were returned, and delete (then re-create).
 func TestStore(t *testing.T, newStore func(t *testing.T) history.Store) {
@@ -37,6 +40,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) history.Store) {
 		{"append_order", testAppendOrder},
 		{"concurrent_appends", testConcurrentAppends},
 		{"duplicate_request", testDuplicateRequest},
+		{"parked_calls", testParkedCalls},
 		{"create_with_messages", testCreateWithMessages},
 		{"clear", testClear},
 		{"history_paging", testHistoryPaging},
@@ -289,6 +293,39 @@ func testDuplicateRequest(t *testing.T, s history.Store) {
 	// The same request id with another event type is a different key.
 	if _, err := s.Append(ctx(t), id, history.Event{Type: history.EventCleared, RequestID: "dup", Time: at(3)}); err != nil {
 		t.Fatalf("clear with a request id used by a messages event: %v", err)
+	}
+}
+
+// testParkedCalls: a request that parks on two calls records both (the
+// key holds the approval id), the same call parked again is
+// ErrAlreadyCommitted, and neither changes the branch's messages, its
+// commits or its model calls.
+func testParkedCalls(t *testing.T, s history.Store) {
+	id := branchID(t)
+	mustCreate(t, s, id)
+	before := mustAppend(t, s, id, MessagesEvent(id, "r1", 1))
+	parked := func(approval string, i int) history.Event {
+		return history.Event{Type: history.EventApprovalRequested, RequestID: "r2", Time: at(i), BranchID: id, Approval: &wire.ApprovalRequest{
+			ID: approval, Tool: "add", IdempotencyKey: "r2#" + approval, Arguments: map[string]any{"x": "1"},
+			ArgumentsDigest: wire.ArgumentsDigest(map[string]any{"x": "1"}), Deadline: at(100), OnDeadline: "deny", Approvers: "lion.approval.answer.add.*.<user>",
+		}}
+	}
+	a := mustAppend(t, s, id, parked("ap-1", 2))
+	if _, err := s.Append(ctx(t), id, parked("ap-1", 3)); !errors.Is(err, history.ErrAlreadyCommitted) {
+		t.Fatalf("the same call parked again: err = %v, want ErrAlreadyCommitted", err)
+	}
+	b := mustAppend(t, s, id, parked("ap-2", 4))
+	if !(before.Seq < a.Seq && a.Seq < b.Seq) || !equalStrings(texts(b), texts(before)) || b.ModelCalls != before.ModelCalls || commitSeq(b, "r2") != 0 {
+		t.Fatalf("after two parked calls: seq %d→%d→%d, texts %q (were %q), model calls %d, commit of r2 %d",
+			before.Seq, a.Seq, b.Seq, texts(b), texts(before), b.ModelCalls, commitSeq(b, "r2"))
+	}
+	evs, err := s.History(ctx(t), id, before.Seq, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Approval == nil || evs[0].Approval.ID != "ap-1" || evs[1].Approval == nil || evs[1].Approval.ID != "ap-2" ||
+		evs[1].Approval.Arguments["x"] != "1" || !evs[1].Approval.Deadline.Equal(at(100)) {
+		t.Fatalf("history after the parked calls: %+v", evs)
 	}
 }
 

@@ -1109,7 +1109,8 @@ export interface HistoryEvent {
     | "branch.updated"
     | "branch.forked"
     | "branch.deleted"
-    | "branch.compacted";
+    | "branch.compacted"
+    | "branch.approval_requested";
   request_id: string;
   time: Time;
   settings?: Settings;
@@ -1152,9 +1153,24 @@ export interface HistoryEvent {
     dropped_events?: number;
     reason?: string;
   };
+  /**
+   * On branch.approval_requested: a tool call the request parked for an approver (docs/approvals.md) — the approval id, the tool, the call's idempotency key, its arguments and their digest, the deadline and what it decides, and the subject pattern a user must be allowed to publish on to answer. The decision and the approver are in the approval's record; the call's outcome in the messages the resumed request commits.
+   */
+  approval?: {
+    id: string;
+    tool: string;
+    idempotency_key: string;
+    arguments: {
+      [k: string]: unknown;
+    };
+    arguments_digest: string;
+    deadline: Time;
+    on_deadline: "deny" | "approve";
+    approvers: string;
+  };
 }
 /**
- * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ * Data of a branch.import request: one page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created (or, for an export whose older history retention dropped, with its first branch.compacted, after a branch.created the import makes of its settings). Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
  */
 export interface BranchImportRequest {
   /**

@@ -126,7 +126,7 @@ export abstract class VerbMethods {
     return this.call("branch.history", branch, data, opts);
   }
 
-  /** branch.import: One page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created. */
+  /** branch.import: One page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created (or, for an export whose older history retention dropped, with its first branch.compacted, after a branch.created the import makes of its settings). */
   branchImport(branch: string, data: BranchImportRequest, opts?: CallOptions): Call<BranchImportResult> {
     return this.call("branch.import", branch, data, opts);
   }
