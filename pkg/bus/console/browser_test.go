@@ -220,3 +220,24 @@ func TestBrowser_run_page_shows_chunks_live(t *testing.T) {
 	}
 	screenshot(t, ctx, "run")
 }
+
+func TestBrowser_branch_page_updates_live(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, "chat", []string{"first answer", "second answer"})
+	bustest.MustResult(t, f.b.Do(t, "communicate", "chat", map[string]any{"instruction": "first question"}), nil)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(f.url+"/branches/chat"),
+		until(`document.querySelector(".live-status").textContent === "live"`))
+	if n := eval[int](t, ctx, `document.querySelectorAll("#timeline .event").length`); n != 2 {
+		t.Fatalf("%d events before, want 2", n)
+	}
+	// A communicate while the page is open shows up without a reload.
+	bustest.MustResult(t, f.b.Do(t, "communicate", "chat", map[string]any{"instruction": "second question"}), nil)
+	do(t, ctx, until(`document.getElementById("timeline").textContent.includes("second answer")`))
+	if n := eval[int](t, ctx, `document.querySelectorAll("#timeline .event").length`); n != 3 {
+		t.Fatalf("%d events after, want 3", n)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("message-count").textContent`); got != "5" {
+		t.Fatalf("message count %q, want 5", got)
+	}
+}
