@@ -98,7 +98,7 @@ func TestPages_branch_timeline(t *testing.T) {
 		want       []string
 	}{
 		{"communicate", "/branches/talk", http.StatusOK, []string{
-			"Branch <code>talk</code>", "scripted:", "Not a fork.", "talk-fork",
+			"Branch <code>talk</code>", "<dt>Chat model</dt><dd>scripted</dd>", "Not a fork.", "talk-fork",
 			"branch.created", "You are terse.", "branch.messages", "instruction", "Say hi to Lyon", "assistant_response", "Bonjour Lyon"}},
 		{"operate's tool calls", "/branches/work", http.StatusOK, []string{
 			"<code>add</code>", "<code>explode</code>",

@@ -190,5 +190,8 @@ func modelText(m *wire.ModelRef) string {
 	if m == nil {
 		return ""
 	}
+	if m.Model == "" {
+		return m.Provider
+	}
 	return m.String()
 }
