@@ -104,6 +104,7 @@ func (a *app) newRoot() *cobra.Command {
 		a.leaf("result ID", "Print the stored answer of request ID (--wait to wait for it)", resultLong, a.result),
 		a.leaf("cancel ID", "Ask the workers to cancel request ID (it is answered \"canceled\")", cancelLong, a.cancel),
 		a.leaf("watch BRANCH", "Follow a branch's events live", watchLong, a.watch),
+		a.leaf("console", "Serve the web console (branches, timelines, live runs) on a local address", consoleLong, a.consoleCmd),
 		a.leaf("changes", "Print the change feed: every branch's history events in commit order (JSON lines)", changesLong, a.changes),
 	} {
 		cmd.GroupID = "requests"

@@ -23,6 +23,8 @@ type BranchInfo struct {
 	ID string `json:"branch_id"`
 	// Events is how many events its history holds.
 	Events uint64 `json:"events"`
+	// Updated is when its last history event was stored.
+	Updated time.Time `json:"updated_at,omitzero"`
 }
 
 // Branches lists the branches that have history and are not deleted,
@@ -42,15 +44,15 @@ func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: list branches: %w", err)
 	}
-	deleted, err := c.deletedBranches(ctx, st)
+	last, err := c.lastEvents(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	prefix := c.subj.History("")
 	out := make([]BranchInfo, 0, len(info.State.Subjects))
 	for subject, n := range info.State.Subjects {
-		if id, ok := strings.CutPrefix(subject, prefix); ok && protocol.ValidToken(id) && !deleted[subject] {
-			out = append(out, BranchInfo{ID: id, Events: n})
+		if id, ok := strings.CutPrefix(subject, prefix); ok && protocol.ValidToken(id) && !last[subject].deleted {
+			out = append(out, BranchInfo{ID: id, Events: n, Updated: last[subject].time})
 		}
 	}
 	slices.SortFunc(out, func(a, b BranchInfo) int { return strings.Compare(a.ID, b.ID) })
@@ -60,10 +62,16 @@ func (c *Client) Branches(ctx context.Context) ([]BranchInfo, error) {
 	return out, nil
 }
 
-// deletedBranches returns the history subjects whose last message is a
-// tombstone: one headers-only consumer delivering the last message of
-// every subject.
-func (c *Client) deletedBranches(ctx context.Context, st jetstream.Stream) (map[string]bool, error) {
+// lastEvent is what Branches reads of a history subject's last message.
+type lastEvent struct {
+	deleted bool      // it is a tombstone
+	time    time.Time // when it was stored
+}
+
+// lastEvents returns, by history subject, whether its last message is a
+// tombstone and when it was stored: one headers-only consumer delivering
+// the last message of every subject.
+func (c *Client) lastEvents(ctx context.Context, st jetstream.Stream) (map[string]lastEvent, error) {
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{c.subj.HistoryWildcard()},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
@@ -76,10 +84,10 @@ func (c *Client) deletedBranches(ctx context.Context, st jetstream.Stream) (map[
 	if err != nil {
 		return nil, fmt.Errorf("client: list branches: %w", err)
 	}
-	deleted := map[string]bool{}
+	last := map[string]lastEvent{}
 	pending := ci.NumPending
 	if pending == 0 {
-		return deleted, nil
+		return last, nil
 	}
 	msgs, err := cons.Messages(jetstream.PullMaxMessages(512))
 	if err != nil {
@@ -96,11 +104,12 @@ func (c *Client) deletedBranches(ctx context.Context, st jetstream.Stream) (map[
 			return nil, fmt.Errorf("client: list branches: %w", err)
 		}
 		pending = md.NumPending
-		if m.Headers().Get(headerEventType) == string(wire.EventDeleted) {
-			deleted[m.Subject()] = true
+		last[m.Subject()] = lastEvent{
+			deleted: m.Headers().Get(headerEventType) == string(wire.EventDeleted),
+			time:    md.Timestamp,
 		}
 	}
-	return deleted, nil
+	return last, nil
 }
 
 // headerEventType is the history message header naming the event's type

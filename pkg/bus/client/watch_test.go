@@ -31,6 +31,11 @@ func TestClient_Branches_and_Watch(t *testing.T) {
 	if len(list) != 2 || list[0].ID != "w1" || list[0].Events != 2 || list[1].ID != "w2" || list[1].Events != 1 {
 		t.Fatalf("branches %+v", list)
 	}
+	// Updated is the time of each branch's last event: w1's communicate
+	// came after w2's creation.
+	if list[1].Updated.IsZero() || !list[0].Updated.After(list[1].Updated) {
+		t.Fatalf("updated: w1 %v, w2 %v", list[0].Updated, list[1].Updated)
+	}
 
 	// From now: the next communicate's events, in order, and not the
 	// earlier ones.
@@ -109,7 +114,8 @@ func TestClient_Branches_leaves_out_deleted_branches(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []client.BranchInfo{{ID: "again", Events: 3}, {ID: "live", Events: 1}}
-	if len(list) != len(want) || list[0] != want[0] || list[1] != want[1] {
+	if len(list) != len(want) || list[0].ID != want[0].ID || list[0].Events != want[0].Events ||
+		list[1].ID != want[1].ID || list[1].Events != want[1].Events {
 		t.Fatalf("branches %+v, want %+v", list, want)
 	}
 }

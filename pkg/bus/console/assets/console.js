@@ -1,0 +1,74 @@
+// lionbus console: live updates by server-sent events. The pages work
+// without it; it only keeps them current.
+"use strict";
+
+(function () {
+  // A branch page: on each change of the branch, fetch the page again
+  // and swap its timeline and facts in place.
+  const branch = document.getElementById("branch");
+  if (branch) {
+    const status = branch.querySelector(".live-status");
+    const events = new EventSource(branch.dataset.live);
+    let pending = false;
+    const refresh = async () => {
+      if (pending) return;
+      pending = true;
+      try {
+        const res = await fetch(location.pathname, { headers: { Accept: "text/html" } });
+        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        for (const id of ["timeline", "message-count"]) {
+          const fresh = doc.getElementById(id);
+          const old = document.getElementById(id);
+          if (fresh && old) old.replaceWith(fresh);
+        }
+        status.textContent = "updated " + new Date().toLocaleTimeString();
+      } finally {
+        pending = false;
+      }
+    };
+    events.addEventListener("open", () => { status.textContent = "live"; });
+    events.addEventListener("change", refresh);
+    events.addEventListener("failed", (e) => { status.textContent = "live updates stopped: " + JSON.parse(e.data).error; events.close(); });
+  }
+
+  // A run page: append each chunk as it arrives; text deltas continue the
+  // block before them.
+  const run = document.getElementById("run");
+  if (run) {
+    const status = document.getElementById("run-status");
+    const list = document.getElementById("chunks");
+    const events = new EventSource(run.dataset.live);
+    let last = null;
+    events.addEventListener("open", () => { status.textContent = "streaming"; });
+    events.addEventListener("chunk", (e) => {
+      const c = JSON.parse(e.data);
+      if (c.is_delta && last && last.dataset.type === c.type) {
+        last.querySelector(".content").textContent += c.content || "";
+        return;
+      }
+      const li = document.createElement("li");
+      li.className = "chunk " + c.type;
+      li.dataset.type = c.type;
+      li.dataset.seq = c.seq;
+      const kind = document.createElement("span");
+      kind.className = "kind";
+      kind.textContent = c.type + (c.tool_name ? " " + c.tool_name : "");
+      const body = document.createElement("pre");
+      body.className = "content";
+      if (c.type === "tool_use") body.textContent = JSON.stringify(c.tool_input || {}, null, 2);
+      else if (c.type === "tool_result") body.textContent = typeof c.tool_output === "string" ? c.tool_output : JSON.stringify(c.tool_output, null, 2);
+      else body.textContent = c.content || "";
+      li.append(kind, body);
+      list.append(li);
+      last = li;
+    });
+    events.addEventListener("end", (e) => {
+      status.textContent = "answered: " + JSON.parse(e.data).type;
+      events.close();
+    });
+    events.addEventListener("failed", (e) => {
+      status.textContent = "stopped: " + JSON.parse(e.data).error;
+      events.close();
+    });
+  }
+})();
