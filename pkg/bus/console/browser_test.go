@@ -20,7 +20,8 @@ import (
 
 // chromium returns the path of a Chromium (or Chrome) binary: $CHROMIUM,
 // else /usr/bin/chromium, else one on PATH. Without one the test is
-// skipped, with a message saying how to get one.
+// skipped, with a message saying how to get one — or fails when
+// LIONBUS_REQUIRE_BROWSER is set, as CI sets it.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("CHROMIUM"); p != "" {
@@ -33,6 +34,9 @@ func chromium(t *testing.T) string {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	if os.Getenv("LIONBUS_REQUIRE_BROWSER") != "" {
+		t.Fatal("no Chromium found, and LIONBUS_REQUIRE_BROWSER is set (.ci/run sets it after installing Chromium)")
 	}
 	t.Skip("no Chromium found (set CHROMIUM, or apt-get install chromium; .ci/run installs it)")
 	return ""
