@@ -63,20 +63,3 @@ func (s *sequencer) emit(ctx context.Context, c Chunk) error {
 	c.Seq = s.next
 	return s.sink.Emit(ctx, c)
 }
-
-// StreamingProvider is a [Provider] that can also deliver its answer as a
-// stream of chunks, for run and for streamed API calls. Register it in
-// [Providers] like any provider; verbs that stream find it by type
-// assertion.
-//
-// Stream makes the same model call as Complete and passes each chunk to
-// emit as it arrives, with Seq left 0. It returns the same final
-// [Completion] that Complete would: its Text is the concatenation of the
-// text chunks. Provider failures are returned as by Complete; an error
-// chunk the model reports in band is emitted, and what it means is the
-// caller's decision. When emit returns an error, Stream stops reading and
-// returns an error wrapping it. emit is called from one goroutine at a time.
-type StreamingProvider interface {
-	Provider
-	Stream(ctx context.Context, call Call, emit func(Chunk) error) (*Completion, error)
-}

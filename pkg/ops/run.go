@@ -13,27 +13,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// CLIProvider is a [StreamingProvider] whose models run as a coding-agent
-// CLI (a subprocess reading its own tools and keeping its own session).
-// run accepts only the models for which IsCLI reports true.
-type CLIProvider interface {
-	StreamingProvider
-	// IsCLI reports whether model runs as an agent CLI.
-	IsCLI(model history.ModelRef) bool
-}
-
-// ResultTotals is implemented by a [CLIProvider] whose result chunks
-// carry numbers that add up over the turns of one response instead of
-// replacing the previous turn's (Claude Code's total_cost_usd and
-// num_turns). A run sums those keys of its result chunks' metadata and
-// overwrites the others; the numbers of metadata.usage add up for every
-// provider.
-type ResultTotals interface {
-	// TotalKeys returns the metadata keys of the result chunks whose
-	// numbers add up.
-	TotalKeys() []string
-}
-
 // ChunkStream is the chunk sink of one request: Emit forwards a chunk
 // (numbered already), Close waits until every emitted chunk is delivered
 // (stored, for the bus) and releases the stream. Close is called once,
