@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
@@ -270,8 +271,8 @@ func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, err
 		}
 		var s map[string]any
 		if err := json.Unmarshal(r, &s); err != nil || s == nil {
-			if isOutOfRange(err) {
-				return nil, Errorf(CodeInvalidRequest, "data.field_models.%s %s", Truncate(name, 64), outOfRangeMessage(err))
+			if decode.IsOutOfRange(err) {
+				return nil, Errorf(CodeInvalidRequest, "data.field_models.%s %s", Truncate(name, 64), decode.OutOfRangeMessage(err))
 			}
 			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s must be a JSON Schema object", Truncate(name, 64))
 		}

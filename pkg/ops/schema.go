@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -48,8 +49,8 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		if isOutOfRange(err) {
-			return nil, nil, Errorf(CodeInvalidRequest, "data.response_format %s", outOfRangeMessage(err))
+		if decode.IsOutOfRange(err) {
+			return nil, nil, Errorf(CodeInvalidRequest, "data.response_format %s", decode.OutOfRangeMessage(err))
 		}
 		return nil, nil, Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
 	}
