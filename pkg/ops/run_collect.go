@@ -83,7 +83,7 @@ func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange,
 	if err != nil {
 		if fail, ok := err.(*parseFailure); ok {
 			return nil, &Error{Code: CodeParse, Err: fail, Message: fmt.Sprintf(
-				"the collected text could not be parsed into response_format: %s: %s", fail.code, fail.describe(x.data.retries))}
+				"the collected text could not be parsed into response_format: %s: %s", fail.Code, fail.Describe(x.data.retries))}
 		}
 		return nil, asError(ctx, err)
 	}

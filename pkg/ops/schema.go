@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
@@ -59,11 +58,6 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 		return nil, nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("data.response_format is not a usable JSON Schema: %v", err), Err: err}
 	}
 	return doc, v, nil
-}
-
-// shortError bounds an error message to n bytes.
-func shortError(err error, n int) string {
-	return Truncate(strings.Join(strings.Fields(err.Error()), " "), n)
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
