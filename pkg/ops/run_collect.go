@@ -16,7 +16,7 @@ type runCollectMiddle struct{ e *Engine }
 
 // Exchange runs run_and_collect for in.
 func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
-	req, d, err := in.exchange(MiddleRunAndCollect)
+	req, d, err := middleExchange(in, MiddleRunAndCollect)
 	if err != nil {
 		return nil, err
 	}
