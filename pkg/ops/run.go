@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/outcome"
 	"github.com/lionbus/lionbus/pkg/ops/internal/transcript"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -464,7 +465,7 @@ func (r *cliRun) storeInstruction(ctx context.Context) error {
 	if x.ins.ID == "" {
 		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
 	}
-	outcome, err := encodeOutcome(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
+	stored, err := outcome.Encode(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
 	if err != nil {
 		return err
 	}
@@ -478,7 +479,7 @@ func (r *cliRun) storeInstruction(ctx context.Context) error {
 	}
 	ev := history.Event{
 		Type: history.EventMessages, RequestID: id, Time: e.clock(), BranchID: x.branch.ID,
-		Messages: []history.Message{x.ins}, Clear: x.data.ClearMessages, Result: outcome,
+		Messages: []history.Message{x.ins}, Clear: x.data.ClearMessages, Result: stored,
 	}
 	seq, dup, err := e.appendOnce(sctx, x.branch.ID, ev)
 	if err != nil {
