@@ -10,6 +10,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
 	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -236,9 +237,9 @@ func (x *exchange) call(ctx context.Context, req Request) error {
 	if err != nil {
 		return err
 	}
-	addUsage(&x.usage, comp.Usage)
+	provider.AddUsage(&x.usage, comp.Usage)
 	x.comp = comp
-	x.res = e.assistantMessage(x.chat, comp)
+	x.res = comp.Message(x.chat, e.clock())
 	return nil
 }
 

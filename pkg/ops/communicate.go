@@ -106,7 +106,7 @@ func (x *exchange) parseStructured(ctx context.Context, req Request) (any, error
 	case err != nil:
 		return nil, err
 	case comp != nil:
-		reformatted := e.assistantMessage(x.parse, comp)
+		reformatted := comp.Message(x.parse, e.clock())
 		if orig, ok := x.res.Metadata[history.MetaModelResponse]; ok {
 			x.res.Metadata[history.MetaOriginalModelResponse] = orig
 		}

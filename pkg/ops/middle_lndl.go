@@ -10,6 +10,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -134,7 +135,7 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult
 		if err != nil || res == nil {
 			return nil, err
 		}
-		addUsage(&out.Usage, res.Usage)
+		provider.AddUsage(&out.Usage, res.Usage)
 		return &lndlmiddle.Reply{Value: res.Value, Replayed: res.Replayed}, nil
 	}
 	l.Bridge = func(ctx context.Context, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {

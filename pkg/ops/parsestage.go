@@ -6,6 +6,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 )
 
 // ErrSchemaRejected is wrapped by the failure of the parse stage when JSON
@@ -70,7 +71,7 @@ func (e *Engine) parseText(ctx context.Context, in parseInput) (any, *Completion
 		if err != nil {
 			return nil, nil, err
 		}
-		addUsage(in.usage, comp.Usage)
+		provider.AddUsage(in.usage, comp.Usage)
 		if v, fail = in.spec.Local(comp.Text); fail == nil {
 			return v, comp, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/reactprompt"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -268,7 +269,7 @@ func (l *reactLoop) round(ctx context.Context, id string, d *operateData) (json.
 	if err != nil {
 		return nil, err
 	}
-	addUsage(&l.usage, res.Usage)
+	provider.AddUsage(&l.usage, res.Usage)
 	l.replayed = l.replayed && res.Replayed
 	l.stored += res.DurationMS
 	return res.Value, nil

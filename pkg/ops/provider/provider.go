@@ -14,8 +14,10 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -212,4 +214,53 @@ type ResultTotals interface {
 	// TotalKeys returns the metadata keys of the result chunks whose
 	// numbers add up.
 	TotalKeys() []string
+}
+
+// Message is the assistant response that records comp, an answer of
+// model, at t: its text, the raw response as metadata.model_response, the
+// model, the usage and any native tool calls.
+func (comp *Completion) Message(model history.ModelRef, t time.Time) history.Message {
+	var raw any
+	if len(comp.Raw) > 0 {
+		if err := json.Unmarshal(comp.Raw, &raw); err != nil {
+			raw = string(comp.Raw)
+		}
+	}
+	m := history.NewAssistantResponse(comp.Text, raw, t)
+	if m.Metadata == nil {
+		m.Metadata = map[string]any{}
+	}
+	m.Metadata[history.MetaModel] = model.String()
+	if comp.Usage != nil {
+		m.Metadata[history.MetaUsage] = map[string]any{
+			"input_tokens": comp.Usage.InputTokens, "output_tokens": comp.Usage.OutputTokens,
+			"total_tokens": comp.Usage.TotalTokens,
+		}
+		if comp.Usage.CostUSD > 0 {
+			m.Metadata[history.MetaUsage].(map[string]any)["cost_usd"] = comp.Usage.CostUSD
+		}
+	}
+	if len(comp.ToolCalls) > 0 {
+		calls := make([]any, len(comp.ToolCalls))
+		for i, tc := range comp.ToolCalls {
+			calls[i] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": jsonval.CopyMap(tc.Arguments)}
+		}
+		m.Metadata["tool_calls"] = calls
+	}
+	return m
+}
+
+// AddUsage sums u into *total, making it on first use; a nil u adds
+// nothing.
+func AddUsage(total **wire.Usage, u *wire.Usage) {
+	if u == nil {
+		return
+	}
+	if *total == nil {
+		*total = &wire.Usage{}
+	}
+	(*total).InputTokens += u.InputTokens
+	(*total).OutputTokens += u.OutputTokens
+	(*total).TotalTokens += u.TotalTokens
+	(*total).CostUSD += u.CostUSD
 }
