@@ -34,11 +34,11 @@ type ChunkSink interface {
 	Emit(ctx context.Context, c Chunk) error
 }
 
-// ChunkSinkFunc adapts a function to a [ChunkSink].
-type ChunkSinkFunc func(ctx context.Context, c Chunk) error
+// chunkSinkFunc adapts a function to a [ChunkSink].
+type chunkSinkFunc func(ctx context.Context, c Chunk) error
 
 // Emit calls f.
-func (f ChunkSinkFunc) Emit(ctx context.Context, c Chunk) error { return f(ctx, c) }
+func (f chunkSinkFunc) Emit(ctx context.Context, c Chunk) error { return f(ctx, c) }
 
 // Sequence returns a sink that numbers the chunks it forwards to sink: the
 // first gets Seq 1, the next 2, and so on, whatever Seq they carried. It
@@ -47,7 +47,7 @@ func (f ChunkSinkFunc) Emit(ctx context.Context, c Chunk) error { return f(ctx, 
 // stream fails anyway).
 func Sequence(sink ChunkSink) ChunkSink {
 	s := &sequencer{sink: sink}
-	return ChunkSinkFunc(s.emit)
+	return chunkSinkFunc(s.emit)
 }
 
 type sequencer struct {

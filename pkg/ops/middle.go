@@ -49,24 +49,12 @@ var (
 // branch ([middle.Input]).
 type MiddleInput = middle.Input
 
-// LNDLInput is the part of a [MiddleInput] only the LNDL middle reads
-// ([middle.LNDLInput]).
-type LNDLInput = middle.LNDLInput
-
 // RunInput is the part of a [MiddleInput] only run_and_collect reads
 // ([middle.RunInput]).
 type RunInput = middle.RunInput
 
 // MiddleResult is what a middle answers for one exchange ([middle.Result]).
 type MiddleResult = middle.Result
-
-// LNDLReport is the part of a [MiddleResult] only the LNDL middle gives
-// ([middle.LNDLReport]).
-type LNDLReport = middle.LNDLReport
-
-// RunReport is the part of a [MiddleResult] only run_and_collect gives
-// ([middle.RunReport]).
-type RunReport = middle.RunReport
 
 // Middle performs one logical exchange for operate ([middle.Middle]).
 type Middle = middle.Middle

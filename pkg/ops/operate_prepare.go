@@ -9,6 +9,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
+	"github.com/lionbus/lionbus/pkg/ops/middle"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -78,9 +79,9 @@ func (p *operatePlan) run() *RunInput {
 
 // lndlInput returns the LNDL middle's part of the middle's input, made on
 // first use.
-func (p *operatePlan) lndlInput() *LNDLInput {
+func (p *operatePlan) lndlInput() *middle.LNDLInput {
 	if p.chat.LNDL == nil {
-		p.chat.LNDL = &LNDLInput{}
+		p.chat.LNDL = &middle.LNDLInput{}
 	}
 	return p.chat.LNDL
 }

@@ -15,12 +15,12 @@ import (
 
 // Bounds of react's extension rounds.
 const (
-	// DefaultReactExtensions is how many extension rounds react allows
+	// defaultReactExtensions is how many extension rounds react allows
 	// when max_extensions is absent, streamed or not.
-	DefaultReactExtensions = 3
-	// MaxReactExtensions is the most extension rounds react runs: a
+	defaultReactExtensions = 3
+	// maxReactExtensions is the most extension rounds react runs: a
 	// larger max_extensions is logged and lowered to it.
-	MaxReactExtensions = 100
+	maxReactExtensions = 100
 )
 
 // Stage names of react's sub-requests: "<id>/react/<round>" for the
@@ -61,7 +61,7 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 	default:
 		return nil, Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", ins.Instruction)
 	}
-	p := &reactPlan{d: d, ins: ins, extensions: DefaultReactExtensions, allowed: true, strategy: ins.ActionStrategy}
+	p := &reactPlan{d: d, ins: ins, extensions: defaultReactExtensions, allowed: true, strategy: ins.ActionStrategy}
 	if d.ActionStrategy != nil && *d.ActionStrategy != "" {
 		p.strategy = d.ActionStrategy
 	}
@@ -77,10 +77,10 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 		switch n := *d.MaxExtensions; {
 		case n <= 0:
 			p.extensions = 0
-		case n > MaxReactExtensions:
+		case n > maxReactExtensions:
 			e.log.Warn().Str("request_id", req.ID).Int("max_extensions", n).
-				Int("clamped_to", MaxReactExtensions).Msg("max_extensions above the maximum")
-			p.extensions = MaxReactExtensions
+				Int("clamped_to", maxReactExtensions).Msg("max_extensions above the maximum")
+			p.extensions = maxReactExtensions
 		default:
 			p.extensions = n
 		}
@@ -198,7 +198,7 @@ func (l *reactLoop) run(ctx context.Context, b *history.Branch, p *reactPlan) (r
 			return nil, err
 		}
 	}
-	// Round 0, then the extensions (bounded by MaxReactExtensions).
+	// Round 0, then the extensions (bounded by maxReactExtensions).
 	a, err := l.analysisRound(nested, 0, p.roundData(ins, p.strategy))
 	if err != nil {
 		return nil, err

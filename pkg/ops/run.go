@@ -581,7 +581,7 @@ func (r *cliRun) openSinks(ctx context.Context) (ChunkSink, func(context.Context
 		}
 		streams = append(streams, lg)
 	}
-	sink := ChunkSinkFunc(func(ctx context.Context, c Chunk) error {
+	sink := chunkSinkFunc(func(ctx context.Context, c Chunk) error {
 		for _, s := range streams {
 			if err := s.Emit(ctx, c); err != nil {
 				return err

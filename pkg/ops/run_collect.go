@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops/middle"
 )
 
 // runCollectMiddle is run_and_collect as a middle (ADR-0021 D3, D5): it
@@ -62,7 +64,7 @@ func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange,
 	}
 	out := &MiddleResult{Usage: res.Usage, Replayed: res.Replayed}
 	if res.RunLog != nil {
-		out.Run = &RunReport{Log: res.RunLog}
+		out.Run = &middle.RunReport{Log: res.RunLog}
 	}
 	if rv.Text == nil {
 		return out, nil
