@@ -320,7 +320,7 @@ func (r *cliRun) call(ctx context.Context) (Call, error) {
 	if resume != "" {
 		// A resumed session holds what it recorded: the prompt carries
 		// only what came after it.
-		past = afterSession(past, resume)
+		past = transcript.AfterSession(past, resume)
 	}
 	// A first attempt builds (and bounds) its prompt before it stores the
 	// instruction, so that a refused prompt records nothing; a redelivery
@@ -339,7 +339,7 @@ func (r *cliRun) call(ctx context.Context) (Call, error) {
 		return Call{}, err
 	}
 	if stored {
-		if msgs, err = x.prompt(withoutMessage(past, x.ins.ID)); err != nil {
+		if msgs, err = x.prompt(transcript.WithoutMessage(past, x.ins.ID)); err != nil {
 			return Call{}, err
 		}
 	}
@@ -419,19 +419,6 @@ func (r *cliRun) record(cctx context.Context, st *transcript.Fold, operr *Error,
 		r.finishLog(cctx)
 	}
 	return out2, cerr
-}
-
-// afterSession returns the messages of history after the last one the
-// provider session holds (marked by transcript.Fold.MarkSession): what a run resuming it
-// has to send. With no marked message, nothing of history is sent: the
-// session holds what its runs recorded before messages were marked.
-func afterSession(history []wire.Message, session string) []wire.Message {
-	for i := len(history) - 1; i >= 0; i-- {
-		if id, _ := history[i].Metadata[MetaSessionID].(string); id == session {
-			return history[i+1:]
-		}
-	}
-	return nil
 }
 
 // stageInstruction names the stage event of a run's instruction: its id
@@ -523,26 +510,6 @@ func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *history
 		before = []history.Message{ins}
 	}
 	return e.replayCommittedAfter(ctx, req, before, seq, sig)
-}
-
-// withoutMessage returns ms without the message id: the history a run's
-// prompt is built from, without its own instruction, which a redelivered
-// run finds recorded already and sends once, last. ms is returned as it
-// is when it does not hold id (a first attempt: the prompt memo then
-// sees the branch's own messages), resliced when id is its last message.
-func withoutMessage(ms []history.Message, id string) []history.Message {
-	i := len(ms) - 1
-	for i >= 0 && ms[i].ID != id {
-		i--
-	}
-	switch {
-	case i < 0:
-		return ms
-	case i == len(ms)-1:
-		return ms[:i:i]
-	}
-	out := make([]history.Message, 0, len(ms)-1)
-	return append(append(out, ms[:i]...), ms[i+1:]...)
 }
 
 // commitTimeout bounds recording a run after its stream ended.
