@@ -273,7 +273,14 @@ func TestTenants_permissions(t *testing.T) {
 	t.Run("client/request answered end to end, answer stored and readable", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		r, err := alice.Result(ctx, aliceID)
+		// The answer reaches its subscriber as the results stream takes
+		// it: the stored copy may be readable a moment later.
+		var r *client.Reply
+		var err error
+		waitFor(t, "the stored answer", func() bool {
+			r, err = alice.Result(ctx, aliceID)
+			return !errors.Is(err, client.ErrNoResult)
+		})
 		if err != nil {
 			t.Fatalf("Result: %v", err)
 		}

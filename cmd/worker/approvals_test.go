@@ -301,7 +301,7 @@ func TestApprovals_deadline_acts_with_no_worker_running(t *testing.T) {
 
 // The act verb parks as react does: its call waits for the answer, and
 // the resumed act runs it (approved) or records the denial (denied);
-// nothing of the parked attempt is committed.
+// of the parked attempt only the parked call is recorded.
 func TestApprovals_act_parks_and_resumes(t *testing.T) {
 	f := newApprovalFleet(t)
 	f.start("w1")
@@ -324,8 +324,9 @@ func TestApprovals_act_parks_and_resumes(t *testing.T) {
 		}
 		ap := f.parked(ctx, 1)[tt.id]
 		h, err := f.b.Client.BranchHistory(ctx, "b-"+tt.id, wire.BranchHistoryRequest{})
-		if err != nil || len(h.Value.Events) != 1 {
-			t.Fatalf("history of the parked act's branch: %d events (%v), want the creation only", len(h.Value.Events), err)
+		if err != nil || len(h.Value.Events) != 2 || h.Value.Events[0].Type != wire.EventCreated ||
+			h.Value.Events[1].Type != wire.EventApprovalRequested || h.Value.Events[1].Approval == nil || h.Value.Events[1].Approval.ID != ap.ID {
+			t.Fatalf("history of the parked act's branch: %+v (%v), want the creation and the parked call only", h.Value.Events, err)
 		}
 		if _, err := f.b.Client.AnswerApproval(ctx, ap.ID, client.Answer{Approve: tt.approve, User: "alice", Reason: "no"}); err != nil {
 			t.Fatal(err)
