@@ -51,9 +51,6 @@ const (
 	ActionErrorNoService = wire.ActionErrorNoService
 	// ActionErrorTimeout: the call's deadline passed before it answered.
 	ActionErrorTimeout = wire.ActionErrorTimeout
-	// ActionErrorCanceled: the call was cancelled, because the request
-	// was, or because another call failed with errors not suppressed.
-	ActionErrorCanceled = wire.ActionErrorCanceled
 	// ActionErrorInvoker: the invoker failed to get an outcome (a
 	// transport failure).
 	ActionErrorInvoker = wire.ActionErrorInvoker
@@ -70,10 +67,6 @@ const (
 	// MetaErrorCode is the code of an error-valued action response.
 	MetaErrorCode = "error_code"
 )
-
-// ActionRequest is one tool call act is asked to make
-// ([wire.ActionRequest]).
-type ActionRequest = wire.ActionRequest
 
 // ActionResponse is the outcome of one action request
 // ([wire.ActionResponse]).
@@ -92,7 +85,7 @@ const maxActionIDLength = 256
 
 // actParams is what the act stage runs: the requests and how.
 type actParams struct {
-	requests   []ActionRequest
+	requests   []wire.ActionRequest
 	sequential bool
 	// suppress turns tool failures into error values; without
 	// it the first failure fails the request.

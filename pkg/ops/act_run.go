@@ -9,6 +9,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // toolConfig is the engine's tool wiring, from [Config].
@@ -38,7 +39,7 @@ func newToolConfig(cfg Config) (toolConfig, error) {
 // actCall is one action request while act runs it.
 type actCall struct {
 	index   int
-	req     ActionRequest
+	req     wire.ActionRequest
 	args    map[string]any  // req.Arguments, {} for none
 	started bool            // authorized or denied; false when skipped
 	request history.Message // the action_request message
@@ -284,7 +285,7 @@ func invokeError(err error) *ToolError {
 	case errors.Is(err, context.DeadlineExceeded):
 		code = ActionErrorTimeout
 	case errors.Is(err, context.Canceled):
-		code = ActionErrorCanceled
+		code = wire.ActionErrorCanceled
 	}
 	return &ToolError{Code: code, Message: err.Error()}
 }

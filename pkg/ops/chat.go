@@ -7,8 +7,10 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
 	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -35,7 +37,7 @@ type chatData struct {
 	validator *responseSchema
 	fields    []string
 	retries   int
-	schedule  retrySchedule
+	schedule  parsestage.Schedule
 }
 
 // check validates the decoded data and fills the derived fields.
@@ -70,7 +72,7 @@ func (d *chatData) check() error {
 			d.retries = n
 		}
 	}
-	if d.schedule, err = newRetrySchedule(d.RetryInitialDelay, d.RetryBackoff); err != nil {
+	if d.schedule, err = parsestage.NewSchedule(d.RetryInitialDelay, d.RetryBackoff); err != nil {
 		return err
 	}
 	for _, a := range []struct{ name, v string }{{"sender", d.Sender}, {"recipient", d.Recipient}} {
@@ -104,8 +106,8 @@ func requestFieldNames(raw json.RawMessage) ([]string, error) {
 // schedule.
 func (d *chatData) parseSpec() *parseSpec {
 	return &parseSpec{
-		schema: d.schema, validator: d.validator, fuzzy: true, threshold: conform.DefaultSimilarityThreshold,
-		retries: d.retries, schedule: d.schedule,
+		Schema: d.schema, Validator: d.validator, Fuzzy: true, Threshold: conform.DefaultSimilarityThreshold,
+		Retries: d.retries, Schedule: d.schedule,
 	}
 }
 
@@ -235,9 +237,9 @@ func (x *exchange) call(ctx context.Context, req Request) error {
 	if err != nil {
 		return err
 	}
-	addUsage(&x.usage, comp.Usage)
+	provider.AddUsage(&x.usage, comp.Usage)
 	x.comp = comp
-	x.res = e.assistantMessage(x.chat, comp)
+	x.res = comp.Message(x.chat, e.clock())
 	return nil
 }
 

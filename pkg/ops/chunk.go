@@ -34,11 +34,11 @@ type ChunkSink interface {
 	Emit(ctx context.Context, c Chunk) error
 }
 
-// ChunkSinkFunc adapts a function to a [ChunkSink].
-type ChunkSinkFunc func(ctx context.Context, c Chunk) error
+// chunkSinkFunc adapts a function to a [ChunkSink].
+type chunkSinkFunc func(ctx context.Context, c Chunk) error
 
 // Emit calls f.
-func (f ChunkSinkFunc) Emit(ctx context.Context, c Chunk) error { return f(ctx, c) }
+func (f chunkSinkFunc) Emit(ctx context.Context, c Chunk) error { return f(ctx, c) }
 
 // Sequence returns a sink that numbers the chunks it forwards to sink: the
 // first gets Seq 1, the next 2, and so on, whatever Seq they carried. It
@@ -47,7 +47,7 @@ func (f ChunkSinkFunc) Emit(ctx context.Context, c Chunk) error { return f(ctx, 
 // stream fails anyway).
 func Sequence(sink ChunkSink) ChunkSink {
 	s := &sequencer{sink: sink}
-	return ChunkSinkFunc(s.emit)
+	return chunkSinkFunc(s.emit)
 }
 
 type sequencer struct {
@@ -62,21 +62,4 @@ func (s *sequencer) emit(ctx context.Context, c Chunk) error {
 	s.next++
 	c.Seq = s.next
 	return s.sink.Emit(ctx, c)
-}
-
-// StreamingProvider is a [Provider] that can also deliver its answer as a
-// stream of chunks, for run and for streamed API calls. Register it in
-// [Providers] like any provider; verbs that stream find it by type
-// assertion.
-//
-// Stream makes the same model call as Complete and passes each chunk to
-// emit as it arrives, with Seq left 0. It returns the same final
-// [Completion] that Complete would: its Text is the concatenation of the
-// text chunks. Provider failures are returned as by Complete; an error
-// chunk the model reports in band is emitted, and what it means is the
-// caller's decision. When emit returns an error, Stream stops reading and
-// returns an error wrapping it. emit is called from one goroutine at a time.
-type StreamingProvider interface {
-	Provider
-	Stream(ctx context.Context, call Call, emit func(Chunk) error) (*Completion, error)
 }

@@ -2,10 +2,10 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/outcome"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -24,12 +24,12 @@ func (e *Engine) commit(ctx context.Context, req Request, x *exchange, res *Resu
 // Clear and ModelCalls; the rest is filled in) as the EventMessages of req
 // on branchID, with the outcome, then emits message.added per message.
 func (e *Engine) commitEvent(ctx context.Context, req Request, branchID string, ev history.Event, res *Result, operr *Error) (*Result, error) {
-	outcome, err := encodeOutcome(res, operr)
+	stored, err := outcome.Encode(res, operr)
 	if err != nil {
 		return nil, err
 	}
 	msgs := ev.Messages
-	ev.Type, ev.RequestID, ev.Time, ev.BranchID, ev.Result = history.EventMessages, req.ID, e.clock(), branchID, outcome
+	ev.Type, ev.RequestID, ev.Time, ev.BranchID, ev.Result = history.EventMessages, req.ID, e.clock(), branchID, stored
 	seq, dup, err := e.appendOnce(ctx, branchID, ev)
 	if err != nil {
 		return nil, err
@@ -82,23 +82,6 @@ func (e *Engine) appendOnce(ctx context.Context, branchID string, ev history.Eve
 	return 0, false, nil
 }
 
-// committedError is the stored form of a recorded failure.
-type committedError struct {
-	Error *struct {
-		Code    Code   `json:"code"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
-}
-
-func encodeOutcome(res *Result, operr *Error) (json.RawMessage, error) {
-	if operr != nil {
-		return marshalValue(map[string]any{"error": map[string]any{"code": operr.Code, "message": operr.Message}})
-	}
-	c := *res
-	c.Replayed = false
-	return marshalValue(c)
-}
-
 // replaySignals says which signals a replay emits again.
 type replaySignals int
 
@@ -124,7 +107,7 @@ func (e *Engine) replayCommittedAfter(ctx context.Context, req Request, before [
 	if err != nil {
 		return nil, err
 	}
-	res, oerr := committedOutcome(ev.Result, req)
+	res, oerr := outcome.Decode(ev.Result, req.ID, req.BranchID)
 	messagesAdded := func() {
 		for _, msgs := range [][]history.Message{before, ev.Messages} {
 			for i := range msgs {
@@ -158,22 +141,4 @@ func (e *Engine) committedEvent(ctx context.Context, branchID, requestID string,
 		return nil, Errorf(CodeInternal, "committed event %d of request %q not found in the history of branch %q", seq, requestID, branchID)
 	}
 	return &evs[0], nil
-}
-
-// committedOutcome decodes the outcome an EventMessages recorded: a
-// result (marked Replayed) or a recorded failure.
-func committedOutcome(raw json.RawMessage, req Request) (*Result, error) {
-	var ce committedError
-	if err := json.Unmarshal(raw, &ce); err == nil && ce.Error != nil {
-		return nil, &Error{Code: ce.Error.Code, Message: ce.Error.Message}
-	}
-	var res Result
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, Errorf(CodeInternal, "committed result of request %q is unreadable: %v", req.ID, err)
-	}
-	res.Replayed = true
-	if res.BranchID == "" {
-		res.BranchID = req.BranchID
-	}
-	return &res, nil
 }

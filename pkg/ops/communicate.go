@@ -102,11 +102,11 @@ func (x *exchange) parseStructured(ctx context.Context, req Request) (any, error
 	switch {
 	case errors.As(err, &fail):
 		return nil, &Error{Code: CodeParse, Err: fail, Message: fmt.Sprintf(
-			"the response could not be parsed into response_format: %s: %s", fail.code, fail.describe(spec.retries))}
+			"the response could not be parsed into response_format: %s: %s", fail.Code, fail.Describe(spec.Retries))}
 	case err != nil:
 		return nil, err
 	case comp != nil:
-		reformatted := e.assistantMessage(x.parse, comp)
+		reformatted := comp.Message(x.parse, e.clock())
 		if orig, ok := x.res.Metadata[history.MetaModelResponse]; ok {
 			x.res.Metadata[history.MetaOriginalModelResponse] = orig
 		}

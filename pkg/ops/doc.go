@@ -39,11 +39,18 @@
 // The protocol's types (each verb's request and result, codes, chunks,
 // signals) are package [github.com/lionbus/lionbus/pkg/wire]'s: the engine
 // decodes a verb's data into its wire type. The branch model is package
-// history, prompt rendering package prompt; the parts behind the verbs
+// history, prompt rendering package prompt, the provider seam
+// ([Provider], [Call], [Completion], [Providers]) package provider and
+// the middle seam ([Middle], [MiddleInput], [MiddleResult]) package
+// middle; this package re-exports their names. The parts behind the verbs
 // are internal: conform (model JSON shaped to a schema), jsonrecover
-// (JSON found in text), schema (compiling request schemas, generating operate's), lndlmiddle
-// (the LNDL middle's rounds) and transcript (a CLI run's chunks folded
-// into messages). Test doubles are package opstest's.
+// (JSON found in text), schema (compiling request schemas, generating
+// operate's), parsestage (the parse stage's local attempt, failures and
+// retry schedule), decode (request data into its verb's type), outcome
+// (the stored form of an outcome), lndlmiddle (the LNDL middle's rounds),
+// reactprompt (react's analysis schema and round instructions) and
+// transcript (a CLI run's chunks folded into messages). Test doubles are
+// package opstest's.
 //
 // # History and snapshots
 //

@@ -7,9 +7,9 @@ import (
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// MaxInterpretHint is the longest domain or style hint interpret takes, in
+// maxInterpretHint is the longest domain or style hint interpret takes, in
 // bytes.
-const MaxInterpretHint = 256
+const maxInterpretHint = 256
 
 // interpretData is the request data of interpret ([wire.InterpretRequest]):
 // the raw text to rewrite and the hints that shape the rewrite.
@@ -32,12 +32,12 @@ func (d *interpretData) check() error {
 }
 
 // checkInterpretHints refuses a domain or style hint longer than
-// MaxInterpretHint; prefix leads their names in the error
+// maxInterpretHint; prefix leads their names in the error
 // ("data.<prefix>domain").
 func checkInterpretHints(prefix, domain, style string) error {
 	for _, h := range []struct{ name, v string }{{"domain", domain}, {"style", style}} {
-		if len(h.v) > MaxInterpretHint {
-			return Errorf(CodeInvalidRequest, "data.%s%s is longer than %d bytes", prefix, h.name, MaxInterpretHint)
+		if len(h.v) > maxInterpretHint {
+			return Errorf(CodeInvalidRequest, "data.%s%s is longer than %d bytes", prefix, h.name, maxInterpretHint)
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/middle"
 )
 
 // Names of the built-in middles. A request selects its middle by name
@@ -43,143 +43,24 @@ var (
 	ErrUnknownMiddle = errors.New("ops: unknown middle")
 )
 
+// The middle seam is package middle's; these names are its.
+
 // MiddleInput is what operate hands its middle: one logical exchange on a
-// branch (ADR-0021 D5, ADR-0022 D3). The middle owns the exchange: it
-// clears messages when asked, calls the model (once, as a stream, or in a
-// bounded series of inner exchanges) and records what it exchanged; the
-// caller records nothing around it.
-//
-// The fields are what every middle reads; what only one built-in middle
-// reads is in its own part ([LNDLInput], [RunInput]), nil when the request
-// gives none of it.
-type MiddleInput struct {
-	// RequestID is the idempotency key of what the middle records; a
-	// middle that finds it already committed answers from history. The
-	// caller derives it from its own request id, stable across
-	// redeliveries.
-	RequestID string
-	// BranchID is the branch to exchange on.
-	BranchID string
-	// Verb is the verb the middle works for (e.g. "operate"); it labels the
-	// signals the middle emits. Empty means the middle's own name.
-	Verb string
-	// Attempt is the delivery attempt of the request, from 1.
-	Attempt int
+// branch ([middle.Input]).
+type MiddleInput = middle.Input
 
-	// Instruction, Guidance, Context and PlainContent make the instruction,
-	// as in communicate; the first three are JSON values as encoding/json
-	// decodes them (string, float64, bool, nil, []any, map[string]any).
-	Instruction  any
-	Guidance     any
-	Context      any
-	PlainContent string
-	// Sender and Recipient address the instruction.
-	Sender, Recipient string
-	// ResponseFormat is the JSON Schema the answer is parsed into (for
-	// operate, the generated request schema: what the model is asked for,
-	// without action_responses); nil for none.
-	ResponseFormat json.RawMessage
-	// ToolSchemas describe the tools the model may request; they are
-	// rendered into the instruction.
-	ToolSchemas []any
-	// ChatModel and ParseModel override the branch's models; nil keeps
-	// them. The parse model defaults to the chat model.
-	ChatModel, ParseModel *history.ModelRef
-	// NumParseRetries bounds the reformat rounds; nil is the default.
-	NumParseRetries *int
-	// ClearMessages asks the middle to clear the branch's messages before
-	// the exchange.
-	ClearMessages bool
-	// SkipValidation asks for the raw answer text, unparsed.
-	SkipValidation bool
-	// Stream asks for the model's answer as chunks too (see
-	// communicate's "stream"); StreamID is the request id they are
-	// published under (the caller's; "" means RequestID).
-	Stream   bool
-	StreamID string
+// RunInput is the part of a [MiddleInput] only run_and_collect reads
+// ([middle.RunInput]).
+type RunInput = middle.RunInput
 
-	// LNDL is what the LNDL middle reads besides; nil means its defaults.
-	LNDL *LNDLInput
-	// Run is what run_and_collect reads besides: run's parameters; nil
-	// means none (the run keeps no log).
-	Run *RunInput
-}
+// MiddleResult is what a middle answers for one exchange ([middle.Result]).
+type MiddleResult = middle.Result
 
-// LNDLInput is the part of a [MiddleInput] only the LNDL middle reads.
-type LNDLInput struct {
-	// RoundBudget bounds the model exchanges; 0 is DefaultRoundBudget.
-	RoundBudget int
-	// Tools, when not nil, narrows the branch's tools the middle's actions
-	// may run to these names.
-	Tools []string
-	// CallerFormat is the caller's response_format as sent, which keeps
-	// the order of its properties (ResponseFormat, generated, does not);
-	// nil for none.
-	CallerFormat json.RawMessage
-}
+// Middle performs one logical exchange for operate ([middle.Middle]).
+type Middle = middle.Middle
 
-// RunInput is the part of a [MiddleInput] only run_and_collect reads: the
-// run parameters of run.
-type RunInput struct {
-	// StreamPersist keeps the run's live chunk log and snapshots (run's
-	// stream_persist).
-	StreamPersist bool
-	// StreamPersistDir is the run log directory of that run (run's
-	// stream_persist_dir); "" means the engine's Config.RunLogDir. Only
-	// with StreamPersist.
-	StreamPersistDir string
-}
-
-// MiddleResult is what a middle answers for one exchange.
-type MiddleResult struct {
-	// Value is the answer as encoding/json decodes JSON (string, float64,
-	// bool, nil, []any, map[string]any): the parsed value, or the raw text
-	// as a string when validation is skipped or there is nothing to parse;
-	// nil for null. With SkipValidation it may be any value encoding/json
-	// encodes: the caller returns it as it is.
-	Value any
-	// Usage is the token usage of the exchange's model calls, if any.
-	Usage *Usage
-	// Replayed is set when the exchange was read back from history.
-	Replayed bool
-
-	// LNDL is what the LNDL middle reports besides; nil for the others.
-	LNDL *LNDLReport
-	// Run is what run_and_collect reports besides; nil for the others and
-	// for a run that kept no log.
-	Run *RunReport
-}
-
-// LNDLReport is the part of a [MiddleResult] only the LNDL middle gives:
-// what each of its rounds did.
-type LNDLReport struct {
-	// Rounds are the records of the rounds run, the last one the success.
-	Rounds []LNDLRound
-}
-
-// RunReport is the part of a [MiddleResult] only run_and_collect gives.
-type RunReport struct {
-	// Log says where the run kept its log (stream_persist).
-	Log *RunLogLocation
-}
-
-// Middle performs one logical exchange for operate (ADR-0021 D5). operate
-// calls it exactly once and never retries it. The result's Value is the
-// parsed value, or the raw text when validation is skipped or there is
-// nothing to parse; the protocol promises neither a particular shape nor a
-// single model reply. Failures are returned as errors, not turned into
-// values. Implementations must be safe for concurrent use.
-type Middle interface {
-	Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error)
-}
-
-// MiddleFunc adapts a function to a [Middle].
-type MiddleFunc func(ctx context.Context, in MiddleInput) (*MiddleResult, error)
-
-// Exchange calls f.
-func (f MiddleFunc) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
-	return f(ctx, in)
-}
+// MiddleFunc adapts a function to a [Middle] ([middle.Func]).
+type MiddleFunc = middle.Func
 
 // Middles is a registry of custom middles by name, shared by the engines
 // configured with it. The built-in names (communicate, run_and_collect,
@@ -265,10 +146,10 @@ func (e *Engine) Middle(name string) (Middle, error) {
 	return m, nil
 }
 
-// exchange is the request and the chat data with which a built-in middle
-// named name makes in's exchange: keyed by in.RequestID, with in.Verb or
-// else name as the verb.
-func (in MiddleInput) exchange(name string) (Request, *chatData, error) {
+// middleExchange is the request and the chat data with which a built-in
+// middle named name makes in's exchange: keyed by in.RequestID, with
+// in.Verb or else name as the verb.
+func middleExchange(in MiddleInput, name string) (Request, *chatData, error) {
 	if in.RequestID == "" {
 		return Request{}, nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", name)
 	}
@@ -291,7 +172,7 @@ type communicateMiddle struct{ e *Engine }
 
 // Exchange runs communicate's exchange for in.
 func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
-	req, d, err := in.exchange(MiddleCommunicate)
+	req, d, err := middleExchange(in, MiddleCommunicate)
 	if err != nil {
 		return nil, err
 	}

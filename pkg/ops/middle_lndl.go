@@ -10,6 +10,8 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
+	"github.com/lionbus/lionbus/pkg/ops/middle"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -43,9 +45,6 @@ var (
 	// ErrLNDLNotes is the repair error of a round whose notes exceed
 	// [MaxLNDLNotes] or [MaxLNDLNotesBytes].
 	ErrLNDLNotes = lndlmiddle.ErrNotes
-	// ErrLNDLActions is the repair error of a round asking for more than
-	// [MaxActionRequests] actions.
-	ErrLNDLActions = lndlmiddle.ErrActions
 )
 
 // cliProviderName is the provider name of CLI-backed models: their inner
@@ -105,7 +104,7 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult
 	if in.RequestID == "" {
 		return nil, Errorf(CodeInvalidRequest, "middle %s: a request id is required", MiddleLNDL)
 	}
-	var opts LNDLInput
+	var opts middle.LNDLInput
 	if in.LNDL != nil {
 		opts = *in.LNDL
 	}
@@ -134,7 +133,7 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult
 		if err != nil || res == nil {
 			return nil, err
 		}
-		addUsage(&out.Usage, res.Usage)
+		provider.AddUsage(&out.Usage, res.Usage)
 		return &lndlmiddle.Reply{Value: res.Value, Replayed: res.Replayed}, nil
 	}
 	l.Bridge = func(ctx context.Context, n int, roundID string, pending []lndl.Action, rec *LNDLRound) (map[string]any, bool, error) {
@@ -151,7 +150,7 @@ func (m lndlMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult
 			return nil, err
 		}
 	}
-	out.Replayed, out.LNDL = o.Replayed, &LNDLReport{Rounds: o.Rounds}
+	out.Replayed, out.LNDL = o.Replayed, &middle.LNDLReport{Rounds: o.Rounds}
 	return out, nil
 }
 
@@ -241,9 +240,9 @@ func (m lndlMiddle) runStage(ctx context.Context, req Request, b *history.Branch
 		nb.Settings.Tools = slices.DeleteFunc(slices.Clone(b.Settings.Tools), func(t string) bool { return !slices.Contains(tools, t) })
 		b = &nb
 	}
-	p := actParams{suppress: true, requests: make([]ActionRequest, len(pending))}
+	p := actParams{suppress: true, requests: make([]wire.ActionRequest, len(pending))}
 	for i, a := range pending {
-		p.requests[i] = ActionRequest{Function: a.Function, Arguments: a.Arguments}
+		p.requests[i] = wire.ActionRequest{Function: a.Function, Arguments: a.Arguments}
 		if len(a.Name) <= maxActionIDLength {
 			p.requests[i].ID = a.Name
 		}

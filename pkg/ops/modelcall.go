@@ -2,13 +2,11 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 )
 
 // observeCall makes the model call through f, telling the engine's
@@ -72,50 +70,4 @@ func (e *Engine) complete(ctx context.Context, req Request, b *history.Branch, m
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-// assistantMessage records a completion.
-func (e *Engine) assistantMessage(model history.ModelRef, comp *Completion) history.Message {
-	var raw any
-	if len(comp.Raw) > 0 {
-		if err := json.Unmarshal(comp.Raw, &raw); err != nil {
-			raw = string(comp.Raw)
-		}
-	}
-	m := history.NewAssistantResponse(comp.Text, raw, e.clock())
-	if m.Metadata == nil {
-		m.Metadata = map[string]any{}
-	}
-	m.Metadata[history.MetaModel] = model.String()
-	if comp.Usage != nil {
-		m.Metadata[history.MetaUsage] = map[string]any{
-			"input_tokens": comp.Usage.InputTokens, "output_tokens": comp.Usage.OutputTokens,
-			"total_tokens": comp.Usage.TotalTokens,
-		}
-		if comp.Usage.CostUSD > 0 {
-			m.Metadata[history.MetaUsage].(map[string]any)["cost_usd"] = comp.Usage.CostUSD
-		}
-	}
-	if len(comp.ToolCalls) > 0 {
-		calls := make([]any, len(comp.ToolCalls))
-		for i, tc := range comp.ToolCalls {
-			calls[i] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": jsonval.CopyMap(tc.Arguments)}
-		}
-		m.Metadata["tool_calls"] = calls
-	}
-	return m
-}
-
-// addUsage sums u into *total.
-func addUsage(total **Usage, u *Usage) {
-	if u == nil {
-		return
-	}
-	if *total == nil {
-		*total = &Usage{}
-	}
-	(*total).InputTokens += u.InputTokens
-	(*total).OutputTokens += u.OutputTokens
-	(*total).TotalTokens += u.TotalTokens
-	(*total).CostUSD += u.CostUSD
 }

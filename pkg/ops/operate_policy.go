@@ -8,6 +8,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
 )
 
 // maxMismatchQuote is how much of a result a handle_validation "raise"
@@ -65,7 +66,7 @@ func (o *operation) policy(value any) (res *Result, done bool, err error) {
 	switch o.p.handle {
 	case handleRaise:
 		return nil, true, &Error{Code: CodeSchemaRejected, Err: verr, Message: fmt.Sprintf(
-			"the result does not match response_format: %s; result: %s", shortError(verr, 300),
+			"the result does not match response_format: %s; result: %s", parsestage.ShortError(verr, 300),
 			Truncate(jsonval.Compact(value), maxMismatchQuote))}
 	case handleReturnNone:
 		o.out.Value = json.RawMessage("null")

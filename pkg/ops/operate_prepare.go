@@ -5,9 +5,11 @@ import (
 	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
+	"github.com/lionbus/lionbus/pkg/ops/middle"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -77,9 +79,9 @@ func (p *operatePlan) run() *RunInput {
 
 // lndlInput returns the LNDL middle's part of the middle's input, made on
 // first use.
-func (p *operatePlan) lndlInput() *LNDLInput {
+func (p *operatePlan) lndlInput() *middle.LNDLInput {
 	if p.chat.LNDL == nil {
-		p.chat.LNDL = &LNDLInput{}
+		p.chat.LNDL = &middle.LNDLInput{}
 	}
 	return p.chat.LNDL
 }
@@ -270,8 +272,8 @@ func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, err
 		}
 		var s map[string]any
 		if err := json.Unmarshal(r, &s); err != nil || s == nil {
-			if isOutOfRange(err) {
-				return nil, Errorf(CodeInvalidRequest, "data.field_models.%s %s", Truncate(name, 64), outOfRangeMessage(err))
+			if decode.IsOutOfRange(err) {
+				return nil, Errorf(CodeInvalidRequest, "data.field_models.%s %s", Truncate(name, 64), decode.OutOfRangeMessage(err))
 			}
 			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s must be a JSON Schema object", Truncate(name, 64))
 		}

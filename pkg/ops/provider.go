@@ -1,174 +1,51 @@
 package ops
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-	"sync"
-
-	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-// Provider calls a model. Implementations live in the provider
-// sub-packages; they must be safe for concurrent use.
-//
-// Complete returns a *ProviderError (or an error wrapping one) for a failure
-// the provider can classify; any other error is treated as a final provider
-// failure, except context errors, which mean the request timed out or was
-// cancelled.
-type Provider interface {
-	Complete(ctx context.Context, call Call) (*Completion, error)
-}
+// The model-provider seam is package provider's; these names are its.
 
-// Call is one model call.
-type Call struct {
-	// Model is the model reference, with its options.
-	Model history.ModelRef
-	// Messages is the outgoing conversation: an optional system message
-	// first, then user and assistant turns, ending with the current
-	// instruction. It is read-only (see Prompt).
-	Messages Prompt
-	// Instruction is the current instruction's "instruction" field as text
-	// (a string verbatim, any other value as compact JSON), or its
-	// plain_content when it has no instruction.
-	Instruction string
-	// BranchID and RequestID identify the branch and the request.
-	BranchID  string
-	RequestID string
-	// Index is the position of this call in the branch's model calls:
-	// Branch.ModelCalls (the calls recorded in committed history, as the
-	// operation loaded the branch) plus the calls this operation already
-	// made. It is derived from persisted state only, so every worker
-	// computes the same Index for the same call of a request against the
-	// same branch state, also on redelivery. It is not unique: operations
-	// running concurrently on one branch see the same ModelCalls, and a
-	// redelivery that follows another operation's commit sees a larger one.
-	Index uint64
-	// Attempt is the request's delivery attempt, from 1.
-	Attempt int
+// Provider calls a model ([provider.Provider]).
+type Provider = provider.Provider
 
-	// ResponseFormat, when set, is a JSON Schema the answer must satisfy,
-	// for a provider that can constrain its answer natively (the OpenAI
-	// provider sends it as response_format json_schema). Nil asks for
-	// nothing; a provider without native structured output ignores it.
-	ResponseFormat json.RawMessage
-	// Tools, when set, are the function tools the model may call natively
-	// (answered in [Completion.ToolCalls]). Nil offers none; a provider
-	// without native tool calling ignores them.
-	Tools []ToolSpec
-	// Resume is the provider session to continue (a CLI model's session
-	// id, kept by the branch); "" starts a new one.
-	Resume string
-}
+// StreamingProvider is a [Provider] that can also stream its answer as
+// chunks ([provider.StreamingProvider]).
+type StreamingProvider = provider.StreamingProvider
+
+// CLIProvider is a [StreamingProvider] whose models run as a coding-agent
+// CLI ([provider.CLIProvider]); run accepts only its models.
+type CLIProvider = provider.CLIProvider
+
+// ResultTotals is implemented by a [CLIProvider] whose result chunks'
+// numbers add up over turns ([provider.ResultTotals]).
+type ResultTotals = provider.ResultTotals
+
+// Call is one model call ([provider.Call]).
+type Call = provider.Call
 
 // ToolSpec describes a function tool offered to a model natively (see
 // [Call.Tools]; [wire.ToolSpec]).
 type ToolSpec = wire.ToolSpec
 
-// ToolCall is a tool call a model asked for natively.
-type ToolCall struct {
-	ID        string         `json:"id,omitempty"`
-	Name      string         `json:"name"`
-	Arguments map[string]any `json:"arguments,omitempty"`
-}
+// ToolCall is a tool call a model asked for natively ([provider.ToolCall]).
+type ToolCall = provider.ToolCall
 
-// Completion is a model's answer.
-type Completion struct {
-	// Text is the assistant text.
-	Text string
-	// ToolCalls are native tool calls, if any.
-	ToolCalls []ToolCall
-	// Usage is the call's token usage; nil when unknown.
-	Usage *Usage
-	// Raw is the provider's raw response, kept as the assistant response's
-	// metadata.model_response.
-	Raw json.RawMessage
-	// SessionID is the provider session id, for CLI resumption.
-	SessionID string
-}
+// Completion is a model's answer ([provider.Completion]).
+type Completion = provider.Completion
 
-// ProviderError is a classified model-provider failure.
-type ProviderError struct {
-	// Provider is the provider name.
-	Provider string
-	// Message says what failed.
-	Message string
-	// Temporary is true when retrying the request later may succeed
-	// (rate limits, overload, network failures).
-	Temporary bool
-	// Err is the underlying error, if any.
-	Err error
-}
+// ProviderError is a classified model-provider failure
+// ([provider.ProviderError]).
+type ProviderError = provider.ProviderError
 
-// Error returns the provider name and message.
-func (e *ProviderError) Error() string {
-	msg := e.Message
-	if msg == "" && e.Err != nil {
-		msg = e.Err.Error()
-	}
-	return fmt.Sprintf("provider %s: %s", e.Provider, msg)
-}
+// ErrUnknownProvider is returned by [Providers.Lookup] for an unregistered
+// name ([provider.ErrUnknownProvider]).
+var ErrUnknownProvider = provider.ErrUnknownProvider
 
-// Unwrap returns the underlying error.
-func (e *ProviderError) Unwrap() error { return e.Err }
+// Providers is a registry of model providers by name ([provider.Providers]).
+type Providers = provider.Providers
 
-// ErrUnknownProvider is returned by [Providers.Lookup] for an unregistered name.
-var ErrUnknownProvider = errors.New("ops: unknown model provider")
-
-// Providers is a registry of model providers by name (the provider part of a
-// [history.ModelRef]). It is safe for concurrent use.
-type Providers struct {
-	mu sync.RWMutex
-	m  map[string]Provider
-}
-
-// NewProviders returns a registry holding the given providers.
-func NewProviders(named map[string]Provider) *Providers {
-	p := &Providers{m: make(map[string]Provider, len(named))}
-	for k, v := range named {
-		p.m[k] = v
-	}
-	return p
-}
-
-// Register adds p under name, replacing any provider of that name.
-func (p *Providers) Register(name string, prov Provider) error {
-	if name == "" || prov == nil {
-		return fmt.Errorf("ops: provider registration needs a name and a provider")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = make(map[string]Provider)
-	}
-	p.m[name] = prov
-	return nil
-}
-
-// Lookup returns the provider registered as name, or an error wrapping
-// ErrUnknownProvider.
-func (p *Providers) Lookup(name string) (Provider, error) {
-	if p != nil {
-		p.mu.RLock()
-		prov, ok := p.m[name]
-		p.mu.RUnlock()
-		if ok {
-			return prov, nil
-		}
-	}
-	return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownProvider, name, p.Names())
-}
-
-// Names returns the registered provider names, sorted.
-func (p *Providers) Names() []string {
-	if p == nil {
-		return nil
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return slices.Sorted(maps.Keys(p.m))
-}
+// NewProviders returns a registry holding the given providers
+// ([provider.NewProviders]).
+func NewProviders(named map[string]Provider) *Providers { return provider.NewProviders(named) }

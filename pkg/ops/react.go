@@ -8,17 +8,19 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/reactprompt"
+	"github.com/lionbus/lionbus/pkg/ops/provider"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Bounds of react's extension rounds.
 const (
-	// DefaultReactExtensions is how many extension rounds react allows
+	// defaultReactExtensions is how many extension rounds react allows
 	// when max_extensions is absent, streamed or not.
-	DefaultReactExtensions = 3
-	// MaxReactExtensions is the most extension rounds react runs: a
+	defaultReactExtensions = 3
+	// maxReactExtensions is the most extension rounds react runs: a
 	// larger max_extensions is logged and lowered to it.
-	MaxReactExtensions = 100
+	maxReactExtensions = 100
 )
 
 // Stage names of react's sub-requests: "<id>/react/<round>" for the
@@ -34,43 +36,6 @@ const (
 type reactData struct {
 	wire.ReactRequest
 }
-
-// reactAnalysis is what react reads of an analysis round's value.
-type reactAnalysis struct {
-	Analysis        string  `json:"analysis"`
-	ExtensionNeeded bool    `json:"extension_needed"`
-	Milestone       *string `json:"milestone"`
-	ActionStrategy  *string `json:"action_strategy"`
-	ActionBatchSize *int    `json:"action_batch_size"`
-}
-
-// reactAnalysisSchema is the response_format of the analysis rounds;
-// operate adds action_required and action_requests to it.
-var reactAnalysisSchema = json.RawMessage(`{
-  "title": "ReActAnalysis",
-  "description": "One step of a reason-and-act loop: think about the task, plan the actions that move it forward, ask for the tool calls to run now, and say whether another round is needed before the final answer.",
-  "type": "object",
-  "properties": {
-    "analysis": {"type": "string", "description": "Your reasoning about the task so far, including what earlier actions returned."},
-    "planned_actions": {
-      "type": "array",
-      "description": "The actions you intend to take, in order.",
-      "items": {
-        "type": "object",
-        "properties": {
-          "action_type": {"type": "string", "description": "The kind of action, usually a tool name."},
-          "description": {"type": "string", "description": "What the action does and why."}
-        },
-        "required": ["action_type", "description"]
-      }
-    },
-    "extension_needed": {"type": "boolean", "description": "True when another analysis round is needed before the final answer (for example to look at the results of the actions asked for now)."},
-    "milestone": {"type": ["string", "null"], "description": "The intermediate goal this round reaches."},
-    "action_strategy": {"type": "string", "enum": ["sequential", "concurrent", "batch"], "description": "How the actions of the next round should run."},
-    "action_batch_size": {"type": ["integer", "null"], "minimum": 1, "description": "With the batch strategy, how many actions run together."}
-  },
-  "required": ["analysis", "extension_needed"]
-}`)
 
 // reactPlan is what react makes of its data.
 type reactPlan struct {
@@ -96,7 +61,7 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 	default:
 		return nil, Errorf(CodeInvalidRequest, "data.instruction must be a string or an object, not %T", ins.Instruction)
 	}
-	p := &reactPlan{d: d, ins: ins, extensions: DefaultReactExtensions, allowed: true, strategy: ins.ActionStrategy}
+	p := &reactPlan{d: d, ins: ins, extensions: defaultReactExtensions, allowed: true, strategy: ins.ActionStrategy}
 	if d.ActionStrategy != nil && *d.ActionStrategy != "" {
 		p.strategy = d.ActionStrategy
 	}
@@ -112,10 +77,10 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 		switch n := *d.MaxExtensions; {
 		case n <= 0:
 			p.extensions = 0
-		case n > MaxReactExtensions:
+		case n > maxReactExtensions:
 			e.log.Warn().Str("request_id", req.ID).Int("max_extensions", n).
-				Int("clamped_to", MaxReactExtensions).Msg("max_extensions above the maximum")
-			p.extensions = MaxReactExtensions
+				Int("clamped_to", maxReactExtensions).Msg("max_extensions above the maximum")
+			p.extensions = maxReactExtensions
 		default:
 			p.extensions = n
 		}
@@ -147,7 +112,7 @@ func (p *reactPlan) roundData(ins instructData, strategy *string) *operateData {
 	od := &operateData{}
 	od.Instruction, od.Guidance, od.Context, od.Reason = ins.Instruction, ins.Guidance, ins.Context, ins.Reason
 	od.Sender, od.Recipient, od.ChatModel, od.ParseModel = d.Sender, d.Recipient, model, d.ParseModel
-	od.NumParseRetries, od.ResponseFormat, od.Actions = d.NumParseRetries, reactAnalysisSchema, &on
+	od.NumParseRetries, od.ResponseFormat, od.Actions = d.NumParseRetries, reactprompt.AnalysisSchema, &on
 	od.ActionStrategy, od.Tools, od.HandleValidation = strategy, d.Tools, handleRaise
 	return od
 }
@@ -233,19 +198,19 @@ func (l *reactLoop) run(ctx context.Context, b *history.Branch, p *reactPlan) (r
 			return nil, err
 		}
 	}
-	// Round 0, then the extensions (bounded by MaxReactExtensions).
+	// Round 0, then the extensions (bounded by maxReactExtensions).
 	a, err := l.analysisRound(nested, 0, p.roundData(ins, p.strategy))
 	if err != nil {
 		return nil, err
 	}
 	for left := p.extensions; p.allowed && a.ExtensionNeeded && left > 0; left-- {
 		round := len(l.analyses)
-		next := instructData{Instruction: extensionPrompt(a, round, left), Reason: p.ins.Reason}
+		next := instructData{Instruction: reactprompt.Extension(a, round, left), Reason: p.ins.Reason}
 		if a, err = l.analysisRound(nested, round, p.roundData(next, nextStrategy(a, p.strategy))); err != nil {
 			return nil, err
 		}
 	}
-	answer, err := l.round(nested, stageID(req.ID, reactStage+"/"+reactAnswerStage), p.answerData(answerPrompt(p.ins.Instruction)))
+	answer, err := l.round(nested, stageID(req.ID, reactStage+"/"+reactAnswerStage), p.answerData(reactprompt.Answer(p.ins.Instruction)))
 	if err != nil {
 		return nil, err
 	}
@@ -304,19 +269,19 @@ func (l *reactLoop) round(ctx context.Context, id string, d *operateData) (json.
 	if err != nil {
 		return nil, err
 	}
-	addUsage(&l.usage, res.Usage)
+	provider.AddUsage(&l.usage, res.Usage)
 	l.replayed = l.replayed && res.Replayed
 	l.stored += res.DurationMS
 	return res.Value, nil
 }
 
 // analysisRound runs analysis round n, keeps its value and streams it.
-func (l *reactLoop) analysisRound(ctx context.Context, n int, d *operateData) (*reactAnalysis, error) {
+func (l *reactLoop) analysisRound(ctx context.Context, n int, d *operateData) (*reactprompt.Analysis, error) {
 	v, err := l.round(ctx, l.roundID(n), d)
 	if err != nil {
 		return nil, err
 	}
-	var a reactAnalysis
+	var a reactprompt.Analysis
 	if err := json.Unmarshal(v, &a); err != nil {
 		return nil, Errorf(CodeSchemaRejected, "react round %d: the analysis is not an object of the analysis schema: %s",
 			n, Truncate(string(v), maxMismatchQuote))
@@ -357,7 +322,7 @@ func (l *reactLoop) emitRound(ctx context.Context, n int, phase string, v json.R
 // nextStrategy is the action strategy of the round after a: the one the
 // analysis chose ("batch" runs concurrently, bounded by the engine's
 // MaxConcurrentTools), else the request's.
-func nextStrategy(a *reactAnalysis, request *string) *string {
+func nextStrategy(a *reactprompt.Analysis, request *string) *string {
 	if a.ActionStrategy == nil {
 		return request
 	}
@@ -366,24 +331,4 @@ func nextStrategy(a *reactAnalysis, request *string) *string {
 		s = strategySequential
 	}
 	return &s
-}
-
-// extensionPrompt is the instruction of extension round n, after the
-// analysis a, with left rounds allowed (this one included).
-func extensionPrompt(a *reactAnalysis, n, left int) string {
-	concluded := Truncate(a.Analysis, 2000)
-	if a.Milestone != nil && *a.Milestone != "" {
-		concluded += " (milestone: " + Truncate(*a.Milestone, 500) + ")"
-	}
-	return fmt.Sprintf("This is extension round %d of the task above. In your last round you concluded: %s\n"+
-		"The outcomes of the actions you asked for are in the conversation. Continue the analysis and ask for "+
-		"further actions if they help. You may use %d more extension round(s) after this one; set "+
-		"extension_needed to true only if you need another round before the final answer.",
-		n, concluded, left-1)
-}
-
-// answerPrompt is the instruction of the final round.
-func answerPrompt(instruction any) string {
-	return "Using your analysis and the outcomes of the actions above, give the final answer to the original " +
-		"request: " + jsonval.Text(instruction)
 }

@@ -8,31 +8,11 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/outcome"
 	"github.com/lionbus/lionbus/pkg/ops/internal/transcript"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
-
-// CLIProvider is a [StreamingProvider] whose models run as a coding-agent
-// CLI (a subprocess reading its own tools and keeping its own session).
-// run accepts only the models for which IsCLI reports true.
-type CLIProvider interface {
-	StreamingProvider
-	// IsCLI reports whether model runs as an agent CLI.
-	IsCLI(model history.ModelRef) bool
-}
-
-// ResultTotals is implemented by a [CLIProvider] whose result chunks
-// carry numbers that add up over the turns of one response instead of
-// replacing the previous turn's (Claude Code's total_cost_usd and
-// num_turns). A run sums those keys of its result chunks' metadata and
-// overwrites the others; the numbers of metadata.usage add up for every
-// provider.
-type ResultTotals interface {
-	// TotalKeys returns the metadata keys of the result chunks whose
-	// numbers add up.
-	TotalKeys() []string
-}
 
 // ChunkStream is the chunk sink of one request: Emit forwards a chunk
 // (numbered already), Close waits until every emitted chunk is delivered
@@ -340,7 +320,7 @@ func (r *cliRun) call(ctx context.Context) (Call, error) {
 	if resume != "" {
 		// A resumed session holds what it recorded: the prompt carries
 		// only what came after it.
-		past = afterSession(past, resume)
+		past = transcript.AfterSession(past, resume)
 	}
 	// A first attempt builds (and bounds) its prompt before it stores the
 	// instruction, so that a refused prompt records nothing; a redelivery
@@ -359,7 +339,7 @@ func (r *cliRun) call(ctx context.Context) (Call, error) {
 		return Call{}, err
 	}
 	if stored {
-		if msgs, err = x.prompt(withoutMessage(past, x.ins.ID)); err != nil {
+		if msgs, err = x.prompt(transcript.WithoutMessage(past, x.ins.ID)); err != nil {
 			return Call{}, err
 		}
 	}
@@ -441,19 +421,6 @@ func (r *cliRun) record(cctx context.Context, st *transcript.Fold, operr *Error,
 	return out2, cerr
 }
 
-// afterSession returns the messages of history after the last one the
-// provider session holds (marked by transcript.Fold.MarkSession): what a run resuming it
-// has to send. With no marked message, nothing of history is sent: the
-// session holds what its runs recorded before messages were marked.
-func afterSession(history []wire.Message, session string) []wire.Message {
-	for i := len(history) - 1; i >= 0; i-- {
-		if id, _ := history[i].Metadata[MetaSessionID].(string); id == session {
-			return history[i+1:]
-		}
-	}
-	return nil
-}
-
 // stageInstruction names the stage event of a run's instruction: its id
 // is stageID(request id, stageInstruction).
 const stageInstruction = "instruction"
@@ -485,7 +452,7 @@ func (r *cliRun) storeInstruction(ctx context.Context) error {
 	if x.ins.ID == "" {
 		x.ins = history.NewInstructionMessage(x.data.spec(), e.clock())
 	}
-	outcome, err := encodeOutcome(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
+	stored, err := outcome.Encode(&Result{Value: json.RawMessage("null"), BranchID: x.branch.ID}, nil)
 	if err != nil {
 		return err
 	}
@@ -499,7 +466,7 @@ func (r *cliRun) storeInstruction(ctx context.Context) error {
 	}
 	ev := history.Event{
 		Type: history.EventMessages, RequestID: id, Time: e.clock(), BranchID: x.branch.ID,
-		Messages: []history.Message{x.ins}, Clear: x.data.ClearMessages, Result: outcome,
+		Messages: []history.Message{x.ins}, Clear: x.data.ClearMessages, Result: stored,
 	}
 	seq, dup, err := e.appendOnce(sctx, x.branch.ID, ev)
 	if err != nil {
@@ -545,26 +512,6 @@ func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *history
 	return e.replayCommittedAfter(ctx, req, before, seq, sig)
 }
 
-// withoutMessage returns ms without the message id: the history a run's
-// prompt is built from, without its own instruction, which a redelivered
-// run finds recorded already and sends once, last. ms is returned as it
-// is when it does not hold id (a first attempt: the prompt memo then
-// sees the branch's own messages), resliced when id is its last message.
-func withoutMessage(ms []history.Message, id string) []history.Message {
-	i := len(ms) - 1
-	for i >= 0 && ms[i].ID != id {
-		i--
-	}
-	switch {
-	case i < 0:
-		return ms
-	case i == len(ms)-1:
-		return ms[:i:i]
-	}
-	out := make([]history.Message, 0, len(ms)-1)
-	return append(append(out, ms[:i]...), ms[i+1:]...)
-}
-
 // commitTimeout bounds recording a run after its stream ended.
 const commitTimeout = 30 * time.Second
 
@@ -601,7 +548,7 @@ func (r *cliRun) openSinks(ctx context.Context) (ChunkSink, func(context.Context
 		}
 		streams = append(streams, lg)
 	}
-	sink := ChunkSinkFunc(func(ctx context.Context, c Chunk) error {
+	sink := chunkSinkFunc(func(ctx context.Context, c Chunk) error {
 		for _, s := range streams {
 			if err := s.Emit(ctx, c); err != nil {
 				return err

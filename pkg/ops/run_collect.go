@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/lionbus/lionbus/pkg/ops/middle"
 )
 
 // runCollectMiddle is run_and_collect as a middle (ADR-0021 D3, D5): it
@@ -16,7 +18,7 @@ type runCollectMiddle struct{ e *Engine }
 
 // Exchange runs run_and_collect for in.
 func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*MiddleResult, error) {
-	req, d, err := in.exchange(MiddleRunAndCollect)
+	req, d, err := middleExchange(in, MiddleRunAndCollect)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange,
 	}
 	out := &MiddleResult{Usage: res.Usage, Replayed: res.Replayed}
 	if res.RunLog != nil {
-		out.Run = &RunReport{Log: res.RunLog}
+		out.Run = &middle.RunReport{Log: res.RunLog}
 	}
 	if rv.Text == nil {
 		return out, nil
@@ -83,7 +85,7 @@ func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange,
 	if err != nil {
 		if fail, ok := err.(*parseFailure); ok {
 			return nil, &Error{Code: CodeParse, Err: fail, Message: fmt.Sprintf(
-				"the collected text could not be parsed into response_format: %s: %s", fail.code, fail.describe(x.data.retries))}
+				"the collected text could not be parsed into response_format: %s: %s", fail.Code, fail.Describe(x.data.retries))}
 		}
 		return nil, asError(ctx, err)
 	}

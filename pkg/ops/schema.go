@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
@@ -48,8 +48,8 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		if isOutOfRange(err) {
-			return nil, nil, Errorf(CodeInvalidRequest, "data.response_format %s", outOfRangeMessage(err))
+		if decode.IsOutOfRange(err) {
+			return nil, nil, Errorf(CodeInvalidRequest, "data.response_format %s", decode.OutOfRangeMessage(err))
 		}
 		return nil, nil, Errorf(CodeInvalidRequest, "data.response_format must be a JSON Schema object: %v", err)
 	}
@@ -58,11 +58,6 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 		return nil, nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("data.response_format is not a usable JSON Schema: %v", err), Err: err}
 	}
 	return doc, v, nil
-}
-
-// shortError bounds an error message to n bytes.
-func shortError(err error, n int) string {
-	return Truncate(strings.Join(strings.Fields(err.Error()), " "), n)
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

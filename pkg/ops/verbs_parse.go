@@ -7,6 +7,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
+	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -47,15 +48,15 @@ func (d *parseData) spec() (*parseSpec, error) {
 	if schema == nil {
 		return nil, Errorf(CodeInvalidRequest, "data.response_format is required")
 	}
-	p := &parseSpec{schema: schema, validator: validator, fuzzy: true, threshold: conform.DefaultSimilarityThreshold, retries: DefaultParseRetries}
+	p := &parseSpec{Schema: schema, Validator: validator, Fuzzy: true, Threshold: conform.DefaultSimilarityThreshold, Retries: DefaultParseRetries}
 	if d.FuzzyMatch != nil {
-		p.fuzzy = *d.FuzzyMatch
+		p.Fuzzy = *d.FuzzyMatch
 	}
 	if t := d.SimilarityThreshold; t != nil {
 		if math.IsNaN(*t) || *t < conform.MinSimilarityThreshold || *t > 1 {
 			return nil, Errorf(CodeInvalidRequest, "data.similarity_threshold must be between %g and 1, got %g", conform.MinSimilarityThreshold, *t)
 		}
-		p.threshold = *t
+		p.Threshold = *t
 	}
 	switch d.HandleValidation {
 	case "":
@@ -70,12 +71,12 @@ func (d *parseData) spec() (*parseSpec, error) {
 		case *n < 0:
 			return nil, Errorf(CodeInvalidRequest, "data.max_retries must not be negative, got %d", *n)
 		case *n > MaxParseRetries:
-			p.retries = MaxParseRetries
+			p.Retries = MaxParseRetries
 		default:
-			p.retries = *n
+			p.Retries = *n
 		}
 	}
-	if p.schedule, err = newRetrySchedule(d.RetryInitialDelay, d.RetryBackoff); err != nil {
+	if p.Schedule, err = parsestage.NewSchedule(d.RetryInitialDelay, d.RetryBackoff); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -142,7 +143,7 @@ func (e *Engine) parseVerb(ctx context.Context, req Request) (*Result, error) {
 	case errors.As(err, &fail) && d.HandleValidation == handleReturnNone:
 		v = nil
 	case errors.As(err, &fail):
-		return nil, fail.asError(spec.retries)
+		return nil, fail.AsError(spec.Retries)
 	case err != nil:
 		return nil, err
 	}

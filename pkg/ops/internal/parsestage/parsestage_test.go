@@ -1,4 +1,4 @@
-package ops
+package parsestage
 
 import (
 	"encoding/json"
@@ -7,20 +7,24 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonrecover"
+	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
+	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // mustSpec compiles schema into a parse spec with fuzzy key matching.
-func mustSpec(t *testing.T, schema string) *parseSpec {
+func mustSpec(t *testing.T, doc string) *Spec {
 	t.Helper()
-	v, err := compileResponseSchema([]byte(schema))
+	v, err := schema.Compile([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal([]byte(schema), &m); err != nil {
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
 		t.Fatal(err)
 	}
-	return &parseSpec{schema: m, validator: v, fuzzy: true, threshold: conform.DefaultSimilarityThreshold, schedule: defaultRetrySchedule()}
+	return &Spec{Schema: m, Validator: v, Fuzzy: true, Threshold: conform.DefaultSimilarityThreshold, Schedule: DefaultSchedule()}
 }
 
 // TestParseLocal is the parse stage's local attempt: recovery, key
@@ -75,17 +79,17 @@ func TestParseLocal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, fail := mustSpec(t, tt.schema).local(tt.text)
+			v, fail := mustSpec(t, tt.schema).Local(tt.text)
 			if c, ok := strings.CutPrefix(tt.want, "error:"); ok {
-				if fail == nil || string(fail.code) != c {
-					t.Fatalf("local = %s, %v; want a %s failure", compactJSON(v), fail, c)
+				if fail == nil || string(fail.Code) != c {
+					t.Fatalf("local = %s, %v; want a %s failure", jsonval.Compact(v), fail, c)
 				}
 				return
 			}
 			if fail != nil {
 				t.Fatalf("local failed: %v", fail)
 			}
-			if got := compactJSON(v); got != tt.want {
+			if got := jsonval.Compact(v); got != tt.want {
 				t.Errorf("value = %s, want %s", got, tt.want)
 			}
 		})
@@ -96,12 +100,12 @@ func TestParseLocal(t *testing.T) {
 // values are still coerced.
 func TestParseLocal_fuzzy_off(t *testing.T) {
 	p := mustSpec(t, `{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}`)
-	p.fuzzy = false
-	if _, fail := p.local(`{"Answer": "1"}`); fail == nil || fail.code != CodeSchemaRejected {
+	p.Fuzzy = false
+	if _, fail := p.Local(`{"Answer": "1"}`); fail == nil || fail.Code != wire.CodeSchemaRejected {
 		t.Fatalf("fuzzy off matched Answer: %v", fail)
 	}
-	if v, fail := p.local(`{"answer": "1"}`); fail != nil || compactJSON(v) != `{"answer":1}` {
-		t.Fatalf("exact key with coercion: %s, %v", compactJSON(v), fail)
+	if v, fail := p.Local(`{"answer": "1"}`); fail != nil || jsonval.Compact(v) != `{"answer":1}` {
+		t.Fatalf("exact key with coercion: %s, %v", jsonval.Compact(v), fail)
 	}
 }
 
@@ -110,47 +114,48 @@ func TestParseLocal_fuzzy_off(t *testing.T) {
 func TestParseFailure_messages(t *testing.T) {
 	p := mustSpec(t, `{"type":"object","required":["a"]}`)
 	long := strings.Repeat("x", 1000)
-	_, fail := p.local(long)
-	if fail == nil || fail.code != CodeExtraction || !errors.Is(fail, ErrNoJSON) || errors.Is(fail, ErrSchemaRejected) {
+	_, fail := p.Local(long)
+	if fail == nil || fail.Code != wire.CodeExtraction || !errors.Is(fail, jsonrecover.ErrNoJSON) || errors.Is(fail, ErrSchemaRejected) {
 		t.Fatalf("no JSON: %v", fail)
 	}
-	msg := fail.asError(2).Message
-	if strings.Contains(msg, strings.Repeat("x", maxQuotedText+1)) || !strings.Contains(msg, strings.Repeat("x", maxQuotedText)) {
-		t.Fatalf("message does not quote exactly the first %d characters: %s", maxQuotedText, msg)
+	msg := fail.AsError(2).Message
+	if strings.Contains(msg, strings.Repeat("x", MaxQuotedText+1)) || !strings.Contains(msg, strings.Repeat("x", MaxQuotedText)) {
+		t.Fatalf("message does not quote exactly the first %d characters: %s", MaxQuotedText, msg)
 	}
 	if !strings.Contains(msg, "after 2 reformat round(s)") {
 		t.Fatalf("message does not say how many rounds ran: %s", msg)
 	}
-	_, fail = p.local(`{"b": 1} ` + long)
-	if fail == nil || fail.code != CodeSchemaRejected || !errors.Is(fail, ErrSchemaRejected) || errors.Is(fail, ErrNoJSON) {
+	_, fail = p.Local(`{"b": 1} ` + long)
+	if fail == nil || fail.Code != wire.CodeSchemaRejected || !errors.Is(fail, ErrSchemaRejected) || errors.Is(fail, jsonrecover.ErrNoJSON) {
 		t.Fatalf("rejected: %v", fail)
 	}
-	if e := fail.asError(0); e.Code != CodeSchemaRejected || !strings.Contains(e.Message, "missing property 'a'") || len(e.Message) > 1200 {
+	if e := fail.AsError(0); e.Code != wire.CodeSchemaRejected || !strings.Contains(e.Message, "missing property 'a'") || len(e.Message) > 1200 {
 		t.Fatalf("rejection message: %s", e.Message)
 	}
 }
 
-func TestRetrySchedule(t *testing.T) {
+// TestSchedule: ADR-0022 D1's default waits, the cap and the bounds.
+func TestSchedule(t *testing.T) {
 	// ADR-0022 D1 (make_parse_param): first delay 1 s, backoff 1.85.
-	s := defaultRetrySchedule()
+	s := DefaultSchedule()
 	var got []string
 	for k := 1; k <= 5; k++ {
-		got = append(got, s.wait(k).Round(10e6).String())
+		got = append(got, s.Wait(k).Round(10e6).String())
 	}
 	if strings.Join(got, " ") != "1s 1.85s 3.42s 6.33s 11.71s" {
 		t.Fatalf("default waits = %v", got)
 	}
 	zero, one, big := 0.0, 1.0, 4.0
-	s, err := newRetrySchedule(&one, &big)
-	if err != nil || s.wait(4) != 30e9 {
-		t.Fatalf("waits are capped at MaxParseRetryWait: %v, %v", s.wait(4), err)
+	s, err := NewSchedule(&one, &big)
+	if err != nil || s.Wait(4) != 30e9 {
+		t.Fatalf("waits are capped at MaxWait: %v, %v", s.Wait(4), err)
 	}
-	if s, err := newRetrySchedule(&zero, nil); err != nil || s.wait(3) != 0 {
-		t.Fatalf("delay 0: %v, %v", s.wait(3), err)
+	if s, err := NewSchedule(&zero, nil); err != nil || s.Wait(3) != 0 {
+		t.Fatalf("delay 0: %v, %v", s.Wait(3), err)
 	}
 	for _, bad := range [][2]float64{{-1, 1.85}, {11, 1.85}, {1, 0.5}, {1, 5}} {
-		if _, err := newRetrySchedule(&bad[0], &bad[1]); err == nil || err.(*Error).Code != CodeInvalidRequest {
-			t.Errorf("newRetrySchedule(%v) = %v, want invalid_request", bad, err)
+		if _, err := NewSchedule(&bad[0], &bad[1]); err == nil || err.(*wire.Error).Code != wire.CodeInvalidRequest {
+			t.Errorf("NewSchedule(%v) = %v, want invalid_request", bad, err)
 		}
 	}
 }
