@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -69,19 +68,7 @@ func approvalWorkerMain(raw string) int {
 	}
 	wt := newWorkerTools(cfg)
 	wt.configure(&bc, wj)
-	ctx := context.Background()
-	svc, err := bus.Start(ctx, bc)
-	if err == nil {
-		wj.attach(svc)
-		err = wt.attach(ctx, svc, log)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "approval worker: %v\n", err)
-		return exitFailure
-	}
-	fmt.Println("serving")
-	<-svc.Worker().Stopped()
-	return exitFailure
+	return serveJournaledChild("approval worker", bc, wj, wt, log)
 }
 
 // approvalFleet is a server, the refund tool served by the test, and the

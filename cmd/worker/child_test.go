@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 )
 
@@ -77,4 +82,25 @@ func startChildWorker(t *testing.T, what, env string, args []string, onLine func
 		t.Fatalf("%s did not start in time:\n%s", what, p.stderr)
 	}
 	return p
+}
+
+// serveJournaledChild starts the bus of a child worker process whose
+// providers wj journals and whose tools are wt's, as the worker command
+// does, prints "serving" and serves until the process is killed. It
+// returns the exit code for a worker that could not start or stopped by
+// itself.
+func serveJournaledChild(name string, bc bus.Config, wj *workerJournal, wt *workerTools, log zerolog.Logger) int {
+	ctx := context.Background()
+	svc, err := bus.Start(ctx, bc)
+	if err == nil {
+		wj.attach(svc)
+		err = wt.attach(ctx, svc, log)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return exitFailure
+	}
+	fmt.Println("serving")
+	<-svc.Worker().Stopped()
+	return exitFailure
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
@@ -101,18 +100,7 @@ func steppedWorkerMain(raw string) int {
 	}
 	wt := newWorkerTools(cfg) // the registry's tools, over NATS, as the worker command's
 	bc.Tools = wj.tools(wt)
-	svc, err := bus.Start(context.Background(), bc)
-	if err == nil {
-		wj.attach(svc)
-		err = wt.attach(context.Background(), svc, log)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepped worker: %v\n", err)
-		return exitFailure
-	}
-	fmt.Println("serving")
-	<-svc.Worker().Stopped()
-	return exitFailure
+	return serveJournaledChild("stepped worker", bc, wj, wt, log)
 }
 
 // steps is what the parent sees of an operation's steps (a model call's
