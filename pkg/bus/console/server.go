@@ -66,6 +66,9 @@ func New(cl *client.Client) (*Server, error) {
 	s.mux.HandleFunc("GET /branches/{id}/live", s.branchLive)
 	s.mux.HandleFunc("GET /runs/{id}", s.run)
 	s.mux.HandleFunc("GET /runs/{id}/live", s.runLive)
+	s.mux.HandleFunc("GET /batches", s.batches)
+	s.mux.HandleFunc("GET /batches/{id}", s.batch)
+	s.mux.HandleFunc("GET /batches/{id}/live", s.batchLive)
 	return s, nil
 }
 

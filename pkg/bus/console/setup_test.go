@@ -25,12 +25,17 @@ import (
 type fixture struct {
 	b   *bustest.Bus
 	url string // the console's base URL
+	// gate answers the tool "wait": each call blocks until a value is
+	// sent on it (or the call's context ends).
+	gate chan struct{}
+	cl   *client.Client // the console's own client
 }
 
 // newFixture starts the fixture; everything stops when the test ends.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	b := bustest.New(t, provision.Config{})
+	gate := make(chan struct{})
 	tools := opstest.NewToolFuncs(map[string]opstest.ToolFunc{
 		"add": func(_ context.Context, a map[string]any) (any, error) {
 			x, _ := a["x"].(float64)
@@ -39,6 +44,14 @@ func newFixture(t *testing.T) *fixture {
 		},
 		"explode": func(context.Context, map[string]any) (any, error) {
 			return nil, errors.New("the fuse blew")
+		},
+		"wait": func(ctx context.Context, _ map[string]any) (any, error) {
+			select {
+			case <-gate:
+				return map[string]any{"waited": true}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		},
 	})
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -85,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Errorf("console: %v", err)
 		}
 	})
-	return &fixture{b: b, url: "http://" + ln.Addr().String()}
+	return &fixture{b: b, url: "http://" + ln.Addr().String(), gate: gate, cl: cl}
 }
 
 // chatReply is a scripted model that answers text.

@@ -174,9 +174,10 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	},
-	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-	"model": modelText,
-	"cost":  func(usd float64) string { return fmt.Sprintf("$%.6f", usd) },
+	"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"percent": percent,
+	"model":   modelText,
+	"cost":    func(usd float64) string { return fmt.Sprintf("$%.6f", usd) },
 	"short": func(s string) string {
 		if len(s) > 13 {
 			return s[:13] + "…"

@@ -71,4 +71,41 @@
       events.close();
     });
   }
+  // A batch page: move the progress bar and the counts on each change of
+  // the batch's record; when it has ended, fetch the page again for its
+  // failures and items.
+  const batch = document.getElementById("batch");
+  if (batch && batch.dataset.final !== "true") {
+    const status = batch.querySelector(".live-status");
+    const events = new EventSource(batch.dataset.live);
+    const swap = async () => {
+      const res = await fetch(location.pathname, { headers: { Accept: "text/html" } });
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fresh = doc.getElementById("batch-items");
+      const old = document.getElementById("batch-items");
+      if (fresh && old) old.replaceWith(fresh);
+    };
+    events.addEventListener("open", () => { status.textContent = "live"; });
+    events.addEventListener("progress", async (e) => {
+      const p = JSON.parse(e.data);
+      const bar = document.getElementById("batch-progress");
+      bar.max = p.total;
+      bar.value = p.finished;
+      document.getElementById("batch-percent").textContent = p.percent + " %";
+      document.getElementById("batch-state").textContent = p.state;
+      for (const [name, n] of Object.entries(p.counts)) {
+        const dd = batch.querySelector('[data-count="' + name + '"]');
+        if (dd) dd.textContent = n;
+      }
+      batch.querySelector('[data-count="cost"]').textContent = "$" + (p.cost_usd || 0).toFixed(6);
+      status.textContent = "updated " + new Date().toLocaleTimeString();
+      if (p.final) {
+        events.close();
+        batch.dataset.final = "true";
+        await swap();
+        status.textContent = "ended";
+      }
+    });
+    events.addEventListener("failed", (e) => { status.textContent = "live updates stopped: " + JSON.parse(e.data).error; events.close(); });
+  }
 })();
