@@ -1,5 +1,5 @@
 // Package console is the web console of lionbus: server-rendered pages
-// (html/template) over the read APIs of the Go client (pkg/bus/client),
+// (html/template) over the APIs of the Go client (pkg/bus/client),
 // with one small embedded script for live updates by server-sent events.
 // publisher console serves it on a loopback address, connected with the
 // publisher's connection settings, so it shows what that NATS user may
@@ -8,6 +8,9 @@
 // The pages: the branches (newest first, searched by id), a branch (its
 // history as a timeline: system message, instructions, responses,
 // structured results, tool calls with their arguments and results or
-// errors, model, usage and cost, times; its lineage) and a run (its
-// chunks as they stream, or the replay of a finished one).
+// errors, model, usage and cost, times; its lineage), a run (its
+// chunks as they stream, or the replay of a finished one), the batches
+// (progress and counts that move live, failures with their codes, the
+// items) and the dead letters (with retry and delete, the console's only
+// writes, refused when posted from another site).
 package console

@@ -69,6 +69,12 @@ func New(cl *client.Client) (*Server, error) {
 	s.mux.HandleFunc("GET /batches", s.batches)
 	s.mux.HandleFunc("GET /batches/{id}", s.batch)
 	s.mux.HandleFunc("GET /batches/{id}/live", s.batchLive)
+	s.mux.HandleFunc("GET /dead-letters", s.deadLetters)
+	// The console's only writes: forms of its own pages, refused when a
+	// browser says they come from another site.
+	writes := http.NewCrossOriginProtection()
+	s.mux.Handle("POST /dead-letters/{key}/retry", writes.Handler(s.deadLetterAction(true)))
+	s.mux.Handle("POST /dead-letters/{key}/delete", writes.Handler(s.deadLetterAction(false)))
 	return s, nil
 }
 

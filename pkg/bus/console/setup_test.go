@@ -74,31 +74,8 @@ func newFixture(t *testing.T) *fixture {
 		svc.Close()
 	})
 
-	// The console reads through a client of its own connection, as
-	// publisher console does.
-	nc, _ := bustest.Connect(t, b.Srv)
-	cl, err := client.New(nc, client.Config{Prefix: b.Cfg.Prefix, Timeout: 10 * time.Second, AwaitTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := console.New(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("console: %v", err)
-		}
-	})
-	return &fixture{b: b, url: "http://" + ln.Addr().String(), gate: gate, cl: cl}
+	cl, url := serveConsole(t, b)
+	return &fixture{b: b, url: url, gate: gate, cl: cl}
 }
 
 // chatReply is a scripted model that answers text.
@@ -163,4 +140,34 @@ func ordered(s string, want ...string) (missing string, ok bool) {
 		s = s[i+len(w):]
 	}
 	return "", true
+}
+
+// serveConsole serves a console on a loopback port, reading b through a
+// client of its own connection as publisher console does, until the test
+// ends; it returns that client and the console's base URL.
+func serveConsole(t *testing.T, b *bustest.Bus) (*client.Client, string) {
+	t.Helper()
+	nc, _ := bustest.Connect(t, b.Srv)
+	cl, err := client.New(nc, client.Config{Prefix: b.Cfg.Prefix, Timeout: 10 * time.Second, AwaitTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := console.New(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("console: %v", err)
+		}
+	})
+	return cl, "http://" + ln.Addr().String()
 }
