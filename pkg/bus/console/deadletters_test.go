@@ -85,6 +85,10 @@ func TestPages_dead_letters(t *testing.T) {
 		}
 	}
 
+	if missing, ok := ordered(body, `data-key="`+ids[1]+`"`, `data-key="`+ids[0]+`"`); !ok {
+		t.Errorf("the dead letters are not newest first: %q out of order", missing)
+	}
+
 	// A form posted from another site is refused and changes nothing.
 	code, _ = f.post(t, "/dead-letters/"+ids[1]+"/delete", map[string]string{"Origin": "http://elsewhere.example", "Sec-Fetch-Site": "cross-site"})
 	if code != http.StatusForbidden {
