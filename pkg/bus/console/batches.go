@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -61,8 +62,12 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.cl.Batch(r.Context(), id)
-	if err != nil {
+	switch {
+	case errors.Is(err, client.ErrNoBatch):
 		s.fail(w, http.StatusNotFound, err)
+		return
+	case err != nil:
+		s.fail(w, http.StatusBadGateway, err)
 		return
 	}
 	d := batchPage{Title: "Batch " + id, Batch: b, Final: wire.BatchFinal(b.State)}
@@ -99,23 +104,12 @@ type batchProgress struct {
 // batchLive streams a "progress" event with the batch's record now and
 // on each change until the batch has ended.
 func (s *Server) batchLive(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !wire.ValidBatchID(id) {
-		http.Error(w, "console: not a batch id", http.StatusBadRequest)
-		return
-	}
-	out, done := s.openSSE(w)
-	if out == nil {
-		return
-	}
-	defer done()
-	err := s.cl.WatchBatch(r.Context(), id, func(b *wire.Batch) error {
-		return out.send("progress", batchProgress{
-			State: b.State, Percent: percent(b), Finished: b.Counts.Finished(), Total: b.Total,
-			Counts: b.Counts, CostUSD: b.Usage.CostUSD, Final: wire.BatchFinal(b.State),
+	s.serveLive(w, r, "batch id", wire.ValidBatchID, func(ctx context.Context, id string, out *sse) error {
+		return s.cl.WatchBatch(ctx, id, func(b *wire.Batch) error {
+			return out.send("progress", batchProgress{
+				State: b.State, Percent: percent(b), Finished: b.Counts.Finished(), Total: b.Total,
+				Counts: b.Counts, CostUSD: b.Usage.CostUSD, Final: wire.BatchFinal(b.State),
+			})
 		})
 	})
-	if err != nil && r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
-		_ = out.send("failed", map[string]string{"error": err.Error()})
-	}
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,13 +58,14 @@ func (e *sse) send(name string, v any) error {
 	return nil
 }
 
-// branchLive streams a "change" event for each signal event of the
-// branch (a message added, a run started or ended), from now on; the
-// branch page reloads its timeline on each.
-func (s *Server) branchLive(w http.ResponseWriter, r *http.Request) {
+// serveLive serves the server-sent event stream of r's {id}, what it is
+// named in the error when valid refuses it: watch sends the events on out
+// until it returns, and an error it returns while the page is still open
+// is sent as a "failed" event with why.
+func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, what string, valid func(string) bool, watch func(ctx context.Context, id string, out *sse) error) {
 	id := r.PathValue("id")
-	if !protocol.ValidToken(id) {
-		http.Error(w, "console: not a branch id", http.StatusBadRequest)
+	if !valid(id) {
+		http.Error(w, "console: not a "+what, http.StatusBadRequest)
 		return
 	}
 	out, done := s.openSSE(w)
@@ -71,12 +73,20 @@ func (s *Server) branchLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	err := s.cl.Watch(r.Context(), id, client.WatchOptions{}, func(ev *event.Event) error {
-		return out.send("change", map[string]string{"type": ev.Type()})
-	})
-	if err != nil && r.Context().Err() == nil {
+	if err := watch(r.Context(), id, out); err != nil && r.Context().Err() == nil {
 		_ = out.send("failed", map[string]string{"error": err.Error()})
 	}
+}
+
+// branchLive streams a "change" event for each signal event of the
+// branch (a message added, a run started or ended), from now on; the
+// branch page reloads its timeline on each.
+func (s *Server) branchLive(w http.ResponseWriter, r *http.Request) {
+	s.serveLive(w, r, "branch id", protocol.ValidToken, func(ctx context.Context, id string, out *sse) error {
+		return s.cl.Watch(ctx, id, client.WatchOptions{}, func(ev *event.Event) error {
+			return out.send("change", map[string]string{"type": ev.Type()})
+		})
+	})
 }
 
 // runPage is the data of a run's page.
@@ -99,25 +109,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 // first one the chunks stream keeps, then "end" with its answer's type
 // once it is answered (or "failed" with why it could not be followed).
 func (s *Server) runLive(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !protocol.ValidToken(id) {
-		http.Error(w, "console: not a request id", http.StatusBadRequest)
-		return
-	}
-	out, done := s.openSSE(w)
-	if out == nil {
-		return
-	}
-	defer done()
-	reply, err := s.cl.Follow(r.Context(), id, 0, func(c wire.Chunk) error {
-		return out.send("chunk", c)
-	})
-	switch {
-	case err != nil:
-		if r.Context().Err() == nil {
-			_ = out.send("failed", map[string]string{"error": err.Error()})
+	s.serveLive(w, r, "request id", protocol.ValidToken, func(ctx context.Context, id string, out *sse) error {
+		reply, err := s.cl.Follow(ctx, id, 0, func(c wire.Chunk) error { return out.send("chunk", c) })
+		if err == nil && reply != nil {
+			err = out.send("end", map[string]string{"type": reply.Type})
 		}
-	case reply != nil:
-		_ = out.send("end", map[string]string{"type": reply.Type})
-	}
+		return err
+	})
 }

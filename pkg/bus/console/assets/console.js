@@ -3,6 +3,17 @@
 "use strict";
 
 (function () {
+  // Fetch the page again and swap the elements with these ids in place.
+  const swap = async (ids) => {
+    const res = await fetch(location.pathname, { headers: { Accept: "text/html" } });
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    for (const id of ids) {
+      const fresh = doc.getElementById(id);
+      const old = document.getElementById(id);
+      if (fresh && old) old.replaceWith(fresh);
+    }
+  };
+
   // A branch page: on each change of the branch, fetch the page again
   // and swap its timeline and facts in place.
   const branch = document.getElementById("branch");
@@ -14,13 +25,7 @@
       if (pending) return;
       pending = true;
       try {
-        const res = await fetch(location.pathname, { headers: { Accept: "text/html" } });
-        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-        for (const id of ["timeline", "message-count"]) {
-          const fresh = doc.getElementById(id);
-          const old = document.getElementById(id);
-          if (fresh && old) old.replaceWith(fresh);
-        }
+        await swap(["timeline", "message-count"]);
         status.textContent = "updated " + new Date().toLocaleTimeString();
       } finally {
         pending = false;
@@ -78,13 +83,6 @@
   if (batch && batch.dataset.final !== "true") {
     const status = batch.querySelector(".live-status");
     const events = new EventSource(batch.dataset.live);
-    const swap = async () => {
-      const res = await fetch(location.pathname, { headers: { Accept: "text/html" } });
-      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-      const fresh = doc.getElementById("batch-items");
-      const old = document.getElementById("batch-items");
-      if (fresh && old) old.replaceWith(fresh);
-    };
     events.addEventListener("open", () => { status.textContent = "live"; });
     events.addEventListener("progress", async (e) => {
       const p = JSON.parse(e.data);
@@ -102,7 +100,7 @@
       if (p.final) {
         events.close();
         batch.dataset.final = "true";
-        await swap();
+        await swap(["batch-items"]);
         status.textContent = "ended";
       }
     });
