@@ -15,7 +15,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/console"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
-	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
@@ -54,24 +53,9 @@ func newFixture(t *testing.T) *fixture {
 			}
 		},
 	})
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	svc, err := bus.Start(sctx, bus.Config{
-		Connect:   client.ConnectConfig{URL: b.Srv.ClientURL(), Name: t.Name()},
-		Provision: b.Cfg,
-		Worker:    worker.Config{FetchWait: 200 * time.Millisecond},
-		Store:     store.Config{Logger: bustest.Logger(t)},
-		Logger:    bustest.Logger(t),
-		Tools:     tools,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(ctx)
-		svc.Close()
+	b.StartServiceWith(t, nil, nil, nil, worker.Config{}, func(c *bus.Config) {
+		c.Tools = tools
+		c.Logger = bustest.Logger(t)
 	})
 
 	cl, url := serveConsole(t, b)
