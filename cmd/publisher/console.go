@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -13,15 +14,18 @@ import (
 // consoleLong describes publisher console in its help.
 const consoleLong = `Serves the web console: the branches, a branch's conversation as a
 timeline (messages, tool calls with their arguments and results, usage),
-its lineage, and a run's chunks as they stream (docs/console.md).
+its lineage, a run's chunks as they stream, the batches, the dead letters,
+the tools and the approvals (docs/console.md).
 
 The console connects to NATS with the same settings and credentials as
 every other publisher command, so it shows what that NATS user may read.
-It listens on --listen, loopback by default, until interrupted.`
+It answers approvals as --as (default --user); without either it lists
+them only. It listens on --listen, loopback by default, until interrupted.`
 
 // consoleCmd is `publisher console`.
 func (a *app) consoleCmd(fs *flag.FlagSet) func([]string) int {
 	listen := fs.String("listen", console.DefaultListen, "address to serve the console on (host:port; port 0 picks one)")
+	as := fs.String("as", "", "the NATS user approvals are answered as (default --user; neither: the console answers none)")
 	return func(args []string) int {
 		if len(args) != 0 {
 			return usageError(a.stderr, fmt.Errorf("console takes no arguments, got %q", args))
@@ -34,13 +38,20 @@ func (a *app) consoleCmd(fs *flag.FlagSet) func([]string) int {
 			return code
 		}
 		defer nc.Close()
-		return serveConsole(ctx, cl, *listen, a)
+		approver := *as
+		if approver == "" {
+			approver = a.o.User
+		}
+		return serveConsole(ctx, cl, *listen, a, console.WithApprover(approver))
 	}
 }
 
 // serveConsole serves the console of cl on listen until ctx ends.
-func serveConsole(ctx context.Context, cl *client.Client, listen string, a *app) int {
-	srv, err := console.New(cl)
+func serveConsole(ctx context.Context, cl *client.Client, listen string, a *app, opts ...console.Option) int {
+	srv, err := console.New(cl, opts...)
+	if errors.Is(err, console.ErrInvalidOption) {
+		return usageError(a.stderr, fmt.Errorf("--as: %w", err))
+	}
 	if err != nil {
 		fmt.Fprintf(a.stderr, "publisher: console: %v\n", err)
 		return exitFailed

@@ -29,7 +29,7 @@ func TestPublisher_console_serves_with_the_connection_flags(t *testing.T) {
 	out, errOut := &bustest.SyncBuffer{}, &bustest.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"--nats", url, "console", "--listen", "127.0.0.1:0"}, strings.NewReader(""), out, errOut)
+		done <- run(ctx, []string{"--nats", url, "console", "--listen", "127.0.0.1:0", "--as", "carol"}, strings.NewReader(""), out, errOut)
 	}()
 	bustest.WaitFor(t, 10*time.Second, "the console's address", func() bool { return consoleAddr.MatchString(out.String()) })
 	base := consoleAddr.FindStringSubmatch(out.String())[1]
@@ -38,6 +38,7 @@ func TestPublisher_console_serves_with_the_connection_flags(t *testing.T) {
 		{"/branches", `href="/branches/cb"`},
 		{"/branches/cb", "echo this line"},
 		{"/static/console.js", "EventSource"},
+		{"/approvals", "given as <strong>carol</strong>"},
 	} {
 		res, err := http.Get(base + tt.path)
 		if err != nil {
@@ -56,6 +57,7 @@ func TestPublisher_console_serves_with_the_connection_flags(t *testing.T) {
 
 	steps := []step{
 		{name: "an argument", args: []string{"console", "x", "--nats", url}, wantCode: exitUsage, wantErr: []string{"console takes no arguments"}},
+		{name: "bad approver", args: []string{"console", "--as", "a.b", "--nats", url}, wantCode: exitUsage, wantErr: []string{"--as", "not a subject token"}},
 		{name: "bad listen", args: []string{"console", "--listen", "nowhere", "--nats", url}, wantCode: exitUsage, wantErr: []string{"--listen"}},
 		{name: "no NATS", args: []string{"console", "--nats", "nats://127.0.0.1:1", "--timeout", "1s"}, wantCode: exitNoAnswer, wantErr: []string{"cannot connect"}},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/protocol"
 )
 
 // Bounds of the console (docs/bounds.md).
@@ -33,6 +34,9 @@ const (
 // ErrNoClient is returned by New without a client.
 var ErrNoClient = errors.New("console: no client")
 
+// ErrInvalidOption is returned by New for an option it cannot use.
+var ErrInvalidOption = errors.New("console: invalid option")
+
 //go:embed assets
 var assets embed.FS
 
@@ -43,11 +47,14 @@ type Server struct {
 	pages *template.Template
 	mux   *http.ServeMux
 	live  atomic.Int64 // server-sent event streams open
+	// approver is the NATS user approvals are answered as; "" offers
+	// no answers (WithApprover).
+	approver string
 }
 
 // New returns the console of cl, a client connected with the user's
 // credentials.
-func New(cl *client.Client) (*Server, error) {
+func New(cl *client.Client, opts ...Option) (*Server, error) {
 	if cl == nil {
 		return nil, ErrNoClient
 	}
@@ -56,6 +63,12 @@ func New(cl *client.Client) (*Server, error) {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
 	s := &Server{cl: cl, pages: pages, mux: http.NewServeMux()}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.approver != "" && !protocol.ValidToken(s.approver) {
+		return nil, fmt.Errorf("%w: approver %q is not a subject token", ErrInvalidOption, s.approver)
+	}
 	static, _ := fs.Sub(assets, "assets")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -70,11 +83,14 @@ func New(cl *client.Client) (*Server, error) {
 	s.mux.HandleFunc("GET /batches/{id}", s.batch)
 	s.mux.HandleFunc("GET /batches/{id}/live", s.batchLive)
 	s.mux.HandleFunc("GET /dead-letters", s.deadLetters)
+	s.mux.HandleFunc("GET /approvals", s.approvals)
 	// The console's only writes: forms of its own pages, refused when a
 	// browser says they come from another site.
 	writes := http.NewCrossOriginProtection()
 	s.mux.Handle("POST /dead-letters/{key}/retry", writes.Handler(s.deadLetterAction(true)))
 	s.mux.Handle("POST /dead-letters/{key}/delete", writes.Handler(s.deadLetterAction(false)))
+	s.mux.Handle("POST /approvals/{id}/approve", writes.Handler(s.answer(true)))
+	s.mux.Handle("POST /approvals/{id}/deny", writes.Handler(s.answer(false)))
 	return s, nil
 }
 

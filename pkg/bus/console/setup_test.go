@@ -129,14 +129,14 @@ func ordered(s string, want ...string) (missing string, ok bool) {
 // serveConsole serves a console on a loopback port, reading b through a
 // client of its own connection as publisher console does, until the test
 // ends; it returns that client and the console's base URL.
-func serveConsole(t *testing.T, b *bustest.Bus) (*client.Client, string) {
+func serveConsole(t *testing.T, b *bustest.Bus, opts ...console.Option) (*client.Client, string) {
 	t.Helper()
 	nc, _ := bustest.Connect(t, b.Srv)
 	cl, err := client.New(nc, client.Config{Prefix: b.Cfg.Prefix, Timeout: 10 * time.Second, AwaitTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := console.New(cl)
+	srv, err := console.New(cl, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
