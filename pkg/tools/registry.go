@@ -194,3 +194,55 @@ func (r *Registry) DescribeTools(ctx context.Context, names []string) []wire.Too
 	}
 	return out
 }
+
+// ReadRegistry reads the registry bucket "<prefix>_tools" once, neither
+// creating nor watching it: its valid entries sorted by name, at most
+// limit of them (the first by key; 0 means all), and how many it skipped
+// as invalid. A missing bucket holds no entries. It is for a reader that
+// only looks, such as the console; a caller of tools keeps an
+// OpenRegistry instead.
+func ReadRegistry(ctx context.Context, js jetstream.JetStream, prefix string, limit int) (entries []Entry, invalid int, err error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	bucket := protocol.Subjects{Prefix: prefix}.ToolsBucket()
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("tools: registry bucket %s: %w", bucket, err)
+	}
+	lister, err := kv.ListKeys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("tools: registry bucket %s: %w", bucket, err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	_ = lister.Stop()
+	slices.Sort(keys)
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("tools: registry entry %s: %w", k, err)
+		}
+		ent, err := DecodeEntry(k, e.Value())
+		if err != nil {
+			invalid++
+			continue
+		}
+		entries = append(entries, *ent)
+	}
+	return entries, invalid, nil
+}

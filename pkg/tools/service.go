@@ -121,6 +121,7 @@ type tool struct {
 	entry   Entry
 	check   func(args map[string]any) error // nil: no schema check
 	subject string
+	stats   toolStats
 }
 
 // Service serves tools over NATS: each tool is an endpoint of a nats.go
@@ -238,7 +239,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
-	svc, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description})
+	svc, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description, StatsHandler: s.endpointData})
 	if err != nil {
 		s.cancel()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -424,6 +425,15 @@ func (s *Service) Stopped() <-chan struct{} { return s.done }
 // handler.
 func (s *Service) Stats() micro.Stats { return s.svc.Stats() }
 
+// endpointData is the micro StatsHandler: a tool's EndpointData.
+func (s *Service) endpointData(e *micro.Endpoint) any {
+	t := s.tools[e.Name]
+	if t == nil {
+		return nil
+	}
+	return t.stats.data()
+}
+
 // Info returns the micro service's description (what `nats micro info`
 // shows).
 func (s *Service) Info() micro.Info { return s.svc.Info() }
@@ -433,14 +443,16 @@ func (s *Service) receive(t *tool, r micro.Request) {
 	s.gate.Lock()
 	if s.stopped.Load() {
 		s.gate.Unlock()
-		s.respond(r, "", wire.ToolOutcome{Error: Errorf(CodeBusy, "tool service %s is stopping", s.cfg.Name)})
+		s.respond(t, r, "", wire.ToolOutcome{Error: Errorf(CodeBusy, "tool service %s is stopping", s.cfg.Name)})
 		return
 	}
 	s.running.Add(1)
 	s.gate.Unlock()
 	go func() {
 		defer s.running.Done()
+		t0 := time.Now()
 		s.serve(t, r)
+		t.stats.took(time.Since(t0))
 	}()
 }
 
@@ -448,7 +460,7 @@ func (s *Service) receive(t *tool, r micro.Request) {
 func (s *Service) serve(t *tool, r micro.Request) {
 	ev, err := s.codec.DecodeEvent(nats.Header(r.Headers()), r.Data())
 	if err != nil {
-		s.respond(r, "", wire.ToolOutcome{Error: Errorf(CodeBadInvocation, "not a CloudEvent: %v", err)})
+		s.respond(t, r, "", wire.ToolOutcome{Error: Errorf(CodeBadInvocation, "not a CloudEvent: %v", err)})
 		return
 	}
 	trace := traceOf(ev)
@@ -462,7 +474,7 @@ func (s *Service) serve(t *tool, r micro.Request) {
 		}
 	}
 	if err != nil {
-		s.respond(r, trace, wire.ToolOutcome{Error: Errorf(CodeBadInvocation, "%v", err)})
+		s.respond(t, r, trace, wire.ToolOutcome{Error: Errorf(CodeBadInvocation, "%v", err)})
 		return
 	}
 	if inv.Arguments == nil {
@@ -481,7 +493,7 @@ func (s *Service) serve(t *tool, r micro.Request) {
 	if t.check == nil {
 		// No compiler: the arguments are an object, nothing more is known.
 	} else if err := t.check(inv.Arguments); err != nil {
-		s.respond(r, trace, wire.ToolOutcome{Error: Errorf(CodeInvalidArguments, "arguments do not match the schema of %s: %v", t.Name, err)})
+		s.respond(t, r, trace, wire.ToolOutcome{Error: Errorf(CodeInvalidArguments, "arguments do not match the schema of %s: %v", t.Name, err)})
 		return
 	}
 	var cl *claim
@@ -495,10 +507,10 @@ func (s *Service) serve(t *tool, r micro.Request) {
 		switch {
 		case first != nil:
 			log.Debug().Msg("answered from the results bucket")
-			s.respond(r, trace, *first)
+			s.respond(t, r, trace, *first)
 			return
 		case err != nil:
-			s.respond(r, trace, ctxOutcome(ctx, fmt.Errorf("remembered results unavailable: %w", err)))
+			s.respond(t, r, trace, ctxOutcome(ctx, fmt.Errorf("remembered results unavailable: %w", err)))
 			return
 		}
 	}
@@ -515,7 +527,7 @@ func (s *Service) serve(t *tool, r micro.Request) {
 			log.Warn().Err(err).Msg("could not store the result")
 		}
 	}
-	s.respond(r, trace, out)
+	s.respond(t, r, trace, out)
 }
 
 // run runs t's handler once a slot is free. ran is false when the handler
@@ -629,8 +641,9 @@ func (s *Service) receiveCancel(msg *nats.Msg) {
 	}
 }
 
-// respond answers r with a lionbus.tool.result event.
-func (s *Service) respond(r micro.Request, trace string, out wire.ToolOutcome) {
+// respond answers r, a call of t, with a lionbus.tool.result event.
+func (s *Service) respond(t *tool, r micro.Request, trace string, out wire.ToolOutcome) {
+	t.stats.answered(out)
 	ev, err := newEvent(s.source, ResultType, trace, out)
 	if err == nil {
 		var msg *nats.Msg

@@ -598,3 +598,13 @@ func (e *RemoteError) Is(target error) bool {
 	}
 	return false
 }
+
+// Conn returns the connection the client uses.
+func (c *Client) Conn() *nats.Conn { return c.nc }
+
+// JetStream returns the client's JetStream context (with Config.APIPrefix,
+// when set).
+func (c *Client) JetStream() jetstream.JetStream { return c.js }
+
+// Prefix returns the subject prefix the client uses.
+func (c *Client) Prefix() string { return c.subj.Prefix }
