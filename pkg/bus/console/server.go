@@ -84,6 +84,7 @@ func New(cl *client.Client, opts ...Option) (*Server, error) {
 	s.mux.HandleFunc("GET /batches/{id}/live", s.batchLive)
 	s.mux.HandleFunc("GET /dead-letters", s.deadLetters)
 	s.mux.HandleFunc("GET /approvals", s.approvals)
+	s.mux.HandleFunc("GET /tools", s.tools)
 	// The console's only writes: forms of its own pages, refused when a
 	// browser says they come from another site.
 	writes := http.NewCrossOriginProtection()

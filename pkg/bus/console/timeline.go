@@ -178,6 +178,12 @@ var funcs = template.FuncMap{
 	"percent": percent,
 	"model":   modelText,
 	"cost":    func(usd float64) string { return fmt.Sprintf("$%.6f", usd) },
+	"dur": func(d time.Duration) string {
+		if d <= 0 {
+			return "–"
+		}
+		return d.Round(10 * time.Microsecond).String()
+	},
 	"short": func(s string) string {
 		if len(s) > 13 {
 			return s[:13] + "…"

@@ -5,7 +5,7 @@
 (function () {
   // Fetch the page again and swap the elements with these ids in place.
   const swap = async (ids) => {
-    const res = await fetch(location.pathname, { headers: { Accept: "text/html" } });
+    const res = await fetch(location.pathname + location.search, { headers: { Accept: "text/html" } });
     const doc = new DOMParser().parseFromString(await res.text(), "text/html");
     for (const id of ids) {
       const fresh = doc.getElementById(id);
@@ -105,5 +105,30 @@
       }
     });
     events.addEventListener("failed", (e) => { status.textContent = "live updates stopped: " + JSON.parse(e.data).error; events.close(); });
+  }
+
+  // The tools page: fetch it again every few seconds for fresh figures,
+  // keeping open what the reader opened.
+  const toolsPage = document.getElementById("tools");
+  if (toolsPage) {
+    const every = Number(toolsPage.dataset.refresh || 5) * 1000;
+    const tick = async () => {
+      const open = [...document.querySelectorAll("#tools details[open]")].map((d) => d.closest("tr").id + "/" + [...d.closest("tr").querySelectorAll("details")].indexOf(d));
+      try {
+        await swap(["tools"]);
+        for (const key of open) {
+          const [row, i] = key.split("/");
+          const d = document.getElementById(row)?.querySelectorAll("details")[Number(i)];
+          if (d) d.open = true;
+        }
+        const status = document.querySelector("#tools .live-status");
+        if (status) status.textContent = "updated " + new Date().toLocaleTimeString();
+      } catch (err) {
+        const status = document.querySelector("#tools .live-status");
+        if (status) status.textContent = "refresh failed: " + err;
+      }
+      setTimeout(tick, every);
+    };
+    setTimeout(tick, every);
   }
 })();
