@@ -79,6 +79,8 @@ type branchPage struct {
 	Forks     []wire.Fork
 	Ancestry  []wire.ForkPoint
 	Usage     wire.Usage // summed over the timeline's operations
+	Notice    string     // what the last fork did
+	Error     string     // why it failed
 }
 
 // branch serves one branch: its settings, lineage and history timeline.
@@ -98,7 +100,7 @@ func (s *Server) branch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, status, err)
 		return
 	}
-	d := branchPage{Title: "Branch " + id, Branch: got.Value}
+	d := branchPage{Title: "Branch " + id, Branch: got.Value, Notice: r.URL.Query().Get("done"), Error: r.URL.Query().Get("error")}
 	var events []wire.Event
 	after := uint64(0)
 	for {

@@ -92,6 +92,7 @@ func New(cl *client.Client, opts ...Option) (*Server, error) {
 	s.mux.Handle("POST /dead-letters/{key}/delete", writes.Handler(s.deadLetterAction(false)))
 	s.mux.Handle("POST /approvals/{id}/approve", writes.Handler(s.answer(true)))
 	s.mux.Handle("POST /approvals/{id}/deny", writes.Handler(s.answer(false)))
+	s.mux.Handle("POST /branches/{id}/fork", writes.Handler(http.HandlerFunc(s.fork)))
 	return s, nil
 }
 

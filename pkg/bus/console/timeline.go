@@ -28,6 +28,12 @@ type entry struct {
 	Usage      *wire.Usage
 	DurationMS int64
 	Error      string
+	// A parked tool call (branch.approval_requested), with its
+	// arguments indented.
+	Approval     *wire.ApprovalRequest
+	ApprovalArgs string
+	// A compaction point (branch.compacted).
+	Compaction *wire.Compaction
 }
 
 // message is one recorded message as the timeline shows it.
@@ -59,7 +65,11 @@ func timeline(events []wire.Event) ([]entry, wire.Usage) {
 	var total wire.Usage
 	out := make([]entry, 0, len(events))
 	for _, ev := range events {
-		e := entry{Seq: ev.Seq, Type: ev.Type, RequestID: ev.RequestID, Time: ev.Time, ModelCalls: ev.ModelCalls, Settings: ev.Settings, Fork: ev.Fork}
+		e := entry{Seq: ev.Seq, Type: ev.Type, RequestID: ev.RequestID, Time: ev.Time, ModelCalls: ev.ModelCalls, Settings: ev.Settings, Fork: ev.Fork,
+			Approval: ev.Approval, Compaction: ev.Compaction}
+		if ev.Approval != nil {
+			e.ApprovalArgs = indented(ev.Approval.Arguments)
+		}
 		hasSystem := false
 		for _, m := range ev.Messages {
 			e.Messages = append(e.Messages, messageOf(m))
