@@ -11,6 +11,10 @@
 // errors, model, usage and cost, times; its lineage), a run (its
 // chunks as they stream, or the replay of a finished one), the batches
 // (progress and counts that move live, failures with their codes, the
-// items) and the dead letters (with retry and delete, the console's only
-// writes, refused when posted from another site).
+// items), the dead letters (with retry and delete), the approvals (with
+// approve and deny, answered as the user of WithApprover) and the tools
+// (the registry, the services answering each tool, their recent latency
+// and errors). A branch's timeline forks from any event. The console's
+// writes are forms posted to itself, refused when posted from another
+// site.
 package console

@@ -54,7 +54,6 @@ type instance struct {
 	Requests, Errors     int
 	Recent               int // calls P50 and P95 are over
 	P50, P95             time.Duration
-	Average              time.Duration // since it started (micro's)
 	LastError            string
 	LastErrorAt          time.Time
 	lionbus              bool // it reports lionbus endpoint data
@@ -92,7 +91,7 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 					continue
 				}
 				in := instance{Service: st.Name, ID: st.ID, Version: st.Version, Started: st.Started,
-					Requests: ep.NumRequests, Errors: ep.NumErrors, Average: ep.AverageProcessingTime, LastError: ep.LastError}
+					Requests: ep.NumRequests, Errors: ep.NumErrors, LastError: ep.LastError}
 				if data, ok := tools.DecodeEndpointData(ep); ok {
 					in.lionbus = true
 					in.Errors += data.Errors
