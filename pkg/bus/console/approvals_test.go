@@ -53,31 +53,6 @@ func parked(t *testing.T, opts ...console.Option) (*fixture, []string) {
 	return &fixture{b: b, url: u, cl: cl}, ids
 }
 
-// postForm posts form to path with the headers, not following the
-// redirect, and returns the status and the Location decoded.
-func (f *fixture) postForm(t *testing.T, path string, form url.Values, header map[string]string) (int, url.Values) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, _ := url.Parse(res.Header.Get("Location"))
-	if loc == nil {
-		return res.StatusCode, nil
-	}
-	return res.StatusCode, loc.Query()
-}
-
 // The approvals page lists the pending approvals newest first with their
 // tool, arguments and branch; answers from it are given as the console's
 // approver and recorded; a second answer is refused with its code; a
@@ -110,7 +85,11 @@ func TestPages_approvals(t *testing.T) {
 		{name: "deny", path: "/approvals/" + ids[1] + "/deny", form: url.Values{"reason": {"too much"}}, status: http.StatusSeeOther, query: "denied " + ids[1]},
 		{name: "unknown", path: "/approvals/nope/deny", status: http.StatusSeeOther, query: "no such approval"},
 	} {
-		status, q := f.postForm(t, c.path, c.form, c.header)
+		status, loc := f.post(t, c.path, c.form, c.header)
+		var q url.Values
+		if loc != nil {
+			q = loc.Query()
+		}
 		if status != c.status {
 			t.Fatalf("%s: status %d, want %d", c.name, status, c.status)
 		}
@@ -146,7 +125,7 @@ func TestPages_approvals(t *testing.T) {
 	if !strings.Contains(body, `id="no-approver"`) || strings.Contains(body, "/approve\"") {
 		t.Fatalf("a console without an approver offers answers:\n%s", body)
 	}
-	if status, _ := g.postForm(t, "/approvals/"+ids[0]+"/approve", nil, nil); status != http.StatusForbidden {
+	if status, _ := g.post(t, "/approvals/"+ids[0]+"/approve", nil, nil); status != http.StatusForbidden {
 		t.Fatalf("an answer without an approver: %d, want 403", status)
 	}
 }

@@ -61,7 +61,12 @@ func TestPages_fork_from_here(t *testing.T) {
 			status: http.StatusSeeOther, location: "/branches/talk", query: "fork of talk at seq"},
 		{name: "a derived id", form: at(seqs[1]), status: http.StatusSeeOther, query: "forked from talk"},
 	} {
-		status, q, loc := f.postFormAt(t, "/branches/talk/fork", c.form, c.header)
+		status, to := f.post(t, "/branches/talk/fork", c.form, c.header)
+		var q url.Values
+		var loc string
+		if to != nil {
+			q, loc = to.Query(), to.Path
+		}
 		if status != c.status {
 			t.Fatalf("%s: status %d, want %d", c.name, status, c.status)
 		}
@@ -83,30 +88,6 @@ func TestPages_fork_from_here(t *testing.T) {
 	if miss, ok := ordered(body, `id="notice"`, "forked", "Fork of:", `href="/branches/talk"`); !ok {
 		t.Fatalf("the fork's page lacks %q:\n%s", miss, body)
 	}
-}
-
-// postFormAt is postForm that also returns the redirect's path.
-func (f *fixture) postFormAt(t *testing.T, path string, form url.Values, header map[string]string) (int, url.Values, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, _ := url.Parse(res.Header.Get("Location"))
-	if loc == nil {
-		return res.StatusCode, nil, ""
-	}
-	return res.StatusCode, loc.Query(), loc.Path
 }
 
 func TestBrowser_fork_from_here(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -154,4 +155,29 @@ func serveConsole(t *testing.T, b *bustest.Bus, opts ...console.Option) (*client
 		}
 	})
 	return cl, "http://" + ln.Addr().String()
+}
+
+// post posts form to path with the headers, not following the redirect,
+// and returns the status and the redirect's location (nil for none).
+func (f *fixture) post(t *testing.T, path string, form url.Values, header map[string]string) (int, *url.URL) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := res.Location()
+	if err != nil {
+		return res.StatusCode, nil
+	}
+	return res.StatusCode, loc
 }
