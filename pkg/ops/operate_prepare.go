@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
@@ -211,7 +212,7 @@ func (d *operateData) runParams(p *operatePlan) error {
 		p.runParams = true
 	}
 	if d.StreamPersistDir != nil {
-		if err := checkRunLogDirField("data.stream_persist_dir", p.run().StreamPersist, *d.StreamPersistDir); err != nil {
+		if err := clirun.CheckLogDirField("data.stream_persist_dir", p.run().StreamPersist, *d.StreamPersistDir); err != nil {
 			return err
 		}
 		p.run().StreamPersistDir = *d.StreamPersistDir
