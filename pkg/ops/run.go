@@ -79,23 +79,6 @@ func ValidRunLogDir(s string) bool { return clirun.ValidLogDir(s) }
 // ([wire.RunLogLocation]).
 type RunLogLocation = wire.RunLogLocation
 
-// runLogDir returns the directory a run keeps its log in: "" when
-// persist is false (nothing is kept), else dir, or the engine's default
-// when dir is nil. A dir that breaks the rule, or one given without
-// persist, is refused ([clirun.CheckLogDirField]).
-func (e *Engine) runLogDir(field string, persist bool, dir *string) (string, error) {
-	if dir == nil {
-		if !persist {
-			return "", nil
-		}
-		return e.runLogDefault, nil
-	}
-	if err := clirun.CheckLogDirField(field, persist, *dir); err != nil {
-		return "", err
-	}
-	return *dir, nil
-}
-
 // ErrCanceledByClient is the cause of the context of a request that its
 // client cancelled. run ends cleanly on it, recording the partial output
 // (a run end, not a failure); the transports cancel with it.
@@ -150,7 +133,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	// The directory is checked before anything is stored.
-	logDir, err := e.runLogDir("data.stream_persist_dir", d.StreamPersist, d.StreamPersistDir)
+	logDir, err := clirun.LogDir("data.stream_persist_dir", d.StreamPersist, d.StreamPersistDir, e.runLogDefault)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
-	if err := checkPastPoint(at); err != nil {
+	if err := at.Check(); err != nil {
 		return nil, err
 	}
 	load := e.load
@@ -237,7 +237,7 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 		d.Limit = history.MaxHistoryPage
 	}
 	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
-	if err := checkPastPoint(at); err != nil {
+	if err := at.Check(); err != nil {
 		return nil, err
 	}
 	if !at.IsHead() {

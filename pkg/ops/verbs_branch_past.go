@@ -12,14 +12,6 @@ import (
 // branch.history read at ([forks.Point]); the zero value is the head.
 type pastPoint = forks.Point
 
-// checkPastPoint rejects a point that names both a sequence and a time.
-func checkPastPoint(p pastPoint) error {
-	if p.AtSeq != 0 && p.AtTime != nil {
-		return Errorf(CodeInvalidRequest, "data.at_seq and data.at_time exclude each other")
-	}
-	return nil
-}
-
 // checkHead loads the branch's head and rejects a sequence beyond it: a
 // read of the past answers what an operation saw, and nothing has seen a
 // sequence the branch has not reached (a later event would change the

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // Point names a point of a branch's history that a read of its past
@@ -20,6 +21,15 @@ type Point struct {
 
 // IsHead reports whether p names the branch's head.
 func (p Point) IsHead() bool { return p.AtSeq == 0 && p.AtTime == nil }
+
+// Check refuses, with a CodeInvalidRequest error, a point that names
+// both a sequence and a time (a request's data.at_seq and data.at_time).
+func (p Point) Check() error {
+	if p.AtSeq != 0 && p.AtTime != nil {
+		return wire.Errorf(wire.CodeInvalidRequest, "data.at_seq and data.at_time exclude each other")
+	}
+	return nil
+}
 
 // Includes reports whether ev is at or before p: the events a read at p
 // folds are the longest run of events from the start that p includes.

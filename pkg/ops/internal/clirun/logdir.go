@@ -46,3 +46,20 @@ func CheckLogDirField(field string, persist bool, dir string) error {
 	}
 	return nil
 }
+
+// LogDir returns the directory a run keeps its log in: "" when persist
+// is false (nothing is kept), else dir, or def (the engine's default) when
+// dir is nil. A dir that breaks the rule, or one given without persist,
+// is refused ([CheckLogDirField]).
+func LogDir(field string, persist bool, dir *string, def string) (string, error) {
+	if dir == nil {
+		if !persist {
+			return "", nil
+		}
+		return def, nil
+	}
+	if err := CheckLogDirField(field, persist, *dir); err != nil {
+		return "", err
+	}
+	return *dir, nil
+}
