@@ -19,6 +19,16 @@ const (
 	strategySequential = "sequential"
 )
 
+// sequential reports whether strategy s, the request field named field,
+// is strategySequential; a strategy neither it nor strategyConcurrent is
+// refused.
+func sequential(field, s string) (bool, error) {
+	if s != strategyConcurrent && s != strategySequential {
+		return false, Errorf(CodeInvalidRequest, "%s must be %q or %q, not %q", field, strategyConcurrent, strategySequential, Truncate(s, 64))
+	}
+	return s == strategySequential, nil
+}
+
 // Bounds of act.
 const (
 	// MaxActionRequests is the most action requests one act request may
@@ -99,13 +109,11 @@ func (d *actData) params() (actParams, error) {
 		p.suppress = *d.SuppressErrors
 	}
 	if d.Strategy != nil {
-		switch *d.Strategy {
-		case strategyConcurrent:
-		case strategySequential:
-			p.sequential = true
-		default:
-			return p, Errorf(CodeInvalidRequest, "data.strategy must be %q or %q, not %q", strategyConcurrent, strategySequential, Truncate(*d.Strategy, 64))
+		seq, err := sequential("data.strategy", *d.Strategy)
+		if err != nil {
+			return p, err
 		}
+		p.sequential = seq
 	}
 	if len(p.requests) > MaxActionRequests {
 		return p, Errorf(CodeInvalidRequest, "data.action_requests has %d items, at most %d are allowed", len(p.requests), MaxActionRequests)

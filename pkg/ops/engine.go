@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/ops/forks"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -81,7 +82,7 @@ type Config struct {
 // engines (in several processes) may share one store.
 type Engine struct {
 	store      history.Store
-	forks      *forkStore // store, folding forks with their parents' prefixes
+	forks      *forks.Store // store, folding forks with their parents' prefixes
 	providers  *Providers
 	log        zerolog.Logger
 	clock      func() time.Time
@@ -120,10 +121,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if !ValidRunLogDir(runLogDir) {
 		return nil, fmt.Errorf("%w: Config.RunLogDir %q: want %s", ErrInvalidRunLogDir, Truncate(runLogDir, MaxRunLogDirLength+8), RunLogDirRule)
 	}
-	forks := newForkStore(cfg.Store)
+	fs := forks.New(cfg.Store)
 	e := &Engine{
-		store:      forks,
-		forks:      forks,
+		store:      fs,
+		forks:      fs,
 		providers:  cfg.Providers,
 		log:        cfg.Logger,
 		clock:      cfg.Clock,

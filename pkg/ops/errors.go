@@ -3,9 +3,9 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/storeerr"
 )
 
 // asError turns any failure into an *Error with a stable code.
@@ -36,19 +36,9 @@ func asError(ctx context.Context, err error) *Error {
 	return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
 }
 
-// storeErr classifies a Store failure: sentinels keep their meaning, context
-// errors stay context errors, an *Error from the store keeps its own code
-// and Temporary flag (a store reports lasting damage, such as undecodable
-// history, as a final error), anything else is a temporary CodeUnavailable.
-func storeErr(op string, err error) error {
-	var oe *Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, history.ErrBranchNotFound), errors.Is(err, history.ErrBranchExists),
-		errors.Is(err, history.ErrAlreadyCommitted), errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded), errors.As(err, &oe):
-		return err
-	}
-	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("store %s: %v", op, err), Temporary: true, Err: err}
-}
+// storeErr classifies a Store failure ([storeerr.Classify]).
+func storeErr(op string, err error) error { return storeerr.Classify(op, err) }
+
+// historyErr classifies a failure reading the history of branch id
+// ([storeerr.History]).
+func historyErr(id string, err error) error { return storeerr.History(id, err) }

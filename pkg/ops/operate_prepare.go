@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
+	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/lndlmiddle"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
@@ -162,7 +162,7 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 	if err := d.selectTools(p, b); err != nil {
 		return nil, err
 	}
-	fields, err := fieldModels(d.FieldModels)
+	fields, err := schema.FieldModels(d.FieldModels)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (d *operateData) runParams(p *operatePlan) error {
 		p.runParams = true
 	}
 	if d.StreamPersistDir != nil {
-		if err := checkRunLogDirField("data.stream_persist_dir", p.run().StreamPersist, *d.StreamPersistDir); err != nil {
+		if err := clirun.CheckLogDirField("data.stream_persist_dir", p.run().StreamPersist, *d.StreamPersistDir); err != nil {
 			return err
 		}
 		p.run().StreamPersistDir = *d.StreamPersistDir
@@ -228,14 +228,11 @@ func (p *operatePlan) actionStage(ins instructData) error {
 	}
 	ap := actParams{suppress: true}
 	if s := ins.ActionStrategy; s != nil && *s != "" {
-		switch *s {
-		case strategyConcurrent:
-		case strategySequential:
-			ap.sequential = true
-		default:
-			return Errorf(CodeInvalidRequest, "data.action_strategy must be %q or %q, not %q",
-				strategyConcurrent, strategySequential, Truncate(*s, 64))
+		seq, err := sequential("data.action_strategy", *s)
+		if err != nil {
+			return err
 		}
+		ap.sequential = seq
 	}
 	p.action = &ap
 	return nil
@@ -257,29 +254,6 @@ func (d *operateData) selectTools(p *operatePlan, b *history.Branch) error {
 		p.lndlInput().Tools = slices.Clone(d.Tools)
 	}
 	return nil
-}
-
-// fieldModels decodes the named field_models: each a JSON Schema object;
-// an entry without a name is left out.
-func fieldModels(raw map[string]json.RawMessage) (map[string]map[string]any, error) {
-	out := map[string]map[string]any{}
-	for name, r := range raw {
-		if name == "" {
-			continue
-		}
-		if slices.Contains(schema.GeneratedFields, name) {
-			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s: %q is a field operate generates", name, name)
-		}
-		var s map[string]any
-		if err := json.Unmarshal(r, &s); err != nil || s == nil {
-			if decode.IsOutOfRange(err) {
-				return nil, Errorf(CodeInvalidRequest, "data.field_models.%s %s", Truncate(name, 64), decode.OutOfRangeMessage(err))
-			}
-			return nil, Errorf(CodeInvalidRequest, "data.field_models.%s must be a JSON Schema object", Truncate(name, 64))
-		}
-		out[name] = s
-	}
-	return out, nil
 }
 
 // stageID derives the request id of one of operate's stages from the

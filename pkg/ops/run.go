@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 	"github.com/lionbus/lionbus/pkg/ops/internal/outcome"
 	"github.com/lionbus/lionbus/pkg/ops/internal/transcript"
 	"github.com/lionbus/lionbus/pkg/ops/prompt"
@@ -57,79 +58,36 @@ type RunLog interface {
 // (stream_persist_dir).
 const (
 	// DefaultRunLogDir is the directory of an engine configured with none.
-	DefaultRunLogDir = "default"
+	DefaultRunLogDir = clirun.DefaultLogDir
 	// MaxRunLogDirLength bounds a run log directory.
-	MaxRunLogDirLength = 64
+	MaxRunLogDirLength = clirun.MaxLogDirLength
 	// RunLogDirRule says the rule in words, for error messages.
-	RunLogDirRule = "1 to 64 characters of [A-Za-z0-9_-]"
+	RunLogDirRule = clirun.LogDirRule
 )
 
 // ErrInvalidRunLogDir is wrapped by the errors about a run log directory
 // that breaks the rule ([ValidRunLogDir]): a request's stream_persist_dir
 // (an *[Error] with CodeInvalidRequest) or Config.RunLogDir (NewEngine's
 // error).
-var ErrInvalidRunLogDir = errors.New("ops: invalid run log directory")
+var ErrInvalidRunLogDir = clirun.ErrInvalidLogDir
 
 // ValidRunLogDir reports whether s is a usable run log directory: 1 to
 // MaxRunLogDirLength characters of [A-Za-z0-9_-], a single subject token.
-func ValidRunLogDir(s string) bool { return len(s) <= MaxRunLogDirLength && ValidID(s) }
+func ValidRunLogDir(s string) bool { return clirun.ValidLogDir(s) }
 
 // RunLogLocation says where a run with stream_persist kept its log
 // ([wire.RunLogLocation]).
 type RunLogLocation = wire.RunLogLocation
-
-// runLogDir returns the directory a run keeps its log in: "" when
-// persist is false (nothing is kept), else dir, or the engine's default
-// when dir is nil. A dir that breaks the rule, or one given without
-// persist, is refused (see checkRunLogDirField).
-func (e *Engine) runLogDir(field string, persist bool, dir *string) (string, error) {
-	if dir == nil {
-		if !persist {
-			return "", nil
-		}
-		return e.runLogDefault, nil
-	}
-	if err := checkRunLogDirField(field, persist, *dir); err != nil {
-		return "", err
-	}
-	return *dir, nil
-}
-
-// checkRunLogDirField returns the CodeInvalidRequest error, wrapping
-// ErrInvalidRunLogDir, of a request's run log directory dir (the request
-// field named field) that breaks the rule or comes without persist; nil
-// when it is usable.
-func checkRunLogDirField(field string, persist bool, dir string) error {
-	bad := func(format string, args ...any) error {
-		return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...), Err: ErrInvalidRunLogDir}
-	}
-	switch {
-	case !persist:
-		return bad("%s names where a persisted run keeps its log; it needs \"stream_persist\": true", field)
-	case dir == "":
-		return bad("%s is empty; leave it out for the worker's run log directory", field)
-	case len(dir) > MaxRunLogDirLength:
-		return bad("%s is %d characters long; a run log directory is %s", field, len(dir), RunLogDirRule)
-	case !ValidRunLogDir(dir):
-		return bad("%s %q is not a run log directory: %s (one subject token)", field, Truncate(dir, MaxRunLogDirLength), RunLogDirRule)
-	}
-	return nil
-}
 
 // ErrCanceledByClient is the cause of the context of a request that its
 // client cancelled. run ends cleanly on it, recording the partial output
 // (a run end, not a failure); the transports cancel with it.
 var ErrCanceledByClient = errors.New("request cancelled by the client")
 
-// errRunTimeout is the cause of a run's own deadline (the model's timeout
-// option).
-var errRunTimeout = errors.New("run() stream timeout exceeded")
-
 // Keys of a run's result value and of its messages' metadata.
 const (
 	MetaThinking     = transcript.MetaThinking
 	MetaSessionID    = transcript.MetaSessionID
-	metaInstruction  = "instruction"
 	metaResultSource = "run"
 )
 
@@ -175,7 +133,7 @@ func (e *Engine) runVerb(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	// The directory is checked before anything is stored.
-	logDir, err := e.runLogDir("data.stream_persist_dir", d.StreamPersist, d.StreamPersistDir)
+	logDir, err := clirun.LogDir("data.stream_persist_dir", d.StreamPersist, d.StreamPersistDir, e.runLogDefault)
 	if err != nil {
 		return nil, err
 	}
@@ -224,65 +182,21 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	newFold := func() *transcript.Fold {
-		st := &transcript.Fold{Model: x.chat, Clock: e.clock, OnReconnect: func(notice string) {
-			e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
-		}}
-		if t, ok := prov.(ResultTotals); ok {
-			st.Totals = t.TotalKeys()
-		}
-		return st
-	}
-	st := newFold()
 	// A redelivered run whose stored chunks name the CLI's session
 	// continues it (see ChunkHistory).
-	rp, resuming := r.resumePoint(ctx, newFold, r.insStored)
-	if resuming {
-		st = rp.fold
+	cs := &clirun.Stream{Provider: prov, Call: call, Fold: r.newFold(), BranchID: x.branch.ID, Instruction: x.ins, Observe: e.observeCall}
+	if rp, ok := r.resumePoint(ctx, r.insStored); ok {
+		cs.Fold, cs.Resume = rp.Fold, &rp
+		if !rp.Ended {
+			e.log.Info().Str("request_id", r.req.ID).Str("session", rp.Session).Uint64("chunks", rp.Fold.Chunks).Msg("run: the redelivered run resumes its CLI session")
+		}
 	}
-
 	sinks, closeSinks, err := r.openSinks(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := Sequence(sinks)
-	emit := func(c Chunk) error {
-		if err := ctx.Err(); err != nil {
-			return err // cancelled: the stream stops, the outcome says why
-		}
-		if err := out.Emit(ctx, c); err != nil {
-			return &sinkError{err}
-		}
-		return st.Take(c)
-	}
-
-	switch {
-	case resuming && rp.ended:
-		// The stored stream ended: the run is recorded as it is.
-		err = rp.endErr
-	case resuming:
-		// The instruction chunk is stored already; a system chunk says
-		// the stream goes on in the resumed session.
-		call = resumeCall(call, rp.session)
-		e.log.Info().Str("request_id", r.req.ID).Str("session", rp.session).Uint64("chunks", st.Chunks).Msg("run: the redelivered run resumes its CLI session")
-		err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{MetaResumed: rp.session, "branch_id": x.branch.ID}})
-	default:
-		// The instruction, stored already, is emitted first, before any
-		// chunk is read: a system chunk carrying it.
-		err = emit(Chunk{Kind: ChunkSystem, Metadata: map[string]any{metaInstruction: x.ins, "branch_id": x.branch.ID}})
-	}
-	sctx, stop := ctx, context.CancelFunc(func() {})
-	if d, ok := runTimeout(x.chat); ok {
-		sctx, stop = context.WithTimeoutCause(ctx, d, errRunTimeout)
-	}
-	var comp *Completion
-	if err == nil && !(resuming && rp.ended) {
-		comp, err = e.observeCall(sctx, call, func(ctx context.Context) (*Completion, error) {
-			return prov.Stream(ctx, call, emit)
-		})
-	}
-	timedOut := errors.Is(context.Cause(sctx), errRunTimeout)
-	stop()
+	cs.Sink = Sequence(sinks).Emit
+	end := cs.Run(ctx)
 	x.calls = 1
 
 	// Whatever happens next is recorded even when the request's context
@@ -290,21 +204,30 @@ func (r *cliRun) stream(ctx context.Context) (*Result, *transcript.Fold, error) 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	canceled := errors.Is(context.Cause(ctx), ErrCanceledByClient)
-	operr, fatal := r.outcome(ctx, err, st, timedOut, canceled)
+	operr, fatal := cs.Outcome(ctx, end, canceled)
 	if fatal != nil {
 		closeSinks(cctx)
-		return nil, nil, fatal
+		return nil, nil, asError(ctx, fatal)
 	}
-	if comp != nil && comp.SessionID != "" && st.Session == "" {
-		st.Session = comp.SessionID
-	}
-	st.Flush()
-	st.MarkSession()
+	cs.Finish(end)
 	if err := closeSinks(cctx); err != nil && operr == nil && !canceled {
 		return nil, nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be stored: %v", err), Err: err}
 	}
-	res, err := r.record(cctx, st, operr, canceled, t0)
-	return res, st, err
+	res, err := r.record(cctx, cs, operr, canceled, t0)
+	return res, cs.Fold, err
+}
+
+// newFold returns the fold of a run's chunks: stamped by the engine's
+// clock, its reconnects logged, the provider's result totals summed.
+func (r *cliRun) newFold() *transcript.Fold {
+	e := r.e
+	st := &transcript.Fold{Model: r.x.chat, Clock: e.clock, OnReconnect: func(notice string) {
+		e.log.Info().Str("notice", Truncate(notice, 200)).Msg("run: the model reconnects")
+	}}
+	if t, ok := r.prov.(ResultTotals); ok {
+		st.Totals = t.TotalKeys()
+	}
+	return st
 }
 
 // call builds the run's model call: the prompt of the history (after the
@@ -352,52 +275,11 @@ func (r *cliRun) call(ctx context.Context) (Call, error) {
 	return call, nil
 }
 
-// outcome is what the stream's end err makes of the run: operr, the
-// request's error recorded with what arrived, or fatal, an error that
-// records nothing (chunks that could not be delivered, a worker that
-// stops).
-func (r *cliRun) outcome(ctx context.Context, err error, st *transcript.Fold, timedOut, canceled bool) (operr *Error, fatal error) {
-	x := r.x
-	var se *sinkError
-	switch {
-	case errors.As(err, &se):
-		return nil, &Error{Code: CodeUnavailable, Temporary: true, Message: fmt.Sprintf("run: chunks could not be delivered: %v", se.err), Err: se.err}
-	case err == nil, errors.Is(err, transcript.ErrBenignEOS):
-	case errors.Is(err, transcript.ErrStreamFailed):
-		operr = &Error{Code: CodeProvider, Message: transcript.ClassifyError(x.chat.Provider, st.Failure), Err: err}
-	case timedOut:
-		operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: %v after %s", errRunTimeout, mustTimeout(x.chat)), Err: err}
-	case canceled:
-		// A clean end with what arrived.
-	case ctx.Err() != nil:
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			operr = &Error{Code: CodeTimeout, Message: fmt.Sprintf("run: the request's deadline passed: %v", err), Err: err}
-			break
-		}
-		// The worker stops: nothing recorded, the request runs again.
-		return nil, asError(ctx, err)
-	default:
-		// The provider failed without an error chunk (a CLI exiting non-zero):
-		// the partial text is kept too.
-		var pe *ProviderError
-		msg := err.Error()
-		if errors.As(err, &pe) {
-			msg = pe.Error()
-		}
-		operr = &Error{Code: CodeProvider, Message: transcript.ClassifyError(x.chat.Provider, msg), Err: err}
-	}
-	return operr, nil
-}
-
 // record commits what the run recorded, with its result (or operr), in
 // the final event under the request id, and finishes the run log.
-func (r *cliRun) record(cctx context.Context, st *transcript.Fold, operr *Error, canceled bool, t0 time.Time) (*Result, error) {
-	e, req, x, logDir := r.e, r.req, r.x, r.logDir
-	val := RunValue{Responses: nonNil(st.Responses), SessionID: st.Session, Chunks: st.Chunks, Canceled: canceled && operr == nil}
-	if joined := transcript.JoinResponses(st.Responses); joined != "" {
-		val.Text = &joined
-	}
-	v, merr := marshalValue(val)
+func (r *cliRun) record(cctx context.Context, cs *clirun.Stream, operr *Error, canceled bool, t0 time.Time) (*Result, error) {
+	e, req, x, logDir, st := r.e, r.req, r.x, r.logDir, cs.Fold
+	v, merr := marshalValue(cs.Value(canceled && operr == nil))
 	if merr != nil {
 		return nil, merr
 	}
@@ -515,18 +397,12 @@ func (e *Engine) replayRunCommitted(ctx context.Context, req Request, b *history
 // commitTimeout bounds recording a run after its stream ended.
 const commitTimeout = 30 * time.Second
 
-// sinkError marks a chunk the sink refused.
-type sinkError struct{ err error }
-
-func (e *sinkError) Error() string { return e.err.Error() }
-func (e *sinkError) Unwrap() error { return e.err }
-
 // openSinks opens the request's chunk stream and, with a run log
 // directory, the run log in it (after the first snapshot), and the
 // function that closes them (once; later calls do nothing).
 func (r *cliRun) openSinks(ctx context.Context) (ChunkSink, func(context.Context) error, error) {
 	e, req, b, logDir := r.e, r.x.streamRequest(r.req), r.x.branch, r.logDir
-	var streams []ChunkStream
+	var streams []clirun.ChunkStream
 	if e.chunks != nil {
 		cs, err := e.openChunks(ctx, req, "run")
 		if err != nil {
@@ -548,29 +424,8 @@ func (r *cliRun) openSinks(ctx context.Context) (ChunkSink, func(context.Context
 		}
 		streams = append(streams, lg)
 	}
-	sink := chunkSinkFunc(func(ctx context.Context, c Chunk) error {
-		for _, s := range streams {
-			if err := s.Emit(ctx, c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	closed := false
-	closeAll := func(ctx context.Context) error {
-		if closed {
-			return nil
-		}
-		closed = true
-		var errs []error
-		for _, s := range streams {
-			if err := s.Close(ctx); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	}
-	return sink, closeAll, nil
+	emit, closeAll := clirun.Tee(streams)
+	return chunkSinkFunc(emit), closeAll, nil
 }
 
 // finishLog writes the final snapshot of a persisted run, then removes
@@ -591,26 +446,4 @@ func (r *cliRun) finishLog(ctx context.Context) {
 	if err != nil {
 		e.log.Warn().Err(err).Str("request_id", req.ID).Str("runlog_dir", dir).Msg("run: stream_persist cleanup failed; the run log is left")
 	}
-}
-
-// runTimeout returns the positive "timeout" option of model, in seconds;
-// anything else means none.
-func runTimeout(m history.ModelRef) (time.Duration, bool) {
-	n, ok := Number(m.Options["timeout"])
-	if !ok || n <= 0 {
-		return 0, false
-	}
-	return time.Duration(n * float64(time.Second)), true
-}
-
-func mustTimeout(m history.ModelRef) time.Duration {
-	d, _ := runTimeout(m)
-	return d
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

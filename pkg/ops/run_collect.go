@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 	"github.com/lionbus/lionbus/pkg/ops/middle"
 )
 
@@ -31,7 +32,7 @@ func (m runCollectMiddle) Exchange(ctx context.Context, in MiddleInput) (*Middle
 	if run.StreamPersistDir != "" {
 		dir = &run.StreamPersistDir
 	}
-	logDir, err := m.e.runLogDir("stream_persist_dir", run.StreamPersist, dir)
+	logDir, err := clirun.LogDir("stream_persist_dir", run.StreamPersist, dir, m.e.runLogDefault)
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/lionbus/lionbus/pkg/ops/history"
-	"github.com/lionbus/lionbus/pkg/ops/internal/transcript"
-	"github.com/lionbus/lionbus/pkg/ops/prompt"
-	"github.com/lionbus/lionbus/pkg/wire"
+	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 )
 
 // ChunkHistory is implemented by a [ChunkOutlet] that can read back what
@@ -37,75 +34,26 @@ var ErrTooManyChunks = errors.New("ops: more stored chunks than the bound")
 
 // ResumePrompt is what a redelivered run sends the CLI's session it
 // resumes, in place of its instruction, which the session holds already.
-const ResumePrompt = "Your previous turn in this session was interrupted before it finished. " +
-	"Continue it from where it stopped, without repeating what is already done."
+const ResumePrompt = clirun.ResumePrompt
 
 // MetaResumed is the metadata key of the system chunk a resumed run emits
 // first: the session it resumes.
-const MetaResumed = "resumed_session"
-
-// resumePoint is what the earlier attempts of a redelivered run streamed,
-// folded into fold: the session to resume, and whether the stream had
-// ended already (ended; endErr, the error its last chunk ended it with).
-type resumePoint struct {
-	fold    *transcript.Fold
-	ended   bool
-	endErr  error
-	session string
-}
+const MetaResumed = clirun.MetaResumed
 
 // resumePoint reads back the chunks a redelivered run's earlier attempts
-// stored and folds them into a fold made by newFold: ok is false when the
-// run starts again instead (a first attempt, an outlet that cannot read
-// back, no stored chunk naming a session, too many chunks, a read that
-// fails).
-func (r *cliRun) resumePoint(ctx context.Context, newFold func() *transcript.Fold, instructionStored bool) (resumePoint, bool) {
+// stored and folds them ([clirun.Resume]): ok is false when the run
+// starts again instead (a first attempt, an outlet that cannot read back,
+// no stored chunk naming a session, too many chunks, a read that fails).
+func (r *cliRun) resumePoint(ctx context.Context, instructionStored bool) (clirun.Point, bool) {
 	e, req := r.e, r.x.streamRequest(r.req)
 	ch, ok := e.chunks.(ChunkHistory)
 	if !ok || !instructionStored || r.req.Attempt < 2 {
-		return resumePoint{}, false
+		return clirun.Point{}, false
 	}
 	past, err := ch.StoredChunks(ctx, req, MaxResumeChunks)
 	if err != nil {
 		e.log.Info().Err(err).Str("request_id", req.ID).Msg("run: the redelivered run starts again: its stored chunks could not be read")
-		return resumePoint{}, false
+		return clirun.Point{}, false
 	}
-	probe := newFold()
-	p := resumePoint{fold: probe}
-	for _, c := range past {
-		if c.Kind == wire.ChunkSystem {
-			if _, resumed := c.Metadata[MetaResumed]; resumed {
-				probe.Chunks++ // a marker of an earlier resume: nothing to fold
-				continue
-			}
-		}
-		if err := probe.Take(c); err != nil {
-			p.ended, p.endErr = true, err
-			break
-		}
-		if c.Kind == wire.ChunkResult {
-			p.ended = true
-		}
-	}
-	p.session = probe.Session
-	if !p.ended && p.session == "" {
-		return resumePoint{}, false // nothing to resume: start again
-	}
-	// What the dead attempt said is a response of its own: the resumed
-	// session answers in a new one.
-	probe.Flush()
-	return p, true
-}
-
-// resumeCall turns call into the call that continues session: the
-// session's flag, the system message kept, ResumePrompt as the prompt.
-func resumeCall(call Call, session string) Call {
-	var msgs []prompt.Message
-	if call.Messages.Len() > 0 && call.Messages.At(0).Role == history.RoleSystem {
-		msgs = append(msgs, call.Messages.At(0))
-	}
-	call.Messages = prompt.Of(append(msgs, prompt.Message{Role: history.RoleUser, Content: ResumePrompt})...)
-	call.Instruction = ResumePrompt
-	call.Resume = session
-	return call
+	return clirun.Resume(past, r.newFold())
 }

@@ -37,7 +37,7 @@ func TestVerbData_fields_declared_once(t *testing.T) {
 		{verb: "branch.clone", data: branchCloneData{}, wire: wire.BranchCloneRequest{}},
 		{verb: "branch.history", data: branchHistoryData{}, wire: wire.BranchHistoryRequest{}},
 		{verb: "branch.get", data: branchGetData{}, wire: wire.BranchGetRequest{}},
-		{verb: "branch.import", data: branchImportData{}, wire: wire.BranchImportRequest{}},
+		{verb: "branch.import", data: wire.BranchImportRequest{}, wire: wire.BranchImportRequest{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.verb, func(t *testing.T) {

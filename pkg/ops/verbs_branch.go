@@ -115,11 +115,11 @@ func (e *Engine) branchGet(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
-	if err := at.check(); err != nil {
+	if err := at.Check(); err != nil {
 		return nil, err
 	}
 	load := e.load
-	if !at.isHead() {
+	if !at.IsHead() {
 		load = func(ctx context.Context, id string) (*history.Branch, error) { return e.loadAt(ctx, id, at) }
 	}
 	b, err := load(ctx, req.BranchID)
@@ -237,10 +237,10 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 		d.Limit = history.MaxHistoryPage
 	}
 	at := pastPoint{AtSeq: d.AtSeq, AtTime: d.AtTime}
-	if err := at.check(); err != nil {
+	if err := at.Check(); err != nil {
 		return nil, err
 	}
-	if !at.isHead() {
+	if !at.IsHead() {
 		if _, err := e.checkHead(ctx, req.BranchID, at); err != nil {
 			return nil, err
 		}
@@ -257,7 +257,7 @@ func (e *Engine) branchHistory(ctx context.Context, req Request) (*Result, error
 	}
 	more := len(evs) == d.Limit
 	for i, ev := range evs {
-		if !at.includes(ev) {
+		if !at.Includes(ev) {
 			evs, more = evs[:i], false
 			break
 		}

@@ -51,7 +51,7 @@ func (e *Engine) branchFork(ctx context.Context, req Request) (*Result, error) {
 		at.AtSeq = seq
 	}
 	var parent *history.Branch
-	if at.isHead() {
+	if at.IsHead() {
 		parent, err = e.load(ctx, req.BranchID)
 	} else {
 		parent, err = e.loadAt(ctx, req.BranchID, at)

@@ -4,43 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/ops/forks"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 )
 
 // pastPoint names a point of a branch's history that branch.get and
-// branch.history read at: a history sequence, or a time. The zero value
-// is the head.
-type pastPoint struct {
-	// AtSeq is a history sequence: the branch as the events with
-	// seq <= AtSeq fold it. 0 means the head.
-	AtSeq uint64
-	// AtTime is a time: the branch as the events up to the first one
-	// stamped after it fold it. nil means the head.
-	AtTime *time.Time
-}
-
-// isHead reports whether p names the branch's head.
-func (p pastPoint) isHead() bool { return p.AtSeq == 0 && p.AtTime == nil }
-
-// check rejects a point that names both a sequence and a time.
-func (p pastPoint) check() error {
-	if p.AtSeq != 0 && p.AtTime != nil {
-		return Errorf(CodeInvalidRequest, "data.at_seq and data.at_time exclude each other")
-	}
-	return nil
-}
-
-// includes reports whether ev is at or before p: the events a read at p
-// folds are the longest run of events from the start that p includes.
-func (p pastPoint) includes(ev history.Event) bool {
-	switch {
-	case p.AtSeq != 0:
-		return ev.Seq <= p.AtSeq
-	case p.AtTime != nil:
-		return !ev.Time.After(*p.AtTime)
-	}
-	return true
-}
+// branch.history read at ([forks.Point]); the zero value is the head.
+type pastPoint = forks.Point
 
 // checkHead loads the branch's head and rejects a sequence beyond it: a
 // read of the past answers what an operation saw, and nothing has seen a
@@ -57,14 +27,10 @@ func (e *Engine) checkHead(ctx context.Context, id string, p pastPoint) (*histor
 	return head, nil
 }
 
-// pastFirstPage is the first page loadAt reads.
-const pastFirstPage = 64
-
 // loadAt returns the branch as it was at p: the fold, by [history.Branch.Apply],
 // of its history events from the first up to the last that p includes
-// (a fork's from its parent at the fork point, see forkStore.foldAt).
-// The history is read in pages of 64 events doubling up to
-// [history.MaxHistoryPage]; nothing but the branch being folded is kept. It answers CodeBranchNotFound when
+// (a fork's from its parent at the fork point, see [forks.Store.FoldAt]);
+// nothing but the branch being folded is kept. It answers CodeBranchNotFound when
 // the branch did not exist yet at p.
 func (e *Engine) loadAt(ctx context.Context, id string, p pastPoint) (*history.Branch, error) {
 	head, err := e.checkHead(ctx, id, p)
@@ -74,7 +40,7 @@ func (e *Engine) loadAt(ctx context.Context, id string, p pastPoint) (*history.B
 	if p.AtSeq == head.Seq {
 		return head, nil
 	}
-	b, err := e.forks.foldAt(ctx, id, p, 0)
+	b, err := e.forks.FoldAt(ctx, id, p)
 	if err != nil {
 		return nil, err
 	}
