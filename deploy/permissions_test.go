@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
@@ -40,31 +41,11 @@ func password(v string) string { return "test-" + strings.ToLower(v) }
 // monitoring or cluster, storing JetStream in a temp dir.
 func startConfServer(t *testing.T, conf string, vars []string) *server.Server {
 	t.Helper()
-	t.Setenv("NATS_SERVER_NAME", "test")
-	t.Setenv("NATS_STORE_DIR", "unused") // replaced below
+	env := make(map[string]string, len(vars))
 	for _, v := range vars {
-		t.Setenv(v, password(v))
+		env[v] = password(v)
 	}
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatalf("%s: %v", conf, err)
-	}
-	opts.Host, opts.Port = "127.0.0.1", -1
-	opts.HTTPHost, opts.HTTPPort = "", 0
-	opts.Cluster = server.ClusterOpts{}
-	opts.Routes = nil
-	opts.StoreDir = t.TempDir()
-	opts.NoLog, opts.NoSigs = true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	return s
+	return bustest.NewConfServer(t, conf, env)
 }
 
 // probe is a connection of one user whose asynchronous errors (the
@@ -475,6 +456,33 @@ func TestTenants_permissions(t *testing.T) {
 				t.Errorf("acme received event %s", m.Subject)
 			}
 		}
+	})
+	t.Run("second tenant/branch lists of each tenant's own branches", func(t *testing.T) {
+		// Neither client may read a history stream: the list comes from
+		// the tenant's workers (branch.list), so each sees its own
+		// "shared", and only it; carol may not ask for the list at all.
+		do(t, alice, "branch.create", "", map[string]any{"branch_id": "acme-only", "chat_model": "scripted:echo"})
+		for _, tc := range []struct {
+			name string
+			cl   *client.Client
+			want string
+		}{{"alice", alice, "acme-only shared"}, {"gus", gus, "shared"}} {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			list, err := tc.cl.Branches(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("%s's branch list: %v", tc.name, err)
+			}
+			var ids []string
+			for _, b := range list {
+				ids = append(ids, b.ID)
+			}
+			if got := strings.Join(ids, " "); got != tc.want {
+				t.Errorf("%s's branches %q, want %q", tc.name, got, tc.want)
+			}
+		}
+		carol := connectProbe(t, s, "carol", "ACME_CAROL_PASSWORD", "_INBOX.carol")
+		carol.cannotPublish("acme.ops.branch.list")
 	})
 	t.Run("second tenant/refused", func(t *testing.T) {
 		p := connectProbe(t, s, "gus", "GLOBEX_GUS_PASSWORD", "_INBOX.gus")

@@ -168,6 +168,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		"branch.import":   (*Engine).branchImport,
 		"branch.fork":     (*Engine).branchFork,
 		"branch.forks":    (*Engine).branchForks,
+		"branch.list":     (*Engine).branchList,
 		"chat":            (*Engine).chatVerb,
 		"chat_and_record": (*Engine).chatAndRecord,
 		"communicate":     (*Engine).communicate,

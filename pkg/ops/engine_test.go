@@ -186,7 +186,7 @@ func decodeBranch(t *testing.T, res *ops.Result) history.Branch {
 
 func TestEngine_Verbs(t *testing.T) {
 	b := setup(t)
-	want := "[act branch.clear branch.clone branch.create branch.delete branch.fork branch.forks branch.get branch.history branch.import chat chat_and_record communicate interpret operate parse react run]"
+	want := "[act branch.clear branch.clone branch.create branch.delete branch.fork branch.forks branch.get branch.history branch.import branch.list chat chat_and_record communicate interpret operate parse react run]"
 	if got := fmt.Sprint(b.eng.Verbs()); got != want {
 		t.Fatalf("Verbs() = %s, want %s", got, want)
 	}

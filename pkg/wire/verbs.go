@@ -53,5 +53,6 @@ func Verbs() []VerbTypes {
 		{VerbBranchImport, BranchImportRequest{}, BranchImportResult{}},
 		{VerbBranchFork, BranchForkRequest{}, BranchForkResult{}},
 		{VerbBranchForks, BranchForksRequest{}, BranchForksResult{}},
+		{VerbBranchList, BranchListRequest{}, BranchListResult{}},
 	}
 }

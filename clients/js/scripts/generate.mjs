@@ -34,7 +34,7 @@ const pkg = path.resolve(here, "..");
 
 // Verbs that need no branchid attribute (docs/protocol.md, Requests):
 // their method takes the branch as an option. op.NAME has its own method.
-const branchless = new Set(["branch.create"]);
+const branchless = new Set(["branch.create", "branch.list"]);
 
 // Names of shared definitions other than their key in PascalCase.
 const defNames = { event: "HistoryEvent" };

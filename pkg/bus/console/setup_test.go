@@ -137,6 +137,13 @@ func serveConsole(t *testing.T, b *bustest.Bus, opts ...console.Option) (*client
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cl, serveClient(t, cl, opts...)
+}
+
+// serveClient serves the console of cl on a loopback port until the test
+// ends and returns its base URL.
+func serveClient(t *testing.T, cl *client.Client, opts ...console.Option) string {
+	t.Helper()
 	srv, err := console.New(cl, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +161,7 @@ func serveConsole(t *testing.T, b *bustest.Bus, opts ...console.Option) (*client
 			t.Errorf("console: %v", err)
 		}
 	})
-	return cl, "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String()
 }
 
 // post posts form to path with the headers, not following the redirect,

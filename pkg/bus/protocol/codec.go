@@ -131,10 +131,10 @@ func (r *Request) ID() string { return r.Event.ID() }
 // BranchScoped reports whether verb acts on an existing branch and so needs
 // the branchid attribute: every verb except branch.create (which may name
 // the new branch in its data), chat (which, without a branch, runs on an
-// empty one that is never stored) and named operations op.NAME (for which
-// the branch is optional).
+// empty one that is never stored), branch.list (which names no branch)
+// and named operations op.NAME (for which the branch is optional).
 func BranchScoped(verb string) bool {
-	return verb != "branch.create" && verb != "chat" && !strings.HasPrefix(verb, "op.")
+	return verb != "branch.create" && verb != "chat" && verb != "branch.list" && !strings.HasPrefix(verb, "op.")
 }
 
 // Codec decodes and validates CloudEvents received over NATS. It is safe for

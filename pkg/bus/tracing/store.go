@@ -65,3 +65,12 @@ func (s *tracedStore) Delete(ctx context.Context, branchID string) error {
 	end(err)
 	return err
 }
+
+// Branches lists the branches of the traced store, when it is a
+// [history.Lister].
+func (s *tracedStore) Branches(ctx context.Context, after string, limit int) ([]history.Summary, bool, error) {
+	ctx, end := s.start(ctx, "branches", "")
+	list, more, err := history.ListBranches(ctx, s.st, after, limit)
+	end(err)
+	return list, more, err
+}

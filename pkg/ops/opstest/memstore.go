@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
@@ -148,4 +149,37 @@ func (s *MemoryStore) Delete(ctx context.Context, branchID string) error {
 	}
 	delete(s.branches, branchID)
 	return nil
+}
+
+var _ history.Lister = (*MemoryStore)(nil)
+
+// Branches lists the branches not deleted whose id sorts after after, by
+// id, at most limit (limit <= 0 or above MaxBranchPage means
+// MaxBranchPage). See [history.Lister].
+func (s *MemoryStore) Branches(ctx context.Context, after string, limit int) ([]history.Summary, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if limit <= 0 || limit > history.MaxBranchPage {
+		limit = history.MaxBranchPage
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.branches))
+	for id, mb := range s.branches {
+		if id > after && !mb.folded.Deleted {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	more := len(ids) > limit
+	if more {
+		ids = ids[:limit]
+	}
+	out := make([]history.Summary, 0, len(ids))
+	for _, id := range ids {
+		mb := s.branches[id]
+		out = append(out, history.Summary{ID: id, Events: uint64(len(mb.events)), Updated: mb.folded.UpdatedAt})
+	}
+	return out, more, nil
 }

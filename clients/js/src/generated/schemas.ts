@@ -551,6 +551,8 @@ export interface EventData {
   "lionbus.branch.history.result": BranchHistoryResult;
   "lionbus.branch.import.request": BranchImportRequest;
   "lionbus.branch.import.result": BranchImportResult;
+  "lionbus.branch.list.request": BranchListRequest;
+  "lionbus.branch.list.result": BranchListResult;
   "lionbus.chat.request": ChatRequest;
   "lionbus.chat.result": ChatResult;
   "lionbus.chat_and_record.request": ChatAndRecordRequest;
@@ -1206,6 +1208,49 @@ export interface BranchImportResult {
     present: number;
   };
   branch_id: Id;
+  usage?: Usage;
+  duration_ms: number;
+  replayed?: boolean;
+}
+/**
+ * Data of a branch.list request: one page of the branches the worker group keeps (with history, not deleted), sorted by id. The request names no branch (no branchid attribute). Unknown top-level keys are allowed (forward compatibility); the types of known keys are checked.
+ */
+export interface BranchListRequest {
+  /**
+   * List the branches whose id sorts after this one; absent or empty: from the first.
+   */
+  after?: string;
+  /**
+   * At most this many branches; 0, absent or above 1000 means 1000.
+   */
+  limit?: number;
+  [k: string]: unknown;
+}
+/**
+ * Result of branch.list: one page of branches, sorted by id.
+ */
+export interface BranchListResult {
+  value: {
+    /**
+     * @maxItems 1000
+     */
+    branches: {
+      branch_id: Id;
+      /**
+       * How many events the branch's history holds now.
+       */
+      events: number;
+      updated_at: Time;
+    }[];
+    /**
+     * The id of the last branch answered: the after of the next page (the request's after when none was).
+     */
+    next: string;
+    /**
+     * True when the page is full, so there may be more branches.
+     */
+    more: boolean;
+  };
   usage?: Usage;
   duration_ms: number;
   replayed?: boolean;

@@ -23,6 +23,8 @@ import type {
   BranchHistoryResult,
   BranchImportRequest,
   BranchImportResult,
+  BranchListRequest,
+  BranchListResult,
   ChatAndRecordRequest,
   ChatAndRecordResult,
   ChatRequest,
@@ -53,6 +55,7 @@ export interface Verbs {
   "branch.get": { request: BranchGetRequest; result: BranchGetResult };
   "branch.history": { request: BranchHistoryRequest; result: BranchHistoryResult };
   "branch.import": { request: BranchImportRequest; result: BranchImportResult };
+  "branch.list": { request: BranchListRequest; result: BranchListResult };
   "chat": { request: ChatRequest; result: ChatResult };
   "chat_and_record": { request: ChatAndRecordRequest; result: ChatAndRecordResult };
   "communicate": { request: CommunicateRequest; result: CommunicateResult };
@@ -67,10 +70,10 @@ export interface Verbs {
 export type Verb = keyof Verbs;
 
 /** The verbs, in the order of their schema files. */
-export const verbs: readonly Verb[] = ["act","branch.clear","branch.clone","branch.create","branch.delete","branch.fork","branch.forks","branch.get","branch.history","branch.import","chat","chat_and_record","communicate","interpret","operate","parse","react","run"];
+export const verbs: readonly Verb[] = ["act","branch.clear","branch.clone","branch.create","branch.delete","branch.fork","branch.forks","branch.get","branch.history","branch.import","branch.list","chat","chat_and_record","communicate","interpret","operate","parse","react","run"];
 
 /** The verbs that need no branchid attribute (their methods take the branch as an option). */
-export const branchlessVerbs: readonly Verb[] = ["branch.create"];
+export const branchlessVerbs: readonly Verb[] = ["branch.create","branch.list"];
 
 /**
  * One typed method per verb. Each submits the request and returns its
@@ -129,6 +132,11 @@ export abstract class VerbMethods {
   /** branch.import: One page of another branch's history events (an export's, oldest first) to append to the branch named by the branchid attribute; head 0 starts the branch with the page's branch.created (or, for an export whose older history retention dropped, with its first branch.compacted, after a branch.created the import makes of its settings). */
   branchImport(branch: string, data: BranchImportRequest, opts?: CallOptions): Call<BranchImportResult> {
     return this.call("branch.import", branch, data, opts);
+  }
+
+  /** branch.list: One page of the branches the worker group keeps (with history, not deleted), sorted by id. */
+  branchList(data: BranchListRequest = {}, opts?: BranchlessCallOptions): Call<BranchListResult> {
+    return this.call("branch.list", opts?.branch, data, opts);
   }
 
   /** chat: One unrecorded model call with the branch history. */
