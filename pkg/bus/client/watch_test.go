@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 func TestClient_Branches_and_Watch(t *testing.T) {
@@ -117,5 +119,29 @@ func TestClient_Branches_leaves_out_deleted_branches(t *testing.T) {
 	if len(list) != len(want) || list[0].ID != want[0].ID || list[0].Events != want[0].Events ||
 		list[1].ID != want[1].ID || list[1].Events != want[1].Events {
 		t.Fatalf("branches %+v, want %+v", list, want)
+	}
+
+	// Pages of one: the deleted branch between "again" and "live" is
+	// skipped within the page, not answered as an empty one.
+	var paged []string
+	after := ""
+	for range 5 {
+		res, err := b.Client.BranchList(bustest.Ctx(t), wire.BranchListRequest{After: after, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, br := range res.Value.Branches {
+			paged = append(paged, br.ID)
+		}
+		if len(res.Value.Branches) > 1 || res.Value.More && len(res.Value.Branches) == 0 {
+			t.Fatalf("page after %q: %+v", after, res.Value)
+		}
+		if !res.Value.More {
+			break
+		}
+		after = res.Value.Next
+	}
+	if strings.Join(paged, " ") != "again live" {
+		t.Fatalf("pages of one: %q, want again, live", paged)
 	}
 }
