@@ -56,6 +56,9 @@ func TestEngine_branch_list(t *testing.T) {
 	if got := ids(second); got != "d:1 " || second.More || second.Next != "d" {
 		t.Fatalf("second page: %s more=%v next=%q", got, second.More, second.Next)
 	}
+	if got := ids(page(`{"after":""}`)); got != "a:2 b:1 d:1 " {
+		t.Fatalf("an empty after: %s, want every branch", got)
+	}
 	empty := page(`{"after":"d"}`)
 	if empty.Branches == nil || len(empty.Branches) != 0 || empty.More || empty.Next != "d" {
 		t.Fatalf("past the end: %+v", empty)
@@ -64,6 +67,7 @@ func TestEngine_branch_list(t *testing.T) {
 	for _, tc := range []struct{ name, branch, data string }{
 		{"a branch named", "a", `{}`},
 		{"a negative limit", "", `{"limit":-1}`},
+		{"an after outside the id rule", "", `{"after":"a.b"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := b.eng.Do(t.Context(), ops.Request{ID: "bad-" + tc.name, Verb: "branch.list", BranchID: tc.branch, Data: json.RawMessage(tc.data)}); code(err) != ops.CodeInvalidRequest {

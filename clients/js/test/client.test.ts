@@ -88,6 +88,12 @@ test("every verb through the typed client", async (t) => {
   assert.ok((deleted.value.seq ?? 0) > 0, "the tombstone's sequence");
   assert.deepEqual(deleted.value, { branch_id: copy, deleted: true, seq: deleted.value.seq });
 
+  const listed = check("branch.list", await lion.branchList({ limit: 1000 }));
+  const ids = listed.value.branches.map((x) => x.branch_id);
+  assert.ok(ids.includes(b), "the branch of this test is listed");
+  assert.ok(!ids.includes(copy), "a deleted branch is not listed");
+  assert.deepEqual(ids, [...ids].sort(), "sorted by id");
+
   const rb = fresh("run");
   await lion.branchCreate({ chat_model: "cli:fake" }, { branch: rb });
   const run = check("run", await lion.run(rb, { instruction: "List the files" }));

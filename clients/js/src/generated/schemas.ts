@@ -1219,7 +1219,7 @@ export interface BranchListRequest {
   /**
    * List the branches whose id sorts after this one; absent or empty: from the first.
    */
-  after?: string;
+  after?: "" | Id;
   /**
    * At most this many branches; 0, absent or above 1000 means 1000.
    */
