@@ -68,7 +68,10 @@ func renderResult(w io.Writer, verb string, res *wire.Result) {
 			return
 		}
 	case "react":
-		renderAnalyses(w, res.Analyses)
+		var extra wire.ReactExtra
+		if res.DecodeExtra(&extra) == nil {
+			renderAnalyses(w, extra.Analyses)
+		}
 	}
 	fmt.Fprintln(w, valueText(res.Value))
 }

@@ -130,9 +130,10 @@ func sendRun(ctx context.Context, cl *client.Client, o *options, req *request, o
 		if rv.Canceled {
 			note += ", cancelled"
 		}
-		if res.RunLog != nil {
+		var extra wire.RunExtra
+		if res.DecodeExtra(&extra) == nil && extra.RunLog != nil {
 			// Where the persisted run's snapshots are.
-			note += ", run log " + res.RunLog.Snapshot
+			note += ", run log " + extra.RunLog.Snapshot
 		}
 		fmt.Fprintln(stderr, note)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 )
 
@@ -107,8 +108,8 @@ func TestRun_serves_cli_models(t *testing.T) {
 		t.Fatalf("answer %s, text %q", reply.Data, text.String())
 	}
 	// 0021-D5-06: --runlog-dir is where the persisted run's log went.
-	if res.RunLog == nil || res.RunLog.Dir != "ops-audit" || !strings.HasPrefix(res.RunLog.Snapshot, "clis.runlog.ops-audit.") {
-		t.Errorf("run_log %+v, want the directory ops-audit", res.RunLog)
+	if opstest.RunLog(t, res) == nil || opstest.RunLog(t, res).Dir != "ops-audit" || !strings.HasPrefix(opstest.RunLog(t, res).Snapshot, "clis.runlog.ops-audit.") {
+		t.Errorf("run_log %+v, want the directory ops-audit", opstest.RunLog(t, res))
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit code = %d\nstderr:\n%s", code, stderr)

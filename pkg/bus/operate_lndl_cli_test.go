@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 )
 
@@ -97,8 +98,8 @@ func TestAcceptance_operate_lndl_cli_model(t *testing.T) {
 			if s, _ := json.Marshal(got); string(s) != `{"shout":"HI","total":3}` {
 				t.Fatalf("value %s", s)
 			}
-			if svc.seen("add") != 1 || svc.seen("upper") != 1 || len(res.LNDLRounds) != len(tt.replies) {
-				t.Fatalf("tool calls add %d, upper %d; rounds %+v", svc.seen("add"), svc.seen("upper"), res.LNDLRounds)
+			if svc.seen("add") != 1 || svc.seen("upper") != 1 || len(opstest.LNDLRounds(t, res)) != len(tt.replies) {
+				t.Fatalf("tool calls add %d, upper %d; rounds %+v", svc.seen("add"), svc.seen("upper"), opstest.LNDLRounds(t, res))
 			}
 			var stages []string
 			for _, ev := range b.History(t, "ln")[1:] {

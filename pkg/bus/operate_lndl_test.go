@@ -19,6 +19,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/tools"
 	"github.com/lionbus/lionbus/pkg/tools/toolschema"
 	"github.com/rs/zerolog"
@@ -188,8 +189,8 @@ func TestAcceptance_operate_lndl_two_rounds(t *testing.T) {
 	if svc.seen("add") != 1 || svc.seen("upper") != 1 {
 		t.Fatalf("tool calls: add %d, upper %d", svc.seen("add"), svc.seen("upper"))
 	}
-	if len(res.LNDLRounds) != 2 || res.LNDLRounds[0].Outcome != ops.RoundContinue || res.LNDLRounds[1].Outcome != ops.RoundSuccess {
-		t.Fatalf("rounds %+v", res.LNDLRounds)
+	if len(opstest.LNDLRounds(t, res)) != 2 || opstest.LNDLRounds(t, res)[0].Outcome != ops.RoundContinue || opstest.LNDLRounds(t, res)[1].Outcome != ops.RoundSuccess {
+		t.Fatalf("rounds %+v", opstest.LNDLRounds(t, res))
 	}
 
 	// History: each round's exchange and round 1's action messages.
@@ -224,7 +225,7 @@ func TestAcceptance_operate_lndl_two_rounds(t *testing.T) {
 			t.Errorf("lndl.round request id %q", ev.data.RequestID)
 		}
 	}
-	if end := events[len(events)-1].data.Result; end == nil || len(end.LNDLRounds) != 2 {
+	if end := events[len(events)-1].data.Result; end == nil || len(opstest.LNDLRounds(t, end)) != 2 {
 		t.Fatalf("run.end result %+v", end)
 	}
 }
@@ -251,8 +252,8 @@ func TestAcceptance_operate_lndl_repair(t *testing.T) {
 		lndlReply("<lact s>add(x=1, y=1)</lact>\nOUT{total: [s], shout: \"fixed\"}"))
 	got, res, _ := lndlOperate(t, b, "ln", nil)
 	validateValue(t, reportSchema, any(got))
-	if res.LNDLRounds[0].Outcome != ops.RoundRetry || !strings.Contains(res.LNDLRounds[0].Error, "Unclosed lvar tag") {
-		t.Fatalf("round 1 %+v", res.LNDLRounds[0])
+	if opstest.LNDLRounds(t, res)[0].Outcome != ops.RoundRetry || !strings.Contains(opstest.LNDLRounds(t, res)[0].Error, "Unclosed lvar tag") {
+		t.Fatalf("round 1 %+v", opstest.LNDLRounds(t, res)[0])
 	}
 	var round2 string
 	for _, ev := range b.History(t, "ln") {
@@ -305,10 +306,10 @@ func TestAcceptance_operate_lndl_note_across_rounds(t *testing.T) {
 	if s, _ := json.Marshal(got); string(s) != `{"shout":"SAVED IN ROUND ONE","total":9}` {
 		t.Fatalf("value %s", s)
 	}
-	if n := len(res.LNDLRounds); n != 3 {
+	if n := len(opstest.LNDLRounds(t, res)); n != 3 {
 		t.Fatalf("%d rounds", n)
 	}
-	if got := fmt.Sprint(res.LNDLRounds[0].Notes, res.LNDLRounds[1].Notes); got != "1 1" {
+	if got := fmt.Sprint(opstest.LNDLRounds(t, res)[0].Notes, opstest.LNDLRounds(t, res)[1].Notes); got != "1 1" {
 		t.Fatalf("notes kept: %s", got)
 	}
 }

@@ -52,11 +52,11 @@ func TestAcceptance_react_streams_rounds_over_the_bus(t *testing.T) {
 	bustest.CheckSchema(t, reply)
 	var answer map[string]any
 	res := bustest.MustResult(t, reply, &answer)
-	if answer["answer"] != float64(7) || len(res.Analyses) != 2 {
-		t.Fatalf("value %v, analyses %s", answer, res.Analyses)
+	if answer["answer"] != float64(7) || len(opstest.Analyses(t, res)) != 2 {
+		t.Fatalf("value %v, analyses %s", answer, opstest.Analyses(t, res))
 	}
 	var round0 map[string]any
-	if err := json.Unmarshal(res.Analyses[0], &round0); err != nil {
+	if err := json.Unmarshal(opstest.Analyses(t, res)[0], &round0); err != nil {
 		t.Fatal(err)
 	}
 	if out, _ := json.Marshal(round0["action_responses"]); string(out) != `[{"arguments":{"x":2,"y":5},"function":"add","output":{"sum":7}}]` {

@@ -24,6 +24,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/ops"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 )
 
@@ -101,8 +102,8 @@ func TestRunLogDir_bus(t *testing.T) {
 		bustest.CheckSchema(t, reply)
 		res := bustest.MustResult(t, reply, nil)
 		wantLoc := ops.RunLogLocation{Dir: tt.wantDir, Chunks: subj.RunLog(tt.wantDir, tt.id), Snapshot: subj.RunSnapshot(tt.wantDir, tt.id)}
-		if res.RunLog == nil || *res.RunLog != wantLoc {
-			t.Errorf("%s: run_log %+v, want %+v", tt.name, res.RunLog, wantLoc)
+		if opstest.RunLog(t, res) == nil || *opstest.RunLog(t, res) != wantLoc {
+			t.Errorf("%s: run_log %+v, want %+v", tt.name, opstest.RunLog(t, res), wantLoc)
 		}
 		want[subj.RunSnapshot(tt.wantDir, tt.id)] = 2 // the start and the end; the live log is purged
 		if got := runLogSubjects(t, rb); !maps.Equal(got, want) {

@@ -8,6 +8,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // operate with the LNDL middle: the scripted model asks for a tool call
@@ -45,7 +46,12 @@ func ExampleMiddleLNDL() {
 		panic(err)
 	}
 	fmt.Println(string(res.Value))
-	for _, r := range res.LNDLRounds {
+	// The rounds are operate's own part of the result.
+	var extra wire.OperateExtra
+	if err := res.DecodeExtra(&extra); err != nil {
+		panic(err)
+	}
+	for _, r := range extra.LNDLRounds {
 		fmt.Printf("round %d of %d: %s, %d action(s)\n", r.Round, r.Budget, r.Outcome, len(r.Actions))
 	}
 	// Output:

@@ -110,10 +110,10 @@ func TestLNDL_0024_D1_01_two_round_success(t *testing.T) {
 	if o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 0)) != 1 || o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 1)) != 1 {
 		t.Fatal("the two lacts of round 1 did not run once each")
 	}
-	if got := outcomes(res.LNDLRounds); got != "continue success" {
+	if got := outcomes(opstest.LNDLRounds(t, res)); got != "continue success" {
 		t.Fatalf("rounds %s", got)
 	}
-	r1 := res.LNDLRounds[0]
+	r1 := opstest.LNDLRounds(t, res)[0]
 	if r1.Budget != ops.DefaultRoundBudget || r1.BudgetLeft != 2 || compact(t, r1.Actions) != `[{"alias":"s","function":"add"},{"alias":"u","function":"upper"}]` {
 		t.Fatalf("round 1 %+v", r1)
 	}
@@ -160,8 +160,8 @@ func TestLNDL_0024_D1_02_opt_in(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(res.Value) != `{"shout":"A","total":1}` || res.LNDLRounds != nil || len(o.rounds("op1")) != 0 {
-		t.Fatalf("plain operate: %s, rounds %v", res.Value, res.LNDLRounds)
+	if string(res.Value) != `{"shout":"A","total":1}` || opstest.LNDLRounds(t, res) != nil || len(o.rounds("op1")) != 0 {
+		t.Fatalf("plain operate: %s, rounds %v", res.Value, opstest.LNDLRounds(t, res))
 	}
 	if g, _ := o.instructions(t, "b")[0].Content[history.KeyGuidance].(string); strings.Contains(g, "LNDL") {
 		t.Fatal("a plain operate was given the LNDL guidance")
@@ -227,8 +227,8 @@ func TestLNDL_0024_D1_04_budget_checked_before_any_call(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round_budget %s: %v", budget, err)
 		}
-		if want := strings.TrimSuffix(budget, ".0"); fmt.Sprint(res.LNDLRounds[0].Budget) != want {
-			t.Fatalf("budget %d, want %s", res.LNDLRounds[0].Budget, want)
+		if want := strings.TrimSuffix(budget, ".0"); fmt.Sprint(opstest.LNDLRounds(t, res)[0].Budget) != want {
+			t.Fatalf("budget %d, want %s", opstest.LNDLRounds(t, res)[0].Budget, want)
 		}
 	}
 }
@@ -288,7 +288,7 @@ func TestLNDL_0024_D2_04_guidance_and_round_messages(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 0024-D3-01: a tilde fence tagged LNDL in another case is read.
-	if got := outcomes(res.LNDLRounds); got != "retry continue success" {
+	if got := outcomes(opstest.LNDLRounds(t, res)); got != "retry continue success" {
 		t.Fatalf("rounds %s", got)
 	}
 	ins := o.instructions(t, "b")
@@ -404,7 +404,7 @@ func TestLNDL_0024_D3_02_empty_and_unfenced_continue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(res.LNDLRounds); got != "continue continue success" || string(res.Value) != `{"shout":"B","total":2}` {
+	if got := outcomes(opstest.LNDLRounds(t, res)); got != "continue continue success" || string(res.Value) != `{"shout":"B","total":2}` {
 		t.Fatalf("rounds %s, value %s", got, res.Value)
 	}
 }
@@ -429,7 +429,7 @@ func TestLNDL_0024_D3_06_language_errors_retry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := res.LNDLRounds[0]; r.Outcome != ops.RoundRetry || !strings.Contains(r.Error, tt.errText) || len(r.Actions) != 0 {
+			if r := opstest.LNDLRounds(t, res)[0]; r.Outcome != ops.RoundRetry || !strings.Contains(r.Error, tt.errText) || len(r.Actions) != 0 {
 				t.Fatalf("round 1 %+v", r)
 			}
 			if i2 := o.instructions(t, "b")[1].Content[history.KeyInstruction].(string); !strings.Contains(i2, tt.errText) {
@@ -458,7 +458,7 @@ func TestLNDL_0024_D3_11_notes_cross_rounds(t *testing.T) {
 	if string(res.Value) != `{"shout":"LOUD","total":7}` {
 		t.Fatalf("value %s", res.Value)
 	}
-	if n := res.LNDLRounds[0].Notes; n != 1 {
+	if n := opstest.LNDLRounds(t, res)[0].Notes; n != 1 {
 		t.Fatalf("notes after round 1: %d", n)
 	}
 }
@@ -484,8 +484,8 @@ func TestLNDL_0024_D3_11_notes_bounded(t *testing.T) {
 			}
 			// Round 2 cannot use the dropped note: note.n0 resolves to
 			// nothing, so shout is missing and validation rejects it.
-			if got := outcomes(res.LNDLRounds); got != "retry rejected success" || !strings.Contains(res.LNDLRounds[0].Error, tt.errText) || res.LNDLRounds[0].Notes != 0 {
-				t.Fatalf("rounds %+v", res.LNDLRounds)
+			if got := outcomes(opstest.LNDLRounds(t, res)); got != "retry rejected success" || !strings.Contains(opstest.LNDLRounds(t, res)[0].Error, tt.errText) || opstest.LNDLRounds(t, res)[0].Notes != 0 {
+				t.Fatalf("rounds %+v", opstest.LNDLRounds(t, res))
 			}
 		})
 	}
@@ -503,7 +503,7 @@ func TestLNDL_0024_D4_02_only_reachable_lacts_run(t *testing.T) {
 	if string(res.Value) != `{"shout":"A","total":{"sum":5}}` {
 		t.Fatalf("value %s", res.Value)
 	}
-	if got := compact(t, res.LNDLRounds[0].Actions); got != `[{"alias":"s","function":"add"}]` {
+	if got := compact(t, opstest.LNDLRounds(t, res)[0].Actions); got != `[{"alias":"s","function":"add"}]` {
 		t.Fatalf("actions %s", got)
 	}
 	if o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 0)) != 1 || o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 1)) != 0 {
@@ -539,8 +539,8 @@ func TestLNDL_0024_D4_07_alias_rules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(res.Value) != `{"shout":"A","total":{"sum":3}}` || len(res.LNDLRounds[1].Actions) != 0 {
-			t.Fatalf("value %s, round 2 %+v", res.Value, res.LNDLRounds[1])
+		if string(res.Value) != `{"shout":"A","total":{"sum":3}}` || len(opstest.LNDLRounds(t, res)[1].Actions) != 0 {
+			t.Fatalf("value %s, round 2 %+v", res.Value, opstest.LNDLRounds(t, res)[1])
 		}
 		if o.tools.Calls(ops.ToolCallKey("op1/middle/round2/act", 0)) != 0 {
 			t.Fatal("the redeclared lact ran")
@@ -564,7 +564,7 @@ func TestLNDL_0024_D4_09_failures_are_values(t *testing.T) {
 	if string(res.Value) != `{"shout":"recovered","total":{"error":{"code":"bad_input","message":"x is required"}}}` {
 		t.Fatalf("value %s", res.Value)
 	}
-	if got := compact(t, res.LNDLRounds[0].Actions); got != `[{"alias":"f","function":"fails","error_code":"bad_input"},{"alias":"d","function":"upper","error_code":"denied"}]` {
+	if got := compact(t, opstest.LNDLRounds(t, res)[0].Actions); got != `[{"alias":"f","function":"fails","error_code":"bad_input"},{"alias":"d","function":"upper","error_code":"denied"}]` {
 		t.Fatalf("actions %s", got)
 	}
 	if i2 := o.instructions(t, "b")[1].Content[history.KeyInstruction].(string); !strings.Contains(i2, "x is required") {
@@ -648,7 +648,7 @@ func TestLNDL_0024_D5_02_rejected_then_valid(t *testing.T) {
 	if string(res.Value) != `{"shout":"ok","total":1}` || o.prov.count() != 3 {
 		t.Fatalf("value %s after %d calls", res.Value, o.prov.count())
 	}
-	if r := res.LNDLRounds[1]; r.Outcome != ops.RoundRejected || !strings.Contains(r.Error, "shout") || r.BudgetLeft != 2 {
+	if r := opstest.LNDLRounds(t, res)[1]; r.Outcome != ops.RoundRejected || !strings.Contains(r.Error, "shout") || r.BudgetLeft != 2 {
 		t.Fatalf("round 2 %+v", r)
 	}
 	if i3 := o.instructions(t, "b")[2].Content[history.KeyInstruction].(string); !strings.Contains(i3, "does not fit the Specs line") {
@@ -688,7 +688,7 @@ func TestLNDL_redelivery_replays(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(again.Value) != string(first.Value) || !again.Replayed || first.Replayed || o.prov.count() != 2 ||
-		o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 0)) != 1 || outcomes(again.LNDLRounds) != "continue success" {
+		o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 0)) != 1 || outcomes(opstest.LNDLRounds(t, again)) != "continue success" {
 		t.Fatalf("replay: %s (replayed %v), %d model calls", again.Value, again.Replayed, o.prov.count())
 	}
 }
@@ -713,7 +713,7 @@ func TestLNDL_0024_D1_07_parse_parameters_unused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.prov.count() != 2 || o.prov.last().Model.Provider != "scripted" || o.prov.last().Model.Model != "" || len(res.LNDLRounds) != 2 {
+	if o.prov.count() != 2 || o.prov.last().Model.Provider != "scripted" || o.prov.last().Model.Model != "" || len(opstest.LNDLRounds(t, res)) != 2 {
 		t.Fatalf("%d calls, last to %v", o.prov.count(), o.prov.last().Model)
 	}
 }
@@ -752,7 +752,7 @@ func TestLNDL_0024_D4_04_tools_selection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := compact(t, res.LNDLRounds[0].Actions); got != `[{"alias":"s","function":"add"},{"alias":"u","function":"upper","error_code":"denied"}]` {
+	if got := compact(t, opstest.LNDLRounds(t, res)[0].Actions); got != `[{"alias":"s","function":"add"},{"alias":"u","function":"upper","error_code":"denied"}]` {
 		t.Fatalf("actions %s", got)
 	}
 	if o.tools.Calls(ops.ToolCallKey("op1/middle/round1/act", 1)) != 0 {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // operate is the composed operation of ADR-0022: prepare the request
@@ -98,11 +100,15 @@ func (o *operation) run(ctx context.Context) (*Result, error) {
 		return nil, Errorf(CodeInternal, "middle %s returned no result", o.p.middle)
 	}
 	o.out.Usage, o.out.Replayed = mres.Usage, mres.Replayed
+	var extra wire.OperateExtra
 	if mres.LNDL != nil {
-		o.out.LNDLRounds = mres.LNDL.Rounds
+		extra.LNDLRounds = mres.LNDL.Rounds
 	}
 	if mres.Run != nil {
-		o.out.RunLog = mres.Run.Log
+		extra.RunLog = mres.Run.Log
+	}
+	if err := o.out.SetExtra(extra); err != nil {
+		return nil, Errorf(CodeInternal, "operate: %v", err)
 	}
 	value := mres.Value
 	// skip_validation returns the raw result at once.

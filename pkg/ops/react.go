@@ -219,7 +219,9 @@ func (l *reactLoop) run(ctx context.Context, b *history.Branch, p *reactPlan) (r
 	}
 	out := &Result{Value: answer, BranchID: b.ID, Usage: l.usage, Replayed: l.replayed}
 	if p.d.ReturnAnalysis || p.d.Stream {
-		out.Analyses = l.analyses
+		if err := out.SetExtra(wire.ReactExtra{Analyses: l.analyses}); err != nil {
+			return nil, Errorf(CodeInternal, "react: %v", err)
+		}
 	}
 	if out.Replayed {
 		out.DurationMS = l.stored

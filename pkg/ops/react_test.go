@@ -14,6 +14,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/opstest"
 )
 
 // Scripted analyses: one that asks for add(1, 2) and another round, one
@@ -84,11 +85,11 @@ func TestReact_tool_extension_answer_and_redelivery(t *testing.T) {
 	if got := compact(t, value(t, res)); got != `{"answer":"3"}` {
 		t.Fatalf("value %s", got)
 	}
-	if len(res.Analyses) != 2 {
-		t.Fatalf("analyses %s", res.Analyses)
+	if len(opstest.Analyses(t, res)) != 2 {
+		t.Fatalf("analyses %s", opstest.Analyses(t, res))
 	}
 	var first map[string]any
-	if err := json.Unmarshal(res.Analyses[0], &first); err != nil {
+	if err := json.Unmarshal(opstest.Analyses(t, res)[0], &first); err != nil {
 		t.Fatal(err)
 	}
 	if got := compact(t, first["action_responses"]); got != `[{"arguments":{"x":1,"y":2},"function":"add","output":{"sum":3}}]` {
@@ -126,8 +127,8 @@ func TestReact_tool_extension_answer_and_redelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Replayed || string(again.Value) != string(res.Value) || len(again.Analyses) != 2 || o.prov.count() != 3 {
-		t.Fatalf("redelivery: replayed %v value %s, %d analyses, %d model calls", again.Replayed, again.Value, len(again.Analyses), o.prov.count())
+	if !again.Replayed || string(again.Value) != string(res.Value) || len(opstest.Analyses(t, again)) != 2 || o.prov.count() != 3 {
+		t.Fatalf("redelivery: replayed %v value %s, %d analyses, %d model calls", again.Replayed, again.Value, len(opstest.Analyses(t, again)), o.prov.count())
 	}
 	if n := len(o.branch(t, "r").Messages); n != len(br.Messages) {
 		t.Fatalf("redelivery recorded again: %d messages, was %d", n, len(br.Messages))
@@ -167,8 +168,8 @@ func TestReact_0021_D1_06_extension_budget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Analyses) != tt.want+1 || string(res.Value) != `"final"` || o.prov.count() != tt.want+2 {
-				t.Fatalf("%d analyses, value %s, %d model calls; want %d extension rounds", len(res.Analyses), res.Value, o.prov.count(), tt.want)
+			if len(opstest.Analyses(t, res)) != tt.want+1 || string(res.Value) != `"final"` || o.prov.count() != tt.want+2 {
+				t.Fatalf("%d analyses, value %s, %d model calls; want %d extension rounds", len(opstest.Analyses(t, res)), res.Value, o.prov.count(), tt.want)
 			}
 			if warned := len(o.logs.records(t, "max_extensions above the maximum")) > 0; warned != tt.warn {
 				t.Fatalf("warning logged: %v, want %v", warned, tt.warn)
@@ -201,8 +202,8 @@ func TestReact_0021_D2_08_streamed_rounds_are_collected(t *testing.T) {
 	if strings.Join(phases, " ") != "analysis analysis answer" || chunks[0].Content != "I need the sum first." || chunks[2].Content != "three" {
 		t.Fatalf("chunks %+v", chunks)
 	}
-	if len(res.Analyses) != 2 || compact(t, chunks[1].Metadata["value"]) != compactRaw(t, res.Analyses[1]) || string(res.Value) != `"three"` {
-		t.Fatalf("result %s, analyses %s", res.Value, res.Analyses)
+	if len(opstest.Analyses(t, res)) != 2 || compact(t, chunks[1].Metadata["value"]) != compactRaw(t, opstest.Analyses(t, res)[1]) || string(res.Value) != `"three"` {
+		t.Fatalf("result %s, analyses %s", res.Value, opstest.Analyses(t, res))
 	}
 	if outlet.closed["s1"] != 1 {
 		t.Fatalf("chunk stream closed %d times", outlet.closed["s1"])
@@ -215,7 +216,7 @@ func TestReact_0021_D2_08_streamed_rounds_are_collected(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := json.Marshal(map[string]any{"rounds": len(sub.Analyses), "answer": sub.Value})
+		v, err := json.Marshal(map[string]any{"rounds": len(opstest.Analyses(t, sub)), "answer": sub.Value})
 		return &ops.Result{Value: v, BranchID: sub.BranchID}, err
 	}))
 	if err != nil {

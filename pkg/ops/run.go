@@ -287,7 +287,9 @@ func (r *cliRun) record(cctx context.Context, cs *clirun.Stream, operr *Error, c
 	if logDir != "" && e.runLog != nil {
 		// Where the log went, under the id it was opened with.
 		loc := e.runLog.Location(logDir, x.streamRequest(req))
-		res.RunLog = &loc
+		if err := res.SetExtra(wire.RunExtra{RunLog: &loc}); err != nil {
+			return nil, Errorf(CodeInternal, "run: %v", err)
+		}
 	}
 	// The instruction and the clearing are in the instruction's event.
 	ev := history.Event{Messages: st.Msgs, ModelCalls: x.calls}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 	"github.com/lionbus/lionbus/pkg/ops/middle"
+
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // runCollectMiddle is run_and_collect as a middle (ADR-0021 D3, D5): it
@@ -64,8 +66,12 @@ func (m runCollectMiddle) collect(ctx context.Context, req Request, x *exchange,
 		return nil, Errorf(CodeInternal, "run_and_collect: the run's value is unreadable: %v", err)
 	}
 	out := &MiddleResult{Usage: res.Usage, Replayed: res.Replayed}
-	if res.RunLog != nil {
-		out.Run = &middle.RunReport{Log: res.RunLog}
+	var extra wire.RunExtra
+	if err := res.DecodeExtra(&extra); err != nil {
+		return nil, Errorf(CodeInternal, "run_and_collect: the run's result is unreadable: %v", err)
+	}
+	if extra.RunLog != nil {
+		out.Run = &middle.RunReport{Log: extra.RunLog}
 	}
 	if rv.Text == nil {
 		return out, nil

@@ -90,8 +90,8 @@ func TestRunLogDir_default_from_the_engine_config(t *testing.T) {
 					t.Errorf("%s: run log calls in %q, want %q", verb, got, want)
 				}
 				want := ops.RunLogLocation{Dir: tt.want, Chunks: "log/" + tt.want + "/" + verb + "-1", Snapshot: "snap/" + tt.want + "/" + verb + "-1"}
-				if res.RunLog == nil || *res.RunLog != want {
-					t.Errorf("%s: result's run_log %+v, want %+v", verb, res.RunLog, want)
+				if opstest.RunLog(t, res) == nil || *opstest.RunLog(t, res) != want {
+					t.Errorf("%s: result's run_log %+v, want %+v", verb, opstest.RunLog(t, res), want)
 				}
 			}
 			// Without stream_persist nothing is kept, and the result names no log.
@@ -99,8 +99,8 @@ func TestRunLogDir_default_from_the_engine_config(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.RunLog != nil || len(rb.runLog.dirsOf("run-2")) != 0 {
-				t.Errorf("a run without stream_persist: run_log %+v, calls %q", res.RunLog, rb.runLog.dirsOf("run-2"))
+			if opstest.RunLog(t, res) != nil || len(rb.runLog.dirsOf("run-2")) != 0 {
+				t.Errorf("a run without stream_persist: run_log %+v, calls %q", opstest.RunLog(t, res), rb.runLog.dirsOf("run-2"))
 			}
 		})
 	}
@@ -128,8 +128,8 @@ func TestRunLogDir_request_override(t *testing.T) {
 		if got := rb.runLog.dirsOf(tt.id); len(got) != 4 || slices.ContainsFunc(got, func(d string) bool { return d != tt.want }) {
 			t.Errorf("%s: run log calls in %q, want four, all in %q", tt.id, got, tt.want)
 		}
-		if res.RunLog == nil || res.RunLog.Dir != tt.want || res.RunLog.Snapshot != "snap/"+tt.want+"/"+tt.id {
-			t.Errorf("%s: result's run_log %+v, want dir %q", tt.id, res.RunLog, tt.want)
+		if opstest.RunLog(t, res) == nil || opstest.RunLog(t, res).Dir != tt.want || opstest.RunLog(t, res).Snapshot != "snap/"+tt.want+"/"+tt.id {
+			t.Errorf("%s: result's run_log %+v, want dir %q", tt.id, opstest.RunLog(t, res), tt.want)
 		}
 	}
 	// A replay answers from history: the same location.
@@ -137,8 +137,8 @@ func TestRunLogDir_request_override(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Replayed || res.RunLog == nil || res.RunLog.Dir != "audit" {
-		t.Errorf("replayed run: replayed %v, run_log %+v, want dir audit", res.Replayed, res.RunLog)
+	if !res.Replayed || opstest.RunLog(t, res) == nil || opstest.RunLog(t, res).Dir != "audit" {
+		t.Errorf("replayed run: replayed %v, run_log %+v, want dir audit", res.Replayed, opstest.RunLog(t, res))
 	}
 }
 

@@ -1,6 +1,11 @@
 package wire
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
 
 // Usage counts the tokens a request used, summed over its model calls.
 type Usage struct {
@@ -15,6 +20,11 @@ type Usage struct {
 // Result is the outcome of a successful request, whatever its verb: the
 // `data` of a lionbus.V.result event. The typed result of each verb
 // ([CommunicateResult], ...) decodes the same data with its value typed.
+//
+// Result holds the fields every verb shares. What only some verbs answer
+// (operate's lndl_rounds, react's analyses, a persisted run's run_log) is
+// in Extra, as a JSON object whose keys are written beside the shared
+// ones; [OperateExtra], [ReactExtra] and [RunExtra] are its typed forms.
 type Result struct {
 	// Value is the verb's return value as JSON.
 	Value json.RawMessage `json:"value"`
@@ -27,15 +37,143 @@ type Result struct {
 	// Replayed is true when the result was read back from history because
 	// the request had already been committed.
 	Replayed bool `json:"replayed,omitempty"`
-	// LNDLRounds lists what each round of the LNDL middle did (operate
-	// with "middle": "lndl"); see [OperateResult].
-	LNDLRounds []LNDLRound `json:"lndl_rounds,omitempty"`
-	// RunLog says where a run with stream_persist kept its log; see
-	// [RunResult] and [OperateResult].
-	RunLog *RunLogLocation `json:"run_log,omitempty"`
-	// Analyses lists the values of a react's analysis rounds; see
-	// [ReactResult].
-	Analyses []json.RawMessage `json:"analyses,omitempty"`
+	// Extra is the verb's own part of the result: a JSON object whose
+	// keys are top-level keys of the result's data, none of them a shared
+	// field's; nil when the verb answered none. Set it with
+	// [Result.SetExtra] and read it with [Result.DecodeExtra]. Decoding a
+	// result puts every key that is not a shared field here (keys match
+	// exactly, as in the schemas), so a result decoded and encoded again
+	// keeps them, whatever its verb.
+	Extra json.RawMessage `json:"-"`
+}
+
+// ErrExtraNotObject is returned when a result's Extra is not a JSON
+// object or names a field every result has.
+var ErrExtraNotObject = errors.New("wire: a result's extra must be a JSON object without the shared fields")
+
+// sharedResult is Result without its JSON methods: the shared fields.
+type sharedResult Result
+
+// isShared reports whether key is the JSON name of a shared field.
+func isShared(key string) bool {
+	switch key {
+	case "value", "branch_id", "usage", "duration_ms", "replayed":
+		return true
+	}
+	return false
+}
+
+// SetExtra sets r's Extra to v (one of [OperateExtra], [ReactExtra],
+// [RunExtra], or any struct or map of the verb's own keys) encoded as
+// JSON; a v that encodes to an empty object or null clears it.
+func (r *Result) SetExtra(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("wire: a result's extra: %w", err)
+	}
+	if string(b) == "null" || string(b) == "{}" {
+		r.Extra = nil
+		return nil
+	}
+	if err := checkExtra(b); err != nil {
+		return err
+	}
+	r.Extra = b
+	return nil
+}
+
+// DecodeExtra decodes r's Extra into v (a pointer to [OperateExtra], ...);
+// with no Extra it leaves v as it is.
+func (r *Result) DecodeExtra(v any) error {
+	if len(r.Extra) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Extra, v); err != nil {
+		return fmt.Errorf("wire: a result's extra: %w", err)
+	}
+	return nil
+}
+
+// checkExtra reports ErrExtraNotObject unless b is a JSON object without a
+// shared field's key.
+func checkExtra(b []byte) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil || keys == nil {
+		return ErrExtraNotObject
+	}
+	for k := range keys {
+		if isShared(k) {
+			return fmt.Errorf("%w: %q", ErrExtraNotObject, k)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON encodes the shared fields, then Extra's keys in its order.
+func (r Result) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(sharedResult(r))
+	if err != nil || len(r.Extra) == 0 {
+		return b, err
+	}
+	if err := checkExtra(r.Extra); err != nil {
+		return nil, err
+	}
+	x := bytes.TrimSpace(r.Extra)
+	inner := bytes.TrimSpace(x[1 : len(x)-1])
+	if len(inner) == 0 {
+		return b, nil
+	}
+	out := make([]byte, 0, len(b)+len(inner)+1)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, ',')
+	out = append(out, inner...)
+	return append(out, '}'), nil
+}
+
+// UnmarshalJSON decodes the shared fields and keeps every other key in
+// Extra (ordered by key). A null leaves r as it is.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	if fields == nil {
+		return nil // null
+	}
+	var extra map[string]json.RawMessage
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "value":
+			r.Value = v
+		case "branch_id":
+			err = json.Unmarshal(v, &r.BranchID)
+		case "usage":
+			err = json.Unmarshal(v, &r.Usage)
+		case "duration_ms":
+			err = json.Unmarshal(v, &r.DurationMS)
+		case "replayed":
+			err = json.Unmarshal(v, &r.Replayed)
+		default:
+			if extra == nil {
+				extra = map[string]json.RawMessage{}
+			}
+			extra[k] = v
+		}
+		if err != nil {
+			return fmt.Errorf("wire: result field %s: %w", k, err)
+		}
+	}
+	if extra == nil {
+		r.Extra = nil
+		return nil
+	}
+	x, err := json.Marshal(extra)
+	if err != nil {
+		return fmt.Errorf("wire: a result's extra: %w", err)
+	}
+	r.Extra = x
+	return nil
 }
 
 // LNDLRound is what one round of the LNDL middle did: the data of its

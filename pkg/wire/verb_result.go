@@ -51,7 +51,14 @@ type OperateResult struct {
 	// when actions ran.
 	Value json.RawMessage `json:"value"`
 	ResultMeta
-	// LNDLRounds lists what each round of the LNDL middle did.
+	OperateExtra
+}
+
+// OperateExtra is what an operate result answers beside the shared fields
+// ([Result.Extra]).
+type OperateExtra struct {
+	// LNDLRounds lists what each round of the LNDL middle did ("middle":
+	// "lndl").
 	LNDLRounds []LNDLRound `json:"lndl_rounds,omitempty"`
 	// RunLog says where a persisted run kept its log (run_and_collect).
 	RunLog *RunLogLocation `json:"run_log,omitempty"`
@@ -62,6 +69,12 @@ type ReactResult struct {
 	// Value is the final answer.
 	Value json.RawMessage `json:"value"`
 	ResultMeta
+	ReactExtra
+}
+
+// ReactExtra is what a react result answers beside the shared fields
+// ([Result.Extra]).
+type ReactExtra struct {
 	// Analyses are the values of the analysis rounds, in order, when
 	// asked for (return_analysis) or streamed.
 	Analyses []json.RawMessage `json:"analyses,omitempty"`
@@ -71,7 +84,13 @@ type ReactResult struct {
 type RunResult struct {
 	Value RunValue `json:"value"`
 	ResultMeta
-	// RunLog says where a persisted run kept its log.
+	RunExtra
+}
+
+// RunExtra is what a run result answers beside the shared fields
+// ([Result.Extra]).
+type RunExtra struct {
+	// RunLog says where a persisted run (stream_persist) kept its log.
 	RunLog *RunLogLocation `json:"run_log,omitempty"`
 }
 
