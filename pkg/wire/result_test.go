@@ -201,3 +201,35 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// BenchmarkResultJSON encodes and decodes a communicate's result (no
+// extra) and an operate's with two LNDL rounds, through Result and, for
+// comparison, through a plain struct of the same fields that encoding/json
+// handles by itself.
+func BenchmarkResultJSON(b *testing.B) {
+	value := json.RawMessage(`{"city":"Lyon","country":"France","population":522250,"notes":"a reply of a few dozen bytes"}`)
+	plain := plainResult{Value: value, BranchID: "bench-branch", Usage: &wire.Usage{InputTokens: 120, OutputTokens: 30, TotalTokens: 150}, DurationMS: 3}
+	res := wire.Result{Value: value, BranchID: plain.BranchID, Usage: plain.Usage, DurationMS: 3}
+	withRounds := res
+	if err := withRounds.SetExtra(wire.OperateExtra{LNDLRounds: []wire.LNDLRound{
+		{Round: 1, Budget: 3, BudgetLeft: 2, Outcome: "continue", Actions: []wire.LNDLAction{{Alias: "s", Function: "add"}}, Notes: 1},
+		{Round: 2, Budget: 3, BudgetLeft: 1, Outcome: "success", Actions: []wire.LNDLAction{}, Notes: 1},
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, v any, into func() any) {
+		b.ReportAllocs()
+		for b.Loop() {
+			data, err := json.Marshal(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := json.Unmarshal(data, into()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("plain struct", func(b *testing.B) { run(b, &plain, func() any { return new(plainResult) }) })
+	b.Run("Result", func(b *testing.B) { run(b, &res, func() any { return new(wire.Result) }) })
+	b.Run("Result with extra", func(b *testing.B) { run(b, &withRounds, func() any { return new(wire.Result) }) })
+}
