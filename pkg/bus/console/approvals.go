@@ -28,6 +28,10 @@ const (
 	// AnswerWait is how long an answer given from the page waits for a
 	// worker to say what became of it.
 	AnswerWait = 5 * time.Second
+	// ApprovalsRefresh is how often, in seconds, the approvals page
+	// fetches its list again (?refresh=N sets it, 1 to MaxRefresh); a
+	// refresh waits while a reason is being typed.
+	ApprovalsRefresh = 3
 )
 
 // approvalList is the data of the approvals page.
@@ -38,6 +42,7 @@ type approvalList struct {
 	All       bool          // decided ones listed too
 	Off       bool          // there is no approvals bucket
 	Approver  string        // the user answers are given as; "" gives none
+	Refresh   int           // seconds between the page's refreshes
 	Notice    string        // what the last answer did
 	Error     string        // why it failed
 }
@@ -62,7 +67,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(list, func(a, b wire.Approval) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
-	d := approvalList{Title: "Approvals", Total: len(list), All: all, Off: off, Approver: s.approver, Notice: q.Get("done"), Error: q.Get("error")}
+	d := approvalList{Refresh: refreshSeconds(r, ApprovalsRefresh), Title: "Approvals", Total: len(list), All: all, Off: off, Approver: s.approver, Notice: q.Get("done"), Error: q.Get("error")}
 	for _, a := range list[:min(len(list), MaxApprovals)] {
 		args, _ := json.Marshal(a.Arguments)
 		d.Approvals = append(d.Approvals, approvalRow{Approval: a, Args: string(args)})

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
+	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/console"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/ops"
@@ -24,6 +25,14 @@ import (
 // transfer, and serves a console with opts; it returns the fixture and
 // the approvals' ids, oldest first.
 func parked(t *testing.T, opts ...console.Option) (*fixture, []string) {
+	t.Helper()
+	f, ids, _ := parkedWith(t, opts...)
+	return f, ids
+}
+
+// parkedWith is parked, with the approvals gate that parked the calls, to
+// park more.
+func parkedWith(t *testing.T, opts ...console.Option) (*fixture, []string, *tools.Approvals) {
 	t.Helper()
 	b := bustest.New(t, provision.Config{})
 	ctx := bustest.Ctx(t)
@@ -50,7 +59,21 @@ func parked(t *testing.T, opts ...console.Option) (*fixture, []string) {
 		time.Sleep(5 * time.Millisecond) // distinct creation times, for the order
 	}
 	cl, u := serveConsole(t, b, opts...)
-	return &fixture{b: b, url: u, cl: cl}, ids
+	return &fixture{b: b, url: u, cl: cl}, ids, approvals
+}
+
+// park parks one more call of function on branch shop through approvals
+// and returns its approval id.
+func park(t *testing.T, approvals *tools.Approvals, function, requestID string) string {
+	t.Helper()
+	call := wire.ToolInvocation{Function: function, Arguments: map[string]any{"n": 1}, RequestID: requestID, BranchID: "shop",
+		IdempotencyKey: wire.ToolCallKey(requestID, 0)}
+	_, err := approvals.Authorize(bustest.Ctx(t), call)
+	var p *ops.ParkedError
+	if !errors.As(err, &p) {
+		t.Fatalf("authorize %s: %v, want it parked", function, err)
+	}
+	return p.ApprovalID
 }
 
 // The approvals page lists the pending approvals newest first with their
@@ -151,6 +174,44 @@ func TestBrowser_approval_approved_and_denied(t *testing.T) {
 	}
 	if a.State != wire.ApprovalDenied || a.Decision.Reason != "over the limit" || a.Decision.By.User != "alice" {
 		t.Fatalf("the denied approval is %s %+v", a.State, a.Decision)
+	}
+}
+
+// The approvals page keeps itself current without a reload: a call parked
+// while it is open appears, one answered elsewhere goes, and no refresh
+// throws away a reason being typed.
+func TestBrowser_approvals_update_in_place(t *testing.T) {
+	f, ids, approvals := parkedWith(t, console.WithApprover("alice"))
+	ctx := browser(t)
+	row := func(id string) string { return `document.querySelector('tr.approval-row[data-id="` + id + `"]')` }
+	do(t, ctx, chromedp.Navigate(f.url+"/approvals?refresh=1"), until(row(ids[1])+` !== null`))
+	marker := eval[bool](t, ctx, `(window.sameDocument = true)`)
+
+	third := park(t, approvals, "wire_money", "req-wire")
+	arrived(t, ctx, row(third)+` !== null && document.querySelectorAll("tr.approval-row").length === 3`)
+	if _, err := f.cl.AnswerApproval(bustest.Ctx(t), ids[0], client.Answer{Approve: true, User: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	arrived(t, ctx, row(ids[0])+` === null && document.querySelectorAll("tr.approval-row").length === 2`)
+
+	// A reason being typed holds the refreshes back: the fourth approval
+	// is not shown (two refresh periods pass), and the text stays.
+	do(t, ctx, chromedp.SendKeys(`tr.approval-row[data-id="`+ids[1]+`"] input[name=reason]`, "checking"))
+	fourth := park(t, approvals, "close_account", "req-close")
+	time.Sleep(2500 * time.Millisecond)
+	if eval[bool](t, ctx, row(fourth)+` !== null`) {
+		t.Fatal("the list was refreshed while a reason was being typed")
+	}
+	if got := eval[string](t, ctx, row(ids[1])+`.querySelector("input[name=reason]").value`); got != "checking" {
+		t.Fatalf("the reason being typed is %q, want checking", got)
+	}
+	// Cleared and left, the list refreshes again.
+	if !eval[bool](t, ctx, `(() => { const i = `+row(ids[1])+`.querySelector("input[name=reason]"); i.value = ""; i.blur(); return document.activeElement !== i; })()`) {
+		t.Fatal("the reason input kept the focus")
+	}
+	arrived(t, ctx, row(fourth)+` !== null`)
+	if !marker || !eval[bool](t, ctx, `window.sameDocument === true`) {
+		t.Fatal("the page was reloaded, not updated in place")
 	}
 }
 

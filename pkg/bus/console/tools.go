@@ -20,7 +20,22 @@ const (
 	// ToolStatsWait is how long the tools page waits for the services'
 	// statistics (micro STATS answers).
 	ToolStatsWait = 500 * time.Millisecond
+	// ToolsRefresh is how often, in seconds, the tools page fetches
+	// itself again (?refresh=N sets it, 1 to MaxRefresh).
+	ToolsRefresh = 5
+	// MaxRefresh is the longest refresh period, in seconds, a page's
+	// ?refresh= may ask for.
+	MaxRefresh = 300
 )
+
+// refreshSeconds is r's ?refresh= (seconds, 1 to MaxRefresh), else def.
+func refreshSeconds(r *http.Request, def int) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("refresh"))
+	if err != nil || n < 1 || n > MaxRefresh {
+		return def
+	}
+	return n
+}
 
 // toolList is the data of the tools page.
 type toolList struct {
@@ -72,11 +87,7 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadGateway, err)
 		return
 	}
-	refresh, err := strconv.Atoi(r.URL.Query().Get("refresh"))
-	if err != nil || refresh < 1 || refresh > 300 {
-		refresh = 5
-	}
-	d := toolList{Refresh: refresh, Title: "Tools", Invalid: invalid, Services: len(stats), Limited: len(entries) > MaxTools, RecentCalls: tools.RecentCalls}
+	d := toolList{Refresh: refreshSeconds(r, ToolsRefresh), Title: "Tools", Invalid: invalid, Services: len(stats), Limited: len(entries) > MaxTools, RecentCalls: tools.RecentCalls}
 	entries = entries[:min(len(entries), MaxTools)]
 	for _, e := range entries {
 		row := toolRow{Entry: e}

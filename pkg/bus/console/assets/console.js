@@ -131,4 +131,26 @@
     };
     setTimeout(tick, every);
   }
+
+  // The approvals page: fetch the list again every few seconds, so new
+  // approvals appear and decided ones go; not while a reason is being
+  // typed (that would throw it away).
+  const approvalsPage = document.getElementById("approvals");
+  if (approvalsPage) {
+    const every = Number(approvalsPage.dataset.refresh || 3) * 1000;
+    const typing = () => [...document.querySelectorAll("#approvals input")].some((i) => i === document.activeElement || i.value !== "");
+    const tick = async () => {
+      const status = () => document.querySelector("#approvals .live-status");
+      if (!typing()) {
+        try {
+          await swap(["approvals"]);
+          if (status()) status().textContent = "updated " + new Date().toLocaleTimeString();
+        } catch (err) {
+          if (status()) status().textContent = "refresh failed: " + err;
+        }
+      }
+      setTimeout(tick, every);
+    };
+    setTimeout(tick, every);
+  }
 })();
