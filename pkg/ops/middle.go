@@ -157,11 +157,7 @@ func middleExchange(in MiddleInput, name string) (Request, *chatData, error) {
 	if verb == "" {
 		verb = name
 	}
-	d := &chatData{tools: in.ToolSchemas}
-	d.Instruction, d.Guidance, d.Context, d.PlainContent = in.Instruction, in.Guidance, in.Context, in.PlainContent
-	d.Sender, d.Recipient, d.ResponseFormat = in.Sender, in.Recipient, in.ResponseFormat
-	d.ChatModel, d.ParseModel, d.NumParseRetries = in.ChatModel, in.ParseModel, in.NumParseRetries
-	d.ClearMessages, d.SkipValidation = in.ClearMessages, in.SkipValidation
+	d := &chatData{CommunicateRequest: in.CommunicateRequest, tools: in.ToolSchemas}
 	return Request{ID: in.RequestID, Verb: verb, BranchID: in.BranchID, Attempt: in.Attempt}, d, nil
 }
 
@@ -176,7 +172,6 @@ func (m communicateMiddle) Exchange(ctx context.Context, in MiddleInput) (*Middl
 	if err != nil {
 		return nil, err
 	}
-	d.Stream = in.Stream
 	x, err := m.e.prepareData(ctx, req, d)
 	if err != nil {
 		return nil, asError(ctx, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // newLNDLEngine is an engine with a memory store, the tools "add" and
@@ -68,10 +69,9 @@ func TestLNDLMiddle_0024_D3_02_cli_no_text_continues(t *testing.T) {
 		"/round2": `"` + "```lndl\\n<lact a>add(x=1, y=2)</lact>\\n<lact u>upper(s=\\\"go\\\")</lact>\\n```" + `"`,
 		"/round3": `"` + "```lndl\\nOUT{n: [a], s: [u]}\\n```" + `"`,
 	}}
-	res, err := ops.LNDLMiddleExchange(context.Background(), e, cli, ops.MiddleInput{
-		RequestID: "r/middle", BranchID: "b", Verb: "operate", Instruction: "i",
-		ChatModel: &history.ModelRef{Provider: ops.CLIProviderName, Model: "fake"}, ResponseFormat: json.RawMessage(cliTarget),
-	})
+	res, err := ops.LNDLMiddleExchange(context.Background(), e, cli, middleIn(ops.MiddleInput{RequestID: "r/middle", BranchID: "b", Verb: "operate"}, func(c *wire.CommunicateRequest) {
+		c.Instruction, c.ChatModel, c.ResponseFormat = "i", &history.ModelRef{Provider: ops.CLIProviderName, Model: "fake"}, json.RawMessage(cliTarget)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +88,9 @@ func TestLNDLMiddle_0024_D3_02_cli_no_text_continues(t *testing.T) {
 // provider, before any model call.
 func TestLNDLMiddle_cli_model_needs_a_cli_provider(t *testing.T) {
 	e := newLNDLEngine(t)
-	_, err := ops.LNDLMiddleExchange(context.Background(), e, nil, ops.MiddleInput{
-		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &history.ModelRef{Provider: ops.CLIProviderName, Model: "fake"},
-	})
+	_, err := ops.LNDLMiddleExchange(context.Background(), e, nil, middleIn(ops.MiddleInput{RequestID: "r/middle", BranchID: "b"}, func(c *wire.CommunicateRequest) {
+		c.Instruction, c.ChatModel = "i", &history.ModelRef{Provider: ops.CLIProviderName, Model: "fake"}
+	}))
 	var oe *ops.Error
 	if !errors.As(err, &oe) || oe.Code != ops.CodeInvalidRequest || !strings.Contains(oe.Message, `provider "cli"`) {
 		t.Fatalf("err = %v", err)
@@ -110,9 +110,9 @@ func TestLNDLMiddle_0024_D4_05_outcomes_pair_with_calls(t *testing.T) {
 	cli := &cliReplies{replies: map[string]string{
 		"/round1": `"` + "```lndl\\n<lact a>add(x=1, y=2)</lact>\\n<lact u>upper(s=\\\"go\\\")</lact>\\n```" + `"`,
 	}}
-	_, err := ops.LNDLMiddleExchange(context.Background(), e, cli, ops.MiddleInput{
-		RequestID: "r/middle", BranchID: "b", Instruction: "i", ChatModel: &history.ModelRef{Provider: ops.CLIProviderName, Model: "fake"},
-	})
+	_, err := ops.LNDLMiddleExchange(context.Background(), e, cli, middleIn(ops.MiddleInput{RequestID: "r/middle", BranchID: "b"}, func(c *wire.CommunicateRequest) {
+		c.Instruction, c.ChatModel = "i", &history.ModelRef{Provider: ops.CLIProviderName, Model: "fake"}
+	}))
 	var oe *ops.Error
 	if !errors.As(err, &oe) || oe.Code != ops.CodeInternal || !strings.Contains(oe.Message, "1 action outcomes for 2 calls") {
 		t.Fatalf("err = %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // textMiddle answers the instruction upper-cased, without touching a branch.
@@ -86,7 +87,7 @@ func TestMiddles_Register(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := m.Exchange(context.Background(), ops.MiddleInput{Instruction: "hi"})
+			res, err := m.Exchange(context.Background(), middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) { c.Instruction = "hi" }))
 			if err != nil || valueJSON(res) != tt.want {
 				t.Fatalf("Exchange = %v, %v; want %s", res, err, tt.want)
 			}
@@ -163,37 +164,40 @@ func TestCommunicateMiddle(t *testing.T) {
 		check     func(t *testing.T, b *bundle, in ops.MiddleInput)
 	}{
 		{
-			name: "records the exchange", in: ops.MiddleInput{Instruction: "hello"},
+			name: "records the exchange", in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) { c.Instruction = "hello" }),
 			wantValue: `"hello"`, wantMsgs: 2,
 		},
 		{
-			name:      "parses into the response format",
-			in:        ops.MiddleInput{Instruction: "count", ChatModel: script(fenced), ResponseFormat: json.RawMessage(schema)},
+			name: "parses into the response format",
+			in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) {
+				c.Instruction, c.ChatModel, c.ResponseFormat = "count", script(fenced), json.RawMessage(schema)
+			}),
 			wantValue: `{"n":3}`, wantMsgs: 2,
 		},
 		// 0021-D5-04, 0021-D3-04: skip_validation reaches the adapter, which
 		// returns the raw text, still recorded.
 		{
 			name: "skip validation returns the raw text",
-			in: ops.MiddleInput{Instruction: "count", ChatModel: script(fenced), ResponseFormat: json.RawMessage(schema),
-				SkipValidation: true},
+			in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) {
+				c.Instruction, c.ChatModel, c.ResponseFormat, c.SkipValidation = "count", script(fenced), json.RawMessage(schema), true
+			}),
 			wantValue: string(rawFenced), wantMsgs: 2,
 		},
 		// 0021-D5-04: clear_messages is done by the adapter, before it
 		// exchanges.
 		{
-			name: "clear messages", seed: true, in: ops.MiddleInput{Instruction: "fresh", ClearMessages: true},
+			name: "clear messages", seed: true, in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) { c.Instruction, c.ClearMessages = "fresh", true }),
 			wantValue: `"fresh"`, wantMsgs: 2,
 		},
 		{
-			name: "keeps history", seed: true, in: ops.MiddleInput{Instruction: "more"},
+			name: "keeps history", seed: true, in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) { c.Instruction = "more" }),
 			wantValue: `"more"`, wantMsgs: 4,
 		},
 		{
 			name: "tool schemas reach the instruction and the prompt",
-			in: ops.MiddleInput{Instruction: "use a tool", ToolSchemas: []any{
+			in: middleIn(ops.MiddleInput{ToolSchemas: []any{
 				map[string]any{"name": "add", "parameters": map[string]any{"type": "object"}},
-			}},
+			}}, func(c *wire.CommunicateRequest) { c.Instruction = "use a tool" }),
 			wantValue: `"use a tool"`, wantMsgs: 2,
 			check: func(t *testing.T, b *bundle, _ ops.MiddleInput) {
 				msgs := b.branch(t, "b").Messages
@@ -208,13 +212,13 @@ func TestCommunicateMiddle(t *testing.T) {
 		},
 		// 0021-D5-05: failures are errors, not values; nothing is recorded.
 		{
-			name: "provider failure", in: ops.MiddleInput{Instruction: "x", ChatModel: script()},
+			name: "provider failure", in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) { c.Instruction, c.ChatModel = "x", script() }),
 			wantCode: ops.CodeProvider, wantMsgs: 0,
 		},
-		{name: "bad response format", in: ops.MiddleInput{Instruction: "x", ResponseFormat: json.RawMessage(`[1]`)}, wantCode: ops.CodeInvalidRequest},
+		{name: "bad response format", in: middleIn(ops.MiddleInput{}, func(c *wire.CommunicateRequest) { c.Instruction, c.ResponseFormat = "x", json.RawMessage(`[1]`) }), wantCode: ops.CodeInvalidRequest},
 		{name: "no instruction", in: ops.MiddleInput{}, wantCode: ops.CodeInvalidRequest},
-		{name: "no request id", in: ops.MiddleInput{Instruction: "x", RequestID: "-"}, wantCode: ops.CodeInvalidRequest},
-		{name: "no such branch", in: ops.MiddleInput{Instruction: "x", BranchID: "missing"}, wantCode: ops.CodeBranchNotFound},
+		{name: "no request id", in: middleIn(ops.MiddleInput{RequestID: "-"}, func(c *wire.CommunicateRequest) { c.Instruction = "x" }), wantCode: ops.CodeInvalidRequest},
+		{name: "no such branch", in: middleIn(ops.MiddleInput{BranchID: "missing"}, func(c *wire.CommunicateRequest) { c.Instruction = "x" }), wantCode: ops.CodeBranchNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -315,9 +319,7 @@ func ExampleMiddle() {
 			fmt.Println(errors.Is(err, ops.ErrUnknownMiddle), err)
 			continue
 		}
-		res, err := m.Exchange(ctx, ops.MiddleInput{
-			RequestID: "op-1/" + name, BranchID: "demo", Verb: "operate", Instruction: "one exchange",
-		})
+		res, err := m.Exchange(ctx, middleIn(ops.MiddleInput{RequestID: "op-1/" + name, BranchID: "demo", Verb: "operate"}, func(c *wire.CommunicateRequest) { c.Instruction = "one exchange" }))
 		if err != nil {
 			panic(err)
 		}
@@ -328,4 +330,11 @@ func ExampleMiddle() {
 	// communicate "one exchange"
 	// upper "ONE EXCHANGE"
 	// true invalid_request: unknown middle "missing" (built-in: communicate, lndl, run_and_collect; registered: [upper])
+}
+
+// middleIn is in with its exchange (the communicate request it carries)
+// set by ex.
+func middleIn(in ops.MiddleInput, ex func(c *wire.CommunicateRequest)) ops.MiddleInput {
+	ex(&in.CommunicateRequest)
+	return in
 }

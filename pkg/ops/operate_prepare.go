@@ -176,9 +176,9 @@ func (d *operateData) plan(b *history.Branch) (*operatePlan, error) {
 // parse model. With no chat model at all the middle decides (communicate
 // refuses).
 func (d *operateData) exchange(p *operatePlan, ins instructData, b *history.Branch) error {
-	var chat chatData
-	chat.Instruction, chat.Guidance, chat.Context, chat.PlainContent = ins.Instruction, ins.Guidance, ins.Context, d.PlainContent
-	chat.Sender, chat.Recipient, chat.ResponseFormat, chat.NumParseRetries = d.Sender, d.Recipient, d.ResponseFormat, d.NumParseRetries
+	ex := wire.CommunicateRequest{ChatRequest: d.ChatRequest, NumParseRetries: d.NumParseRetries, SkipValidation: d.SkipValidation, Stream: d.Stream}
+	ex.Instruction, ex.Guidance, ex.Context = ins.Instruction, ins.Guidance, ins.Context
+	chat := chatData{CommunicateRequest: ex}
 	if err := chat.check(); err != nil {
 		return err
 	}
@@ -192,12 +192,11 @@ func (d *operateData) exchange(p *operatePlan, ins instructData, b *history.Bran
 		c := *cm
 		pm = &c
 	}
-	p.chat = MiddleInput{
-		Instruction: ins.Instruction, Guidance: ins.Guidance, Context: ins.Context, PlainContent: d.PlainContent,
-		Sender: d.Sender, Recipient: d.Recipient, ChatModel: cm, ParseModel: pm,
-		NumParseRetries: d.NumParseRetries, ClearMessages: d.ClearMessages, SkipValidation: d.SkipValidation,
-		Stream: d.Stream,
-	}
+	// The middle is asked for the generated request schema (middleInput),
+	// not the caller's format.
+	ex.ResponseFormat = nil
+	ex.ChatModel, ex.ParseModel = cm, pm
+	p.chat = MiddleInput{CommunicateRequest: ex}
 	return nil
 }
 

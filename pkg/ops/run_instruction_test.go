@@ -19,6 +19,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // probeCLI is a CLI provider whose Stream is a test's function, told which
@@ -394,7 +395,7 @@ func TestRunAndCollect_0021_D3_13_instruction_under_its_stage_id(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := ops.MiddleInput{RequestID: "m1", BranchID: "b1", Instruction: "go", ClearMessages: true}
+	in := middleIn(ops.MiddleInput{RequestID: "m1", BranchID: "b1"}, func(c *wire.CommunicateRequest) { c.Instruction, c.ClearMessages = "go", true })
 	res, err := mid.Exchange(context.Background(), in)
 	if err != nil || valueJSON(res) != `"collected"` {
 		t.Fatalf("exchange %+v, %v", res, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
+	"github.com/lionbus/lionbus/pkg/wire"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -386,7 +387,7 @@ func TestRunAndCollect_middle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := mid.Exchange(context.Background(), ops.MiddleInput{RequestID: "m1", BranchID: "b2", Instruction: "go", ResponseFormat: json.RawMessage(tt.format)})
+			res, err := mid.Exchange(context.Background(), middleIn(ops.MiddleInput{RequestID: "m1", BranchID: "b2"}, func(c *wire.CommunicateRequest) { c.Instruction, c.ResponseFormat = "go", json.RawMessage(tt.format) }))
 			if err != nil {
 				t.Fatal(err)
 			}

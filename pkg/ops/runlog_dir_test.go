@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
+	"github.com/lionbus/lionbus/pkg/wire"
 	"github.com/lionbus/lionbus/schemas"
 )
 
@@ -227,8 +228,7 @@ func TestRunLogDir_run_and_collect_middle(t *testing.T) {
 		{"m-no-persist", "audit", false, "", true},
 	}
 	for _, tt := range tests {
-		res, err := mid.Exchange(context.Background(), ops.MiddleInput{RequestID: tt.id, BranchID: "b", Instruction: "go",
-			Run: &ops.RunInput{StreamPersist: tt.persist, StreamPersistDir: tt.dir}})
+		res, err := mid.Exchange(context.Background(), middleIn(ops.MiddleInput{RequestID: tt.id, BranchID: "b", Run: &ops.RunInput{StreamPersist: tt.persist, StreamPersistDir: tt.dir}}, func(c *wire.CommunicateRequest) { c.Instruction = "go" }))
 		if tt.wantError {
 			if !errors.Is(err, ops.ErrInvalidRunLogDir) || code(err) != ops.CodeInvalidRequest {
 				t.Errorf("%s: err %v, want invalid_request wrapping ErrInvalidRunLogDir", tt.id, err)

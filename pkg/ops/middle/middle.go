@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -37,37 +36,24 @@ type Input struct {
 	// Attempt is the delivery attempt of the request, from 1.
 	Attempt int
 
-	// Instruction, Guidance, Context and PlainContent make the instruction,
-	// as in communicate; the first three are JSON values as encoding/json
-	// decodes them (string, float64, bool, nil, []any, map[string]any).
-	Instruction  any
-	Guidance     any
-	Context      any
-	PlainContent string
-	// Sender and Recipient address the instruction.
-	Sender, Recipient string
-	// ResponseFormat is the JSON Schema the answer is parsed into (for
-	// operate, the generated request schema: what the model is asked for,
-	// without action_responses); nil for none.
-	ResponseFormat json.RawMessage
+	// CommunicateRequest is the exchange, as communicate's request data
+	// has it (its fields are promoted: in.Instruction, in.ChatModel, ...):
+	// the instruction (Instruction, Guidance and Context as encoding/json
+	// decodes JSON: string, float64, bool, nil, []any, map[string]any; or
+	// PlainContent), its Sender and Recipient, the models overriding the
+	// branch's (nil keeps them; the parse model defaults to the chat
+	// model), ClearMessages, and how the answer is parsed: ResponseFormat
+	// (for operate, the generated request schema: what the model is asked
+	// for, without action_responses; nil for none), SkipValidation, the
+	// reformat rounds, and Stream (the model's answer as chunks too).
+	// operate sets neither RequestFields nor the retry schedule.
+	wire.CommunicateRequest
+	// StreamID is the request id a streamed answer's chunks are published
+	// under (the caller's; "" means RequestID).
+	StreamID string
 	// ToolSchemas describe the tools the model may request; they are
 	// rendered into the instruction.
 	ToolSchemas []any
-	// ChatModel and ParseModel override the branch's models; nil keeps
-	// them. The parse model defaults to the chat model.
-	ChatModel, ParseModel *history.ModelRef
-	// NumParseRetries bounds the reformat rounds; nil is the default.
-	NumParseRetries *int
-	// ClearMessages asks the middle to clear the branch's messages before
-	// the exchange.
-	ClearMessages bool
-	// SkipValidation asks for the raw answer text, unparsed.
-	SkipValidation bool
-	// Stream asks for the model's answer as chunks too (see
-	// communicate's "stream"); StreamID is the request id they are
-	// published under (the caller's; "" means RequestID).
-	Stream   bool
-	StreamID string
 
 	// LNDL is what the LNDL middle reads besides; nil means its defaults.
 	LNDL *LNDLInput
