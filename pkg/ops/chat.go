@@ -2,10 +2,10 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/conform"
+	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
 	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
@@ -55,7 +55,7 @@ func (d *chatData) check() error {
 		return err
 	}
 	if len(d.RequestFields) > 0 && string(d.RequestFields) != "null" {
-		fields, err := requestFieldNames(d.RequestFields)
+		fields, err := decode.RequestFields(d.RequestFields)
 		if err != nil {
 			return err
 		}
@@ -81,24 +81,6 @@ func (d *chatData) check() error {
 		}
 	}
 	return nil
-}
-
-// requestFieldNames accepts an object (its keys) or a list of strings.
-func requestFieldNames(raw json.RawMessage) ([]string, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err == nil {
-		names := make([]string, 0, len(obj))
-		for k := range obj {
-			names = append(names, k)
-		}
-		sortStrings(names)
-		return names, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err == nil {
-		return list, nil
-	}
-	return nil, Errorf(CodeInvalidRequest, "data.request_fields must be an object or a list of field names")
 }
 
 // parseSpec is the parse stage of communicate's response_format: keys

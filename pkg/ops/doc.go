@@ -48,7 +48,8 @@
 // operate's), parsestage (the parse stage's local attempt, failures and
 // retry schedule), decode (request data into its verb's type), outcome
 // (the stored form of an outcome), lndlmiddle (the LNDL middle's rounds),
-// reactprompt (react's analysis schema and round instructions) and
+// reactprompt (react's analysis schema and round instructions),
+// interpretprompt (interpret's instruction and guidance) and
 // transcript (a CLI run's chunks folded into messages). Test doubles are
 // package opstest's.
 //

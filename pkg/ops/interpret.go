@@ -4,12 +4,9 @@ import (
 	"context"
 	"strings"
 
+	"github.com/lionbus/lionbus/pkg/ops/internal/interpretprompt"
 	"github.com/lionbus/lionbus/pkg/wire"
 )
-
-// maxInterpretHint is the longest domain or style hint interpret takes, in
-// bytes.
-const maxInterpretHint = 256
 
 // interpretData is the request data of interpret ([wire.InterpretRequest]):
 // the raw text to rewrite and the hints that shape the rewrite.
@@ -17,51 +14,23 @@ type interpretData struct {
 	wire.InterpretRequest
 }
 
-// interpretInstruction is what interpret asks of the model.
-const interpretInstruction = "Rewrite the user input given in the context into a prompt that a language model " +
-	"or another system can act on without guessing: state the task plainly, make explicit what the input only " +
-	"implies, and keep its structure easy to follow. Do not invent requirements, facts or steps the input does " +
-	"not contain. Answer with the rewritten prompt and nothing else."
-
 // check validates d.
 func (d *interpretData) check() error {
 	if strings.TrimSpace(d.Text) == "" {
 		return Errorf(CodeInvalidRequest, "data.text is required and must not be blank")
 	}
-	return checkInterpretHints("", d.Domain, d.Style)
-}
-
-// checkInterpretHints refuses a domain or style hint longer than
-// maxInterpretHint; prefix leads their names in the error
-// ("data.<prefix>domain").
-func checkInterpretHints(prefix, domain, style string) error {
-	for _, h := range []struct{ name, v string }{{"domain", domain}, {"style", style}} {
-		if len(h.v) > maxInterpretHint {
-			return Errorf(CodeInvalidRequest, "data.%s%s is longer than %d bytes", prefix, h.name, maxInterpretHint)
-		}
-	}
-	return nil
+	return interpretprompt.CheckHints("", d.Domain, d.Style)
 }
 
 // chat returns the chat request that makes the rewrite.
 func (d *interpretData) chat() *chatData {
-	domain, style := d.Domain, d.Style
-	if strings.TrimSpace(domain) == "" {
-		domain = "general"
-	}
-	if strings.TrimSpace(style) == "" {
-		style = "concise"
-	}
-	guidance := "Domain: " + domain + ". Style of the rewritten prompt: " + style + "."
-	if d.SampleWriting != "" {
-		guidance += "\nWrite in the manner of this sample:\n" + d.SampleWriting
-	}
 	model := d.InterpretModel
 	if model == nil {
 		model = d.ChatModel
 	}
 	c := &chatData{}
-	c.Instruction, c.Guidance, c.Context, c.ChatModel = interpretInstruction, guidance, []any{"User input: " + d.Text}, model
+	c.Instruction, c.Guidance, c.ChatModel = interpretprompt.Instruction, interpretprompt.Guidance(d.Domain, d.Style, d.SampleWriting), model
+	c.Context = []any{"User input: " + d.Text}
 	return c
 }
 

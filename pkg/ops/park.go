@@ -27,11 +27,6 @@ type ParkedError = wire.ParkedError
 // returns p ([wire.Park]).
 func Park(ctx context.Context, p *ParkedError) error { return wire.Park(ctx, p) }
 
-// Parked reports whether the operation ctx runs for was parked (see
-// [Park]): an [Authorizer] asked about another call after that records
-// nothing.
-func Parked(ctx context.Context) bool { return wire.ParkedBy(ctx) != nil }
-
 // recordParked appends, to the branch of req, the branch.approval_requested
 // event of the call p parked, so that the branch's history shows what it
 // waits for. A redelivery that parks on the same call again finds it

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
+	"github.com/lionbus/lionbus/pkg/ops/internal/interpretprompt"
 	"github.com/lionbus/lionbus/pkg/ops/internal/jsonval"
 	"github.com/lionbus/lionbus/pkg/ops/internal/reactprompt"
 	"github.com/lionbus/lionbus/pkg/ops/provider"
@@ -85,7 +86,7 @@ func (d *reactData) plan(e *Engine, req Request) (*reactPlan, error) {
 			p.extensions = n
 		}
 	}
-	if err := checkInterpretHints("interpret_", d.InterpretDomain, d.InterpretStyle); err != nil {
+	if err := interpretprompt.CheckHints("interpret_", d.InterpretDomain, d.InterpretStyle); err != nil {
 		return nil, err
 	}
 	return p, nil

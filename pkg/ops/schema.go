@@ -3,7 +3,6 @@ package ops
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/lionbus/lionbus/pkg/ops/internal/decode"
 	"github.com/lionbus/lionbus/pkg/ops/internal/schema"
@@ -59,5 +58,3 @@ func decodeResponseFormat(raw json.RawMessage) (map[string]any, *responseSchema,
 	}
 	return doc, v, nil
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -8,8 +8,6 @@ import (
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
-type branchListData = wire.BranchListRequest
-
 // branchList answers one page of the store's branches, by id: at most
 // data.limit (0 or above MaxBranchPage: MaxBranchPage) after data.after.
 // The request names no branch.
@@ -17,7 +15,7 @@ func (e *Engine) branchList(ctx context.Context, req Request) (*Result, error) {
 	if req.BranchID != "" {
 		return nil, Errorf(CodeInvalidRequest, "branch.list names no branch, got branch id %q", Truncate(req.BranchID, 140))
 	}
-	var d branchListData
+	var d wire.BranchListRequest
 	if err := decodeData(req.Data, &d); err != nil {
 		return nil, err
 	}
@@ -37,9 +35,6 @@ func (e *Engine) branchList(ctx context.Context, req Request) (*Result, error) {
 		return nil, storeErr("list branches", err)
 	}
 	page := wire.BranchPage{Branches: list, Next: d.After, More: more}
-	if page.Branches == nil {
-		page.Branches = []wire.BranchSummary{}
-	}
 	if n := len(list); n > 0 {
 		page.Next = list[n-1].ID
 	}

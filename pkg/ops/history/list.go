@@ -29,8 +29,8 @@ type Lister interface {
 	Branches(ctx context.Context, after string, limit int) (list []Summary, more bool, err error)
 }
 
-// ListBranches lists the branches of st through its [Lister], or returns
-// ErrListUnsupported.
+// ListBranches lists the branches of st through its [Lister] (an empty
+// list is not nil), or returns ErrListUnsupported.
 func ListBranches(ctx context.Context, st Store, after string, limit int) ([]Summary, bool, error) {
 	l, ok := st.(Lister)
 	if !ok {
@@ -39,5 +39,9 @@ func ListBranches(ctx context.Context, st Store, after string, limit int) ([]Sum
 	if limit <= 0 || limit > MaxBranchPage {
 		limit = MaxBranchPage
 	}
-	return l.Branches(ctx, after, limit)
+	list, more, err := l.Branches(ctx, after, limit)
+	if err == nil && list == nil {
+		list = []Summary{}
+	}
+	return list, more, err
 }

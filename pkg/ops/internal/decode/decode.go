@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -119,4 +121,18 @@ func Value(v any) (json.RawMessage, error) {
 		return nil, &wire.Error{Code: wire.CodeInternal, Message: fmt.Sprintf("encode result: %v", err), Err: err}
 	}
 	return b, nil
+}
+
+// RequestFields decodes communicate's request_fields: an object (its keys,
+// sorted) or a list of field names.
+func RequestFields(raw json.RawMessage) ([]string, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err == nil {
+		return slices.Sorted(maps.Keys(obj)), nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list, nil
+	}
+	return nil, wire.Errorf(wire.CodeInvalidRequest, "data.request_fields must be an object or a list of field names")
 }
