@@ -9,9 +9,7 @@ import (
 	"testing"
 
 	"github.com/lionbus/lionbus/pkg/ops"
-	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
-	"github.com/lionbus/lionbus/pkg/ops/provider/scripted"
 )
 
 // The closed vocabulary of chunk kinds that 0021-D3-14 maps; anything else
@@ -144,33 +142,4 @@ func TestSequence(t *testing.T) {
 	if err := full.Emit(context.Background(), ops.Chunk{Kind: ops.ChunkText}); !errors.Is(err, opstest.ErrChunkLimit) {
 		t.Fatalf("the sink's error was not returned: %v", err)
 	}
-}
-
-// A streaming provider's chunks are numbered and collected in a
-// ChunkBuffer; their text is the completion's text.
-func ExampleChunkBuffer() {
-	var prov ops.StreamingProvider = scripted.New()
-	model, err := history.ParseModelRef("scripted:echo")
-	if err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
-	var buf opstest.ChunkBuffer
-	sink := ops.Sequence(&buf)
-	comp, err := prov.Stream(ctx, ops.Call{Model: model, Instruction: "streams arrive in pieces", Attempt: 1},
-		func(c ops.Chunk) error { return sink.Emit(ctx, c) })
-	if err != nil {
-		panic(err)
-	}
-	for _, c := range buf.Chunks() {
-		fmt.Printf("%d %s %q\n", c.Seq, c.Kind, c.Content)
-	}
-	fmt.Println(buf.Text() == comp.Text)
-	// Output:
-	// 1 text "streams "
-	// 2 text "arrive "
-	// 3 text "in "
-	// 4 text "pieces"
-	// 5 result ""
-	// true
 }

@@ -18,15 +18,15 @@
 //   - [Provider] calls a model (see the provider sub-packages);
 //   - [Engine] dispatches a decoded [Request] to its verb.
 //
-// The seams of the verbs to come are declared too, each with an in-memory
-// implementation for tests and demos:
+// The seams of the verbs are declared here too, most with an in-memory
+// implementation in package opstest for tests and demos:
 //
-//   - [Invoker] runs act's tool calls (Config.Tools; [ToolFuncs] in
-//     memory), and [Authorizer] gates them (Config.Authorizer,
+//   - [Invoker] runs act's tool calls (Config.Tools; opstest.ToolFuncs
+//     in memory), and [Authorizer] gates them (Config.Authorizer,
 //     [AllowTools]);
 //   - [StreamingProvider] streams a model's answer as [Chunk]s into a
-//     [ChunkSink] ([ChunkBuffer], numbered by [Sequence]); a [CLIProvider]
-//     is the kind run accepts; [ChunkOutlet] (Config.Chunks) carries each
+//     [ChunkSink] (opstest.ChunkBuffer in memory, numbered by
+//     [Sequence]); a [CLIProvider] is the kind run accepts; [ChunkOutlet] (Config.Chunks) carries each
 //     request's chunks out, and [RunLog] (Config.RunLog) keeps the logs of
 //     stream_persist;
 //   - [Middle] performs operate's one logical exchange; requests select one
