@@ -215,6 +215,7 @@ func TestAcceptance_two_workers_share_a_burst(t *testing.T) {
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
 	for _, id := range ids {
+		watch.Sync(t)
 		if n := watch.Count(id); n != 1 {
 			t.Errorf("request %s answered %d times, want exactly 1", id, n)
 		}
@@ -382,6 +383,7 @@ func TestAcceptance_stopped_worker_request_is_redelivered(t *testing.T) {
 				info, err := b.Res.Workers.Info(bustest.Ctx(t))
 				return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 			})
+			watch.Sync(t)
 			if n := watch.Count(id); n != 1 {
 				t.Fatalf("%d answers, want exactly 1", n)
 			}

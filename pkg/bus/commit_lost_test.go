@@ -95,6 +95,7 @@ func TestAcceptance_committed_then_connection_lost_before_ack(t *testing.T) {
 		info, err := b.Res.Workers.Info(bustest.Ctx(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
+	watch.Sync(t)
 	if n := watch.Count(id); n != 1 {
 		t.Fatalf("%d answers, want exactly 1", n)
 	}

@@ -158,18 +158,22 @@ func (b *Bus) StartServiceWith(t testing.TB, ctx context.Context, h worker.Handl
 type Answers struct {
 	mu   sync.Mutex
 	byID map[string][]*nats.Msg
+	got  int64 // messages the callback has collected
+	nc   *nats.Conn
+	sub  *nats.Subscription
 }
 
 // WatchAnswers starts collecting answers; it stops when the test ends.
 func (b *Bus) WatchAnswers(t testing.TB) *Answers {
 	t.Helper()
-	a := &Answers{byID: map[string][]*nats.Msg{}}
 	prefix := b.Res.Subjects.Reply("")
+	a := &Answers{byID: map[string][]*nats.Msg{}, nc: b.NC}
 	sub, err := b.NC.Subscribe(b.Res.Subjects.RepliesWildcard(), func(m *nats.Msg) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		id := m.Subject[len(prefix):]
 		a.byID[id] = append(a.byID[id], m)
+		a.got++
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +181,35 @@ func (b *Bus) WatchAnswers(t testing.TB) *Answers {
 	if err := b.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	a.sub = sub
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	return a
+}
+
+// Sync waits until every answer the server sent before it was called has
+// been collected: a flush makes the connection read them all, then it
+// waits until the subscription has none pending and its callback has
+// returned for each one delivered. Call it before Count when an answer
+// may still be on its way to the collector (the callback runs on a
+// goroutine of its own).
+func (a *Answers) Sync(t testing.TB) {
+	t.Helper()
+	if err := a.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, 10*time.Second, "the answers collected", func() bool {
+		msgs, _, err := a.sub.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered, err := a.sub.Delivered()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return msgs == 0 && a.got == delivered
+	})
 }
 
 // Count returns how many answers were seen for id.
