@@ -293,6 +293,7 @@ func TestAcceptance_openai_rate_limit_is_waited_out_over_the_bus(t *testing.T) {
 	}
 	// Nothing else is published for the request.
 	time.Sleep(300 * time.Millisecond)
+	answers.Sync(t)
 	if n := answers.Count(reqID); n != 1 {
 		t.Errorf("%d answers for %s, want 1", n, reqID)
 	}
