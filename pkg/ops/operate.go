@@ -7,7 +7,6 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/toolschema"
-
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
@@ -100,15 +99,19 @@ func (o *operation) run(ctx context.Context) (*Result, error) {
 		return nil, Errorf(CodeInternal, "middle %s returned no result", o.p.middle)
 	}
 	o.out.Usage, o.out.Replayed = mres.Usage, mres.Replayed
-	var extra wire.OperateExtra
-	if mres.LNDL != nil {
-		extra.LNDLRounds = mres.LNDL.Rounds
-	}
-	if mres.Run != nil {
-		extra.RunLog = mres.Run.Log
-	}
-	if err := o.out.SetExtra(extra); err != nil {
-		return nil, Errorf(CodeInternal, "operate: %v", err)
+	// Only the LNDL middle and run_and_collect answer extras; a plain
+	// exchange encodes none.
+	if mres.LNDL != nil || mres.Run != nil {
+		var extra wire.OperateExtra
+		if mres.LNDL != nil {
+			extra.LNDLRounds = mres.LNDL.Rounds
+		}
+		if mres.Run != nil {
+			extra.RunLog = mres.Run.Log
+		}
+		if err := o.out.SetExtra(extra); err != nil {
+			return nil, Errorf(CodeInternal, "operate: %v", err)
+		}
 	}
 	value := mres.Value
 	// skip_validation returns the raw result at once.

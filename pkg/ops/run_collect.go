@@ -7,7 +7,6 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/ops/internal/clirun"
 	"github.com/lionbus/lionbus/pkg/ops/middle"
-
 	"github.com/lionbus/lionbus/pkg/wire"
 )
 
