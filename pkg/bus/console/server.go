@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -138,4 +139,17 @@ func (s *Server) fail(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	s.render(w, "error.html", map[string]any{"Title": http.StatusText(status), "Error": err.Error()})
+}
+
+// MaxRefresh is the longest refresh period, in seconds, a self-refreshing
+// page's ?refresh= may ask for (the tools and approvals pages).
+const MaxRefresh = 300
+
+// refreshSeconds is r's ?refresh= (seconds, 1 to MaxRefresh), else def.
+func refreshSeconds(r *http.Request, def int) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("refresh"))
+	if err != nil || n < 1 || n > MaxRefresh {
+		return def
+	}
+	return n
 }

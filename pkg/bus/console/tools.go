@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/lionbus/lionbus/pkg/tools"
@@ -23,19 +22,7 @@ const (
 	// ToolsRefresh is how often, in seconds, the tools page fetches
 	// itself again (?refresh=N sets it, 1 to MaxRefresh).
 	ToolsRefresh = 5
-	// MaxRefresh is the longest refresh period, in seconds, a page's
-	// ?refresh= may ask for.
-	MaxRefresh = 300
 )
-
-// refreshSeconds is r's ?refresh= (seconds, 1 to MaxRefresh), else def.
-func refreshSeconds(r *http.Request, def int) int {
-	n, err := strconv.Atoi(r.URL.Query().Get("refresh"))
-	if err != nil || n < 1 || n > MaxRefresh {
-		return def
-	}
-	return n
-}
 
 // toolList is the data of the tools page.
 type toolList struct {
