@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
@@ -29,10 +30,7 @@ func ChunkID(requestID string, seq uint64) string {
 // requestID (on branchID): data is c as JSON, with its seq; the seq is also
 // the "seq" extension.
 func (b EventBuilder) Chunk(requestID, branchID, traceParent string, c wire.Chunk) (*event.Event, error) {
-	return b.newEvent(ChunkID(requestID, c.Seq), EventTypeChunk, c, map[string]string{
-		ExtRequestID:   requestID,
-		ExtBranchID:    branchID,
-		ExtTraceParent: traceParent,
-		ExtSeq:         strconv.FormatUint(c.Seq, 10),
-	})
+	return b.newEvent(ChunkID(requestID, c.Seq), EventTypeChunk, c, time.Time{},
+		ext{ExtRequestID, requestID}, ext{ExtBranchID, branchID},
+		ext{ExtTraceParent, traceParent}, ext{ExtSeq, strconv.FormatUint(c.Seq, 10)})
 }

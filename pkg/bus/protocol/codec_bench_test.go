@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/wire"
 )
 
 // BenchmarkDecodeRequest decodes and validates a request with about 1 KB of
@@ -58,5 +60,32 @@ func BenchmarkEncode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSignal builds and encodes a message.added signal event the
+// way the worker's signal sink does, for each of a communicate's
+// messages.
+func BenchmarkSignal(b *testing.B) {
+	s := wire.Signal{
+		Type: wire.SignalMessageAdded, Verb: "communicate", BranchID: "b1",
+		RequestID: "6f8baefd-0b84-4bf1-b222-a14d6f42dba1", Time: time.Now(),
+		Message: &wire.Message{
+			ID: "ca9e7752-d847-4d66-84c9-611e9f55e6aa", Kind: "assistant_response", Role: "assistant",
+			Sender: "assistant", Recipient: "user", CreatedAt: time.Now(),
+			Content: map[string]any{"assistant_response": "Say hello in one short sentence."},
+		},
+	}
+	builder := protocol.EventBuilder{Source: "/lionbus/worker/bench"}
+	tp := protocol.NewTraceParent()
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, token, err := builder.Signal(s, tp, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := protocol.Encode("lion.events.b1."+token, ev, protocol.Structured); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

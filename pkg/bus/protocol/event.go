@@ -3,9 +3,11 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/google/uuid"
 
 	"github.com/lionbus/lionbus/pkg/wire"
@@ -55,35 +57,47 @@ func (b EventBuilder) source() string {
 	return b.Source
 }
 
-// newEvent returns an event of typ with data encoded as JSON and the given
-// extensions ("" values are left out).
-func (b EventBuilder) newEvent(id, typ string, data any, ext map[string]string) (*event.Event, error) {
-	ev := event.New(event.CloudEventsVersionV1)
+// ext is one extension attribute of an event the builder makes.
+type ext struct{ name, value string }
+
+// newEvent returns an event of typ with data encoded as JSON (a
+// json.RawMessage is used as is), the time at (now when zero) and the
+// given extensions ("" values are left out). It fills the event's
+// context directly rather than through the SDK's setters, which would
+// check and convert what is known to be valid here; [EncodeCore]
+// validates every event it encodes.
+func (b EventBuilder) newEvent(id, typ string, data any, at time.Time, exts ...ext) (*event.Event, error) {
 	if id == "" {
 		id = uuid.NewString()
 	}
-	ev.SetID(id)
-	ev.SetSource(b.source())
-	ev.SetType(typ)
-	ev.SetTime(time.Now().UTC())
+	src, err := url.Parse(b.source())
+	if err != nil {
+		return nil, fmt.Errorf("protocol: build %s event: source %q: %w", typ, b.source(), err)
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
 	raw, ok := data.(json.RawMessage)
 	if !ok {
-		var err error
 		if raw, err = json.Marshal(data); err != nil {
 			return nil, fmt.Errorf("protocol: encode %s data: %w", typ, err)
 		}
 	}
-	ev.SetDataContentType(ContentTypeJSON)
-	ev.DataEncoded = raw
-	for k, v := range ext {
-		if v != "" {
-			ev.SetExtension(k, v)
+	ct := ContentTypeJSON
+	ec := &event.EventContextV1{
+		ID:              id,
+		Source:          types.URIRef{URL: *src},
+		Type:            typ,
+		DataContentType: &ct,
+		Time:            &types.Timestamp{Time: at.UTC()},
+		Extensions:      make(map[string]any, len(exts)),
+	}
+	for _, x := range exts {
+		if x.value != "" {
+			ec.Extensions[x.name] = x.value
 		}
 	}
-	if err := ev.Validate(); err != nil {
-		return nil, fmt.Errorf("protocol: build %s event: %w", typ, err)
-	}
-	return &ev, nil
+	return &event.Event{Context: ec, DataEncoded: raw}, nil
 }
 
 // answerNamespace is the UUID namespace of answer event ids.
@@ -113,11 +127,8 @@ func (b EventBuilder) Request(verb, branchID, replyTo, traceParent string, data 
 	if data == nil {
 		data = json.RawMessage("{}")
 	}
-	return b.newEvent("", RequestType(verb), data, map[string]string{
-		ExtBranchID:    branchID,
-		ExtReplyTo:     replyTo,
-		ExtTraceParent: traceParent,
-	})
+	return b.newEvent("", RequestType(verb), data, time.Time{},
+		ext{ExtBranchID, branchID}, ext{ExtReplyTo, replyTo}, ext{ExtTraceParent, traceParent})
 }
 
 // Result builds the lionbus.<verb>.result event answering req; its data is
@@ -127,33 +138,24 @@ func (b EventBuilder) Result(req *Request, res *wire.Result) (*event.Event, erro
 	if branch == "" {
 		branch = req.BranchID
 	}
-	return b.newEvent(AnswerID(req.ID()), ResultType(req.Verb), res, map[string]string{
-		ExtRequestID:   req.ID(),
-		ExtBranchID:    branch,
-		ExtTraceParent: traceOrNew(req.TraceParent),
-		ExtTraceState:  req.TraceState,
-	})
+	return b.newEvent(AnswerID(req.ID()), ResultType(req.Verb), res, time.Time{},
+		ext{ExtRequestID, req.ID()}, ext{ExtBranchID, branch},
+		ext{ExtTraceParent, traceOrNew(req.TraceParent)}, ext{ExtTraceState, req.TraceState})
 }
 
 // Error builds the lionbus.error event answering req.
 func (b EventBuilder) Error(req *Request, code wire.Code, message string) (*event.Event, error) {
-	return b.newEvent(AnswerID(req.ID()), EventTypeError, ErrorData{Code: code, Message: message, RequestID: req.ID()}, map[string]string{
-		ExtRequestID:   req.ID(),
-		ExtBranchID:    req.BranchID,
-		ExtTraceParent: traceOrNew(req.TraceParent),
-		ExtTraceState:  req.TraceState,
-	})
+	return b.newEvent(AnswerID(req.ID()), EventTypeError, ErrorData{Code: code, Message: message, RequestID: req.ID()}, time.Time{},
+		ext{ExtRequestID, req.ID()}, ext{ExtBranchID, req.BranchID},
+		ext{ExtTraceParent, traceOrNew(req.TraceParent)}, ext{ExtTraceState, req.TraceState})
 }
 
 // Rejection builds the lionbus.error event answering a message the codec
 // rejected, from what could be read of it. Publish it to ee.ReplyTo; when
 // that is "" the message cannot be answered.
 func (b EventBuilder) Rejection(ee *EventError) (*event.Event, error) {
-	return b.newEvent(AnswerID(ee.ID), EventTypeError, ErrorData{Code: ee.Code, Message: ee.Message, RequestID: ee.ID}, map[string]string{
-		ExtRequestID:   ee.ID,
-		ExtBranchID:    ee.BranchID,
-		ExtTraceParent: traceOrNew(ee.TraceParent),
-	})
+	return b.newEvent(AnswerID(ee.ID), EventTypeError, ErrorData{Code: ee.Code, Message: ee.Message, RequestID: ee.ID}, time.Time{},
+		ext{ExtRequestID, ee.ID}, ext{ExtBranchID, ee.BranchID}, ext{ExtTraceParent, traceOrNew(ee.TraceParent)})
 }
 
 func traceOrNew(tp string) string {

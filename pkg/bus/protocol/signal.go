@@ -148,15 +148,11 @@ func (b EventBuilder) Signal(s wire.Signal, traceParent, traceState string) (ev 
 		}
 		data.Error = &SignalError{Code: s.Err.Code, Message: msg, Temporary: s.Err.Temporary}
 	}
-	ev, err = b.newEvent(SignalID(s), EventTypePrefix+string(s.Type), data, map[string]string{
-		ExtBranchID:    s.BranchID,
-		ExtRequestID:   s.RequestID,
-		ExtTraceParent: traceOrNew(traceParent),
-		ExtTraceState:  traceState,
-	})
+	ev, err = b.newEvent(SignalID(s), EventTypePrefix+string(s.Type), data, data.Time,
+		ext{ExtBranchID, s.BranchID}, ext{ExtRequestID, s.RequestID},
+		ext{ExtTraceParent, traceOrNew(traceParent)}, ext{ExtTraceState, traceState})
 	if err != nil {
 		return nil, "", err
 	}
-	ev.SetTime(data.Time)
 	return ev, token, nil
 }

@@ -39,9 +39,11 @@ func marshalStructured(e *event.Event) ([]byte, error) {
 			add(o[0], o[1])
 		}
 	}
-	exts := e.Extensions()
+	var exts map[string]any
 	if ec, ok := e.Context.(*event.EventContextV1); ok {
 		exts = ec.Extensions // read only: no copy
+	} else {
+		exts = e.Extensions()
 	}
 	for name, v := range exts {
 		switch x := v.(type) {
