@@ -14,6 +14,7 @@ import (
 
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/opstest"
 	"github.com/lionbus/lionbus/pkg/ops/provider/cli/clitest"
@@ -162,6 +163,50 @@ func TestConfig_runlog_dir(t *testing.T) {
 			}
 			if bc.RunLogDir != tt.want {
 				t.Errorf("bus.Config.RunLogDir %q, want %q", bc.RunLogDir, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfig_cache: --cache-branches and --cache-bytes (or
+// $LIONBUS_CACHE_BYTES) reach the store's configuration, the store's
+// defaults without them, and a bound below 1 is a usage error.
+func TestConfig_cache(t *testing.T) {
+	tests := []struct {
+		name          string
+		args          []string
+		env           string // "" leaves LIONBUS_CACHE_BYTES unset
+		branches, max int
+		wantErr       string
+	}{
+		{name: "defaults", branches: store.DefaultCacheBranches, max: store.DefaultCacheBytes},
+		{name: "flags", args: []string{"--cache-branches", "10", "--cache-bytes", "1048576"}, branches: 10, max: 1 << 20},
+		{name: "environment", env: "4194304", branches: store.DefaultCacheBranches, max: 4 << 20},
+		{name: "no branches", args: []string{"--cache-branches", "0"}, wantErr: "--cache-branches 0"},
+		{name: "no bytes", args: []string{"--cache-bytes", "-1"}, wantErr: "--cache-bytes -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("LIONBUS_CACHE_BYTES", tt.env)
+			if tt.env == "" {
+				os.Unsetenv("LIONBUS_CACHE_BYTES")
+			}
+			cfg, err := parseConfig(tt.args, io.Discard, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want one with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			bc, err := busConfig(cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bc.Store.CacheBranches != tt.branches || bc.Store.CacheBytes != tt.max {
+				t.Errorf("store.Config cache %d branches, %d bytes; want %d, %d", bc.Store.CacheBranches, bc.Store.CacheBytes, tt.branches, tt.max)
 			}
 		})
 	}

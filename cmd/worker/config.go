@@ -11,6 +11,7 @@ import (
 	"github.com/lionbus/lionbus/cmd/internal/natsflags"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 	"github.com/lionbus/lionbus/pkg/ops/provider/anthropic"
@@ -68,6 +69,10 @@ type config struct {
 	// LeaseStorage is the storage of the leases stream when it is created
 	// ("file" or "memory").
 	LeaseStorage string
+	// CacheBranches and CacheBytes bound the branches the worker keeps in
+	// memory (store.Config.CacheBranches and CacheBytes).
+	CacheBranches int
+	CacheBytes    int
 	// DeletedHistoryRetention is how long a deleted branch's events are
 	// kept after its tombstone; 0 keeps them until a purge.
 	DeletedHistoryRetention time.Duration
@@ -241,6 +246,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.HistoryKeepEvents, "history-keep-events", 0, "retention of live branches: keep at least the last N events of each branch's history, dropping older ones before a compaction point that holds the branch's state, never a live fork's prefix (0: no limit by count)")
 	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "retention of live branches: keep at least the events of each branch younger than this, dropping older ones before a compaction point, never a live fork's prefix; with --history-keep-events an event is dropped only when both let it go (0: no limit by age)")
 	fs.StringVar(&c.LeaseStorage, "lease-storage", provision.LeasesOnFile, "storage of the leases stream when it is created: file (leases outlive a restart of the servers) or memory (cheaper to take and let go; after a restart, no new lease is used for 4/5 of --lease-ttl)")
+	fs.IntVar(&c.CacheBranches, "cache-branches", store.DefaultCacheBranches, "branches kept in memory between their requests, least recently used out")
+	fs.IntVar(&c.CacheBytes, "cache-bytes", store.DefaultCacheBytes, "bound of the branches kept in memory, in bytes of the encoded history they were folded from (in memory they take about 3.5 times that); when the branches in use at once exceed it, every request reads its branch's snapshot again")
 	fs.DurationVar(&c.HealthInterval, "health-interval", worker.DefaultHealthInterval, "how often the worker checks, when no failure or probe made it check sooner, that JetStream answers and every stream, consumer and bucket exists, creating again what is missing")
 	fs.StringVar(&c.RunLogDir, "runlog-dir", ops.DefaultRunLogDir, fmt.Sprintf("run log directory of runs with stream_persist that name none (stream_persist_dir): their logs go to <prefix>.runlog.<dir>.<id>.chunks and .snapshot (%s)", ops.RunLogDirRule))
 
@@ -296,6 +303,12 @@ func (c config) validate() error {
 	}
 	if c.AckWait < time.Second || c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--ack-wait and --lease-ttl must be at least 1s, got %s and %s", c.AckWait, c.LeaseTTL))
+	}
+	if c.CacheBranches < 1 {
+		errs = append(errs, fmt.Errorf("--cache-branches %d: want at least 1", c.CacheBranches))
+	}
+	if c.CacheBytes < 1 {
+		errs = append(errs, fmt.Errorf("--cache-bytes %d: want at least 1", c.CacheBytes))
 	}
 	if c.LeaseStorage != provision.LeasesOnFile && c.LeaseStorage != provision.LeasesInMemory {
 		errs = append(errs, fmt.Errorf("--lease-storage %q: want %s or %s", c.LeaseStorage, provision.LeasesOnFile, provision.LeasesInMemory))

@@ -19,6 +19,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/metrics"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
 	"github.com/lionbus/lionbus/pkg/bus/retention"
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/tracing"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
@@ -181,6 +182,7 @@ func busConfig(cfg config, log zerolog.Logger) (bus.Config, error) {
 			MaxAckPending: cfg.MaxAckPending,
 			LeaseStorage:  cfg.LeaseStorage,
 		},
+		Store:          store.Config{CacheBranches: cfg.CacheBranches, CacheBytes: cfg.CacheBytes},
 		StartupTimeout: cfg.StartupTimeout,
 		RunLogDir:      cfg.RunLogDir,
 		Retention:      retention.Config{DeletedAfter: cfg.DeletedHistoryRetention},

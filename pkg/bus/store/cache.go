@@ -15,8 +15,11 @@ const DefaultCacheBranches = 1024
 // memory when Config.CacheBytes is 0. A branch's size is the encoded bytes
 // it was folded from (see entry.size); in memory it takes a few times that
 // (about 3.5 times for short text messages), so the default keeps some
-// 30 MiB of branches.
-const DefaultCacheBytes = 8 << 20
+// 110 MiB of branches: room for the branches of 64 requests in flight at
+// a few hundred exchanges each. Branches in use at once beyond the bound
+// evict each other, and each of their requests reads its branch's
+// snapshot again.
+const DefaultCacheBytes = 32 << 20
 
 // entry is what a Store knows of one branch: the branch folded up to the
 // last event it has seen, and the snapshot that is stored for it. Its
