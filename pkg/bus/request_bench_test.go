@@ -1,0 +1,110 @@
+//go:build unix
+
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lionbus/lionbus/pkg/bus"
+	"github.com/lionbus/lionbus/pkg/bus/client"
+	"github.com/lionbus/lionbus/pkg/bus/embedded"
+)
+
+// BenchmarkCommunicate: communicates through bus.Start's worker (the
+// scripted echo model) on an embedded server, from the Go client, each
+// client to its own branch of 10 exchanges at the start, one request
+// after another, with 1 and 8 clients. cpu-µs/op is the process's user
+// and system CPU per request: the embedded server's, the worker's and
+// the client's, as are allocs/op and B/op (a memory profile splits
+// them):
+//
+//	go test -run '^$' -bench BenchmarkCommunicate -benchmem -memprofile /tmp/mem.out ./pkg/bus
+//
+// `make bench-bus` is the fuller harness: side by side with a bare
+// JetStream worker, at several client counts.
+func BenchmarkCommunicate(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	svc, err := bus.Start(ctx, bus.Config{Embedded: embedded.Config{Port: embedded.RandomPort, StoreDir: b.TempDir()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Close()
+	defer func() { _ = svc.Stop(ctx) }()
+	nc, err := client.Connect(ctx, client.ConnectConfig{URL: svc.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	cl, err := client.New(nc, client.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	do := func(verb, branch string, data any) error {
+		r, err := cl.Do(ctx, verb, branch, data)
+		if err != nil {
+			return err
+		}
+		_, err = r.Result()
+		return err
+	}
+	ask := map[string]any{"instruction": "Say hello in one short sentence."}
+	made := 0
+	for _, clients := range []int{1, 8} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			branches := make([]string, clients)
+			for i := range branches {
+				made++
+				branches[i] = fmt.Sprintf("bench-%d", made)
+				if err := do("branch.create", branches[i], map[string]any{"branch_id": branches[i], "chat_model": "scripted:echo"}); err != nil {
+					b.Fatal(err)
+				}
+				for range 10 {
+					if err := do("communicate", branches[i], ask); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for i, branch := range branches {
+				n := b.N / clients
+				if i < b.N%clients {
+					n++
+				}
+				wg.Go(func() {
+					for range n {
+						if err := do("communicate", branch, ask); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// processCPU returns the user plus system CPU time of the process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
