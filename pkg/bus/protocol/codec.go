@@ -625,11 +625,8 @@ func readStructured(body []byte) (attrs, *EventError) {
 	// Read the attributes used to answer first, so that they are known
 	// even when another attribute is bad.
 	for _, k := range []string{"id", ExtReplyTo, ExtBranchID, ExtTraceParent} {
-		if raw, ok := fields[k]; ok {
-			s, err := jsonString(raw)
-			if err != nil {
-				continue
-			}
+		var s string
+		if raw, ok := fields[k]; ok && json.Unmarshal(raw, &s) == nil {
 			if k == "id" {
 				a.context[k] = s
 			} else {
@@ -646,8 +643,8 @@ func readStructured(body []byte) (attrs, *EventError) {
 		case k == "data":
 			a.data = raw
 		case k == "data_base64":
-			s, err := jsonString(raw)
-			if err != nil {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
 				return a, eventErrorf(CodeMalformedEvent, "data_base64 must be a string")
 			}
 			b, err := base64.StdEncoding.DecodeString(s)
@@ -656,8 +653,8 @@ func readStructured(body []byte) (attrs, *EventError) {
 			}
 			a.data, a.dataBase64 = b, true
 		case slices.Contains(contextAttrs, k):
-			s, err := jsonString(raw)
-			if err != nil {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
 				return a, eventErrorf(CodeMalformedEvent, "attribute %s must be a string", k)
 			}
 			a.context[k] = s
@@ -686,9 +683,6 @@ func readStructured(body []byte) (attrs, *EventError) {
 
 // extValue converts a JSON extension value to a CloudEvents type.
 func extValue(raw json.RawMessage) (any, error) {
-	if len(raw) > 0 && raw[0] == '"' {
-		return jsonString(raw)
-	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
@@ -703,29 +697,6 @@ func extValue(raw json.RawMessage) (any, error) {
 		return int32(x), nil
 	}
 	return nil, errors.New("must be a string, an integer or a boolean")
-}
-
-// jsonString decodes the JSON value raw, which must be a string, as
-// json.Unmarshal into a string does. A string with no escapes, no control
-// characters and only valid UTF-8, which is what attributes are, is its
-// bytes between the quotes; any other value goes through json.Unmarshal
-// (FuzzJSONString checks that both agree).
-func jsonString(raw []byte) (string, error) {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		plain := true
-		for _, c := range raw[1 : n-1] {
-			if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			return string(raw[1 : n-1]), nil
-		}
-	}
-	var s string
-	err := json.Unmarshal(raw, &s)
-	return s, err
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
