@@ -74,6 +74,7 @@ func TestRun_metrics_and_health(t *testing.T) {
 		`lionbus_requests_in_flight 0`,
 		`lionbus_store_append_conflicts_total 0`,
 		`lionbus_store_rebuilds_total`,
+		`lionbus_store_cache_misses_total`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {

@@ -184,6 +184,7 @@ type storeObserver struct {
 	snapshots prometheus.Counter
 	snapBytes prometheus.Histogram
 	rebuilds  prometheus.Counter
+	misses    prometheus.Counter
 }
 
 func (o *storeObserver) AppendConflict(string) { o.conflicts.Inc() }
@@ -195,12 +196,15 @@ func (o *storeObserver) SnapshotWritten(_ string, bytes int) {
 
 func (o *storeObserver) Rebuilt(string) { o.rebuilds.Inc() }
 
+func (o *storeObserver) CacheMiss(string) { o.misses.Inc() }
+
 // Store returns a store.Observer counting, on reg:
 // lionbus_store_append_conflicts_total (appends that found another
 // writer first), lionbus_store_snapshots_total and
-// lionbus_store_snapshot_bytes (snapshots written and their size), and
+// lionbus_store_snapshot_bytes (snapshots written and their size),
 // lionbus_store_rebuilds_total (branches loaded by folding their whole
-// history).
+// history), and lionbus_store_cache_misses_total (branches read from the
+// stream because the worker did not keep them in memory).
 func Store(reg prometheus.Registerer) (store.Observer, error) {
 	o := &storeObserver{
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lionbus", Subsystem: "store", Name: "append_conflicts_total",
@@ -211,8 +215,10 @@ func Store(reg prometheus.Registerer) (store.Observer, error) {
 			Help: "Size of the branch snapshots written (their segments not counted).", Buckets: prometheus.ExponentialBuckets(512, 4, 8)}),
 		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lionbus", Subsystem: "store", Name: "rebuilds_total",
 			Help: "Branches loaded without a usable snapshot, by folding their whole history."}),
+		misses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lionbus", Subsystem: "store", Name: "cache_misses_total",
+			Help: "Branches read from the stream because they were not kept in memory (--cache-bytes, --cache-branches)."}),
 	}
-	for _, c := range []prometheus.Collector{o.conflicts, o.snapshots, o.snapBytes, o.rebuilds} {
+	for _, c := range []prometheus.Collector{o.conflicts, o.snapshots, o.snapBytes, o.rebuilds, o.misses} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -19,7 +19,8 @@ import (
 // on one branch of a real server, each counting on its own registry: the
 // one that loads the branch without a snapshot counts a rebuild, the one
 // whose cache went stale counts a conflict at its next append, and the
-// snapshots each writes on the cadence are counted with their size.
+// snapshots each writes on the cadence are counted with their size; a
+// branch read because the store did not keep it is a cache miss.
 func TestStore_counts_what_two_stores_do(t *testing.T) {
 	t.Parallel()
 	srv := bustest.NewServer(t)
@@ -76,6 +77,10 @@ func TestStore_counts_what_two_stores_do(t *testing.T) {
 		{regOne, "lionbus_store_rebuilds_total", 0},
 		{regOne, "lionbus_store_append_conflicts_total", 1},
 		{regTwo, "lionbus_store_append_conflicts_total", 0},
+		// two read the branch it did not keep once; one made it, and
+		// caught up with b1 on the branch it kept.
+		{regTwo, "lionbus_store_cache_misses_total", 1},
+		{regOne, "lionbus_store_cache_misses_total", 0},
 	}
 	for _, w := range want {
 		if got := counter(t, w.reg, w.metric, nil); got != w.n {

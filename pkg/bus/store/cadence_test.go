@@ -389,6 +389,7 @@ func TestStore_twenty_thousand_messages(t *testing.T) {
 type countingObserver struct {
 	mu                            sync.Mutex
 	conflicts, snapshots, rebuilt int
+	misses                        int
 }
 
 func (o *countingObserver) AppendConflict(string) { o.mu.Lock(); o.conflicts++; o.mu.Unlock() }
@@ -397,9 +398,11 @@ func (o *countingObserver) SnapshotWritten(string, int) {
 	o.snapshots++
 	o.mu.Unlock()
 }
-func (o *countingObserver) Rebuilt(string) { o.mu.Lock(); o.rebuilt++; o.mu.Unlock() }
+func (o *countingObserver) Rebuilt(string)   { o.mu.Lock(); o.rebuilt++; o.mu.Unlock() }
+func (o *countingObserver) CacheMiss(string) { o.mu.Lock(); o.misses++; o.mu.Unlock() }
 
-// TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds.
+// TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds, and of
+// cache misses.
 func TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds(t *testing.T) {
 	t.Parallel()
 	b := setupStore(t)
@@ -425,6 +428,11 @@ func TestStore_observer_is_told_of_conflicts_snapshots_and_rebuilds(t *testing.T
 	defer obs.mu.Unlock()
 	if obs.rebuilt != 1 || obs.conflicts != 1 || obs.snapshots != 1 {
 		t.Fatalf("observer saw %d rebuilds, %d conflicts, %d snapshots; want 1, 1, 1 (3 events folded)", obs.rebuilt, obs.conflicts, obs.snapshots)
+	}
+	// The first load read the branch; the append after the conflict
+	// caught up with the branch it kept.
+	if obs.misses != 1 {
+		t.Fatalf("observer saw %d cache misses, want 1", obs.misses)
 	}
 }
 

@@ -36,6 +36,7 @@ func (s *Store) refresh(ctx context.Context, e *entry) error {
 		return nil
 	}
 	if e.b == nil {
+		s.obs.CacheMiss(e.id)
 		s.readSnapshot(ctx, e, last)
 	}
 	return s.catchUp(ctx, e, last, nil)

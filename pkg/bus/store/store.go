@@ -165,6 +165,11 @@ type Observer interface {
 	// Rebuilt: a branch was loaded without a usable snapshot, folding its
 	// history from the start.
 	Rebuilt(branch string)
+	// CacheMiss: a branch the Store did not keep in memory was read
+	// from the stream (its snapshot and the events after it, or its whole
+	// history). Many of them for branches used before mean the cache is
+	// too small for the branches in use at once (Config.CacheBytes).
+	CacheMiss(branch string)
 }
 
 // nopObserver is the Observer of a Store configured without one.
@@ -173,6 +178,7 @@ type nopObserver struct{}
 func (nopObserver) AppendConflict(string)       {}
 func (nopObserver) SnapshotWritten(string, int) {}
 func (nopObserver) Rebuilt(string)              {}
+func (nopObserver) CacheMiss(string)            {}
 
 // Store is the NATS implementation of [ops.Store].
 //

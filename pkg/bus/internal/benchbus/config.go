@@ -51,6 +51,9 @@ type Config struct {
 	// LeaseStorage is the storage of the leases stream ("file" or
 	// "memory"; "" means the provisioning default).
 	LeaseStorage string
+	// CacheBytes is the workers' store.Config.CacheBytes (0: the
+	// store's default).
+	CacheBytes int
 
 	// Phases names the phases to run ("a", "b", "c"); empty means all.
 	Phases []string
@@ -126,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Workers, "workers", def.Workers, "lionbus workers serving at once (each on its own connection)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "lionbus worker max in flight, and the floor worker's (0: the worker default)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
+	fs.IntVar(&cfg.CacheBytes, "cache-bytes", 0, "bound of the branches each lionbus worker keeps in memory, in encoded bytes (0: the store's default, store.DefaultCacheBytes)")
 	fs.StringVar(&cfg.LeaseStorage, "lease-storage", "", "storage of the leases stream: file or memory (default: the provisioning default, file)")
 	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -188,6 +192,9 @@ func (c Config) validate() error {
 	}
 	if c.ProfilePhase != "" && (c.CPUProfile == "" || !c.runs(c.ProfilePhase)) {
 		errs = append(errs, errors.New("-profile-phase needs -cpuprofile and a phase that runs"))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("-cache-bytes %d: want 0 (the default) or more", c.CacheBytes))
 	}
 	if c.LeaseStorage != "" && c.LeaseStorage != provision.LeasesOnFile && c.LeaseStorage != provision.LeasesInMemory {
 		errs = append(errs, fmt.Errorf("-lease-storage %q: want file or memory", c.LeaseStorage))

@@ -154,3 +154,13 @@ func (t *logTally) since(earlier map[string]int) map[string]int {
 	}
 	return out
 }
+
+// storeCounter is the store.Observer of every lionbus worker: it counts
+// the branches read from the stream because a worker did not keep them
+// (a cache too small for the branches in use shows here).
+type storeCounter struct{ misses atomic.Int64 }
+
+func (*storeCounter) AppendConflict(string)       {}
+func (*storeCounter) SnapshotWritten(string, int) {}
+func (*storeCounter) Rebuilt(string)              {}
+func (c *storeCounter) CacheMiss(string)          { c.misses.Add(1) }

@@ -14,6 +14,7 @@ import (
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/embedded"
 	"github.com/lionbus/lionbus/pkg/bus/provision"
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 	"github.com/lionbus/lionbus/pkg/ops"
 )
@@ -52,6 +53,7 @@ type env struct {
 	calls  *countingProvider
 	runs   *runRecorder
 	logs   *logTally
+	store  *storeCounter
 }
 
 // newEnv starts the server and both sides. On error everything started is
@@ -111,6 +113,7 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 	}
 	e.logs = newLogTally()
 	e.runs = newRunRecorder()
+	e.store = &storeCounter{}
 	for i := range max(cfg.Workers, 1) {
 		lionNC, err := e.connect(fmt.Sprintf("benchbus lionbus worker %d", i+1))
 		if err != nil {
@@ -119,6 +122,7 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 		svc, err := bus.Start(sctx, bus.Config{
 			Conn:      lionNC,
 			Provision: provision.Config{LeaseStorage: cfg.LeaseStorage},
+			Store:     store.Config{Observer: e.store, CacheBytes: cfg.CacheBytes},
 			Providers: provs,
 			Worker: worker.Config{MaxInFlight: cfg.Concurrency, Middleware: []worker.Middleware{
 				func(next worker.Handler) worker.Handler { return recording{inner: next, r: e.runs} },

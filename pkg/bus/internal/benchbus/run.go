@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/lionbus/lionbus/pkg/bus/store"
 	"github.com/lionbus/lionbus/pkg/bus/worker"
 )
 
@@ -170,6 +171,11 @@ func (e *env) writeHeader(w io.Writer) {
 	t.add("connections", "one for each worker, one for each side's clients")
 	t.add("lionbus workers", fmt.Sprintf("%d (-workers), each bus.Start on its own connection, sharing the consumer; the floor has one", len(e.svcs)))
 	t.add("in flight per worker", fmt.Sprintf("%d (worker.DefaultMaxInFlight %d)", e.inFlight, worker.DefaultMaxInFlight))
+	cache := e.cfg.CacheBytes
+	if cache == 0 {
+		cache = store.DefaultCacheBytes
+	}
+	t.add("branch cache per worker", fmt.Sprintf("%s of encoded history (-cache-bytes; store.DefaultCacheBytes %s)", bytesStr(float64(cache)), bytesStr(store.DefaultCacheBytes)))
 	t.add("request data", "`"+string(instruction)+"`")
 	t.write(w)
 }

@@ -26,7 +26,10 @@ type sideRun struct {
 	// measured run, and the exchanges per branch at its end (warm-up
 	// included), smallest and largest.
 	modelCalls, redelivered int64
-	branchMin, branchMax    int
+	// cacheMisses counts the branches the workers read from the stream
+	// because they did not keep them.
+	cacheMisses          int64
+	branchMin, branchMax int
 }
 
 // requests returns the requests sent during the measured run.
@@ -109,7 +112,7 @@ func (e *env) measureSide(ctx context.Context, side string, clients int, do func
 		w := closedLoop(ctx, clients, e.cfg.Warmup, e.cfg.RequestTimeout, do)
 		copy(perClient, w.perClient)
 	}
-	calls, redelivered := e.calls.total.Load(), e.runs.redelivered.Load()
+	calls, redelivered, misses := e.calls.total.Load(), e.runs.redelivered.Load(), e.store.misses.Load()
 	save := ""
 	if e.cfg.SideProfiles != "" {
 		save = filepath.Join(e.cfg.SideProfiles, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(side, " ", "-"), clients))
@@ -134,6 +137,7 @@ func (e *env) measureSide(ctx context.Context, side string, clients int, do func
 		shares:      shares,
 		modelCalls:  e.calls.total.Load() - calls,
 		redelivered: e.runs.redelivered.Load() - redelivered,
+		cacheMisses: e.store.misses.Load() - misses,
 	}
 	for i, n := range l.perClient {
 		perClient[i] += n
@@ -222,12 +226,13 @@ func (e *env) writeThroughput(w io.Writer, rows []throughputRow) {
 	}
 
 	fmt.Fprintf(w, "lionbus's model calls and redeliveries in the measured runs (each communicate makes one model call), "+
+		"the branches its workers read from the stream because they did not keep them in memory (cache misses: each costs a read of the branch's snapshot, segments and newest events), "+
 		"and how long the branches had grown by the end (warm-up included; see phase b for what length costs):\n\n")
-	t = newTable("clients", "requests", "model calls", "repeated model calls", "redelivered runs", "exchanges per branch at end")
+	t = newTable("clients", "requests", "model calls", "repeated model calls", "redelivered runs", "cache misses", "exchanges per branch at end")
 	for _, row := range rows {
 		l := row.lion
 		t.add(fmt.Sprint(l.clients), fmt.Sprint(l.requests()), fmt.Sprint(l.modelCalls),
-			fmt.Sprint(l.modelCalls-int64(l.requests())), fmt.Sprint(l.redelivered),
+			fmt.Sprint(l.modelCalls-int64(l.requests())), fmt.Sprint(l.redelivered), fmt.Sprint(l.cacheMisses),
 			spread(l.branchMin, l.branchMax))
 	}
 	t.write(w)
