@@ -176,17 +176,25 @@ func uvarintLen(v uint64) int {
 
 var snapshotBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// encodeSnapshot encodes b as a snapshot whose first messages are in segs
-// (holding covered messages in all). The returned bytes are valid until
-// release is called; call it once they have been published.
-func encodeSnapshot(b *history.Branch, segs []segment, covered int) (data []byte, release func(), err error) {
+// pooledBuffer returns an empty buffer of snapshotBuffers and the func
+// that gives it back, to be called once its bytes are no longer used.
+// Buffers that grew past maxPooledSnapshotBytes are left to the garbage
+// collector instead.
+func pooledBuffer() (*bytes.Buffer, func()) {
 	buf := snapshotBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
-	release = func() {
+	return buf, func() {
 		if buf.Cap() <= maxPooledSnapshotBytes {
 			snapshotBuffers.Put(buf)
 		}
 	}
+}
+
+// encodeSnapshot encodes b as a snapshot whose first messages are in segs
+// (holding covered messages in all). The returned bytes are valid until
+// release is called; call it once they have been published.
+func encodeSnapshot(b *history.Branch, segs []segment, covered int) (data []byte, release func(), err error) {
+	buf, release := pooledBuffer()
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)

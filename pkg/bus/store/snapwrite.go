@@ -169,10 +169,12 @@ type run struct {
 // at most max bytes unless a single message is larger, and returns them
 // with the total size of the messages.
 func encodeRuns(msgs []history.Message, max int) ([]run, int, error) {
-	var all bytes.Buffer
+	// The runs are copies (makeRun), so the buffer of them all is reused.
+	all, release := pooledBuffer()
+	defer release()
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
-	enc.Reset(&all)
+	enc.Reset(all)
 	ends := make([]int, len(msgs))
 	for i := range msgs {
 		if err := enc.Encode(&msgs[i]); err != nil {

@@ -513,10 +513,14 @@ func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev histo
 // the subject's last sequence (0: no message yet), with message id msgID
 // ("" for none).
 func (s *Store) publish(ctx context.Context, branchID string, ev history.Event, last uint64, msgID string) (*jetstream.PubAck, int, error) {
-	data, err := encodeEvent(ev)
-	if err != nil {
+	// The publish has copied the event out of the buffer by the time it
+	// returns, so the buffer goes back to the pool for the next one.
+	buf, release := pooledBuffer()
+	defer release()
+	if err := encodeEventTo(buf, ev); err != nil {
 		return nil, 0, fmt.Errorf("store: encode %s event of branch %s: %w", ev.Type, branchID, err)
 	}
+	data := buf.Bytes()
 	msg := nats.NewMsg(s.subj.History(branchID))
 	msg.Data = data
 	msg.Header.Set(HeaderEventType, string(ev.Type))
@@ -621,13 +625,16 @@ func checkBranchID(id string) error {
 
 func encodeEvent(ev history.Event) ([]byte, error) {
 	var buf bytes.Buffer
+	err := encodeEventTo(&buf, ev)
+	return buf.Bytes(), err
+}
+
+// encodeEventTo appends the encoding of ev to buf.
+func encodeEventTo(buf *bytes.Buffer, ev history.Event) error {
 	enc := msgpack.GetEncoder() // pooled: an encoder is a sizeable allocation
 	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
-	if err := enc.Encode(&ev); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	enc.Reset(buf)
+	return enc.Encode(&ev)
 }
 
 func decodeEvent(data []byte, seq uint64) (history.Event, error) {
