@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -61,10 +62,18 @@ func marshalStructured(e *event.Event) ([]byte, error) {
 			add(name, s)
 		}
 	}
-	var compact bytes.Buffer
+	// The compacted data is copied into the event's bytes below, so its
+	// buffer is reused.
+	compact := compactBuffers.Get().(*bytes.Buffer)
+	compact.Reset()
+	defer func() {
+		if compact.Cap() <= maxPooledCompact {
+			compactBuffers.Put(compact)
+		}
+	}()
 	if data := e.Data(); data != nil {
 		switch {
-		case !e.DataBase64 && (ct == "" || isJSONContentType(ct)) && json.Compact(&compact, data) == nil:
+		case !e.DataBase64 && (ct == "" || isJSONContentType(ct)) && json.Compact(compact, data) == nil:
 			members = append(members, member{name: "data", raw: compact.Bytes(), isRaw: true})
 		case !e.DataBase64 && ct != "" && !isJSONContentType(ct) && utf8.Valid(data):
 			add("data", string(data))
@@ -106,6 +115,12 @@ func marshalStructured(e *event.Event) ([]byte, error) {
 	out.WriteByte('}')
 	return out.Bytes(), nil
 }
+
+// compactBuffers hold the compacted data of the events being encoded;
+// buffers grown past maxPooledCompact are not kept.
+var compactBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledCompact = 1 << 20
 
 // member is one member of a structured event: a string, a literal (true,
 // false, a number) or compacted JSON.
