@@ -277,7 +277,8 @@ func (h *health) isDisabled() bool {
 
 // explain reports whether a failure of a request (or a fetch) that just
 // happened is explained by trouble the health check knows of: the worker
-// cannot serve, or could not a moment ago (healthEcho). When it knows of
+// cannot serve, or could not a moment ago (healthEcho), or its connection
+// is down right now. When it knows of
 // none, it checks at once and waits (at most explainWait) for the outcome:
 // a check that found something missing, or could not finish in time,
 // explains it too. Explained failures are counted, not logged: the check
@@ -285,6 +286,12 @@ func (h *health) isDisabled() bool {
 func (h *health) explain() bool {
 	if h.quiet() {
 		return true
+	}
+	if h.nc.Status() != nats.CONNECTED {
+		// The connection is down, and logs that itself: the failure is
+		// its echo, even before the check has seen the loss (a wait cut
+		// short by the loss can end first).
+		return h.count()
 	}
 	h.mu.Lock()
 	if h.disabled || !h.clean.IsZero() && time.Since(h.clean) < explainReuse {
