@@ -319,6 +319,12 @@ func (w *Worker) judge(d *delivery) (settled bool) {
 		}
 	}
 	if byClient {
+		// The cancel may have come after the request was answered, and
+		// reached a copy of it that waited for its turn (behind the
+		// delivery that answered): that answer stands.
+		if w.answerFromStore(d) {
+			return true
+		}
 		d.err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", d.req.ID()), Err: d.err}
 	}
 	if !d.deadline.IsZero() && !time.Now().Before(d.deadline) && w.hardCtx.Err() == nil {
