@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lionbus/lionbus/pkg/bus"
 	"github.com/lionbus/lionbus/pkg/bus/bustest"
 	"github.com/lionbus/lionbus/pkg/bus/client"
 	"github.com/lionbus/lionbus/pkg/bus/store"
@@ -140,26 +141,12 @@ func TestConfig_runlog_dir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("LIONBUS_RUNLOG_DIR", tt.env)
-			if tt.env == "" {
-				os.Unsetenv("LIONBUS_RUNLOG_DIR")
-			}
-			cfg, err := parseConfig(tt.args, io.Discard, io.Discard)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one with %q", err, tt.wantErr)
-				}
+			cfg, bc, ok := parseWithEnv(t, "LIONBUS_RUNLOG_DIR", tt.env, tt.args, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.RunLogDir != tt.want {
 				t.Errorf("RunLogDir %q, want %q", cfg.RunLogDir, tt.want)
-			}
-			bc, err := busConfig(cfg, zerolog.Nop())
-			if err != nil {
-				t.Fatal(err)
 			}
 			if bc.RunLogDir != tt.want {
 				t.Errorf("bus.Config.RunLogDir %q, want %q", bc.RunLogDir, tt.want)
@@ -187,27 +174,40 @@ func TestConfig_cache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("LIONBUS_CACHE_BYTES", tt.env)
-			if tt.env == "" {
-				os.Unsetenv("LIONBUS_CACHE_BYTES")
-			}
-			cfg, err := parseConfig(tt.args, io.Discard, io.Discard)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one with %q", err, tt.wantErr)
-				}
+			_, bc, ok := parseWithEnv(t, "LIONBUS_CACHE_BYTES", tt.env, tt.args, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			bc, err := busConfig(cfg, zerolog.Nop())
-			if err != nil {
-				t.Fatal(err)
 			}
 			if bc.Store.CacheBranches != tt.branches || bc.Store.CacheBytes != tt.max {
 				t.Errorf("store.Config cache %d branches, %d bytes; want %d, %d", bc.Store.CacheBranches, bc.Store.CacheBytes, tt.branches, tt.max)
 			}
 		})
 	}
+}
+
+// parseWithEnv parses args with the environment variable key set to env
+// ("" leaves it unset) and returns the worker's configuration and the
+// service configuration it makes. With wantErr set it checks that parsing
+// fails with an error containing it, and reports false.
+func parseWithEnv(t *testing.T, key, env string, args []string, wantErr string) (config, bus.Config, bool) {
+	t.Helper()
+	t.Setenv(key, env)
+	if env == "" {
+		os.Unsetenv(key)
+	}
+	cfg, err := parseConfig(args, io.Discard, io.Discard)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err %v, want one with %q", err, wantErr)
+		}
+		return cfg, bus.Config{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := busConfig(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, bc, true
 }
