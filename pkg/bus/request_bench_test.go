@@ -100,6 +100,56 @@ func BenchmarkCommunicate(b *testing.B) {
 	}
 }
 
+// BenchmarkOperate_branch_length: operate with a response_format its
+// answer satisfies at the local attempt, through bus.Start's worker from
+// the Go client, on branches of 10 and 2,000 exchanges. What a request
+// costs, and allocates, must not grow with the branch: only a reformat
+// round, which does not run here, shows the model the branch's messages.
+//
+//	go test -run '^$' -bench BenchmarkOperate_branch_length -benchmem ./pkg/bus
+func BenchmarkOperate_branch_length(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	svc, err := bus.Start(ctx, bus.Config{Embedded: embedded.Config{Port: embedded.RandomPort, StoreDir: b.TempDir()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Close()
+	defer func() { _ = svc.Stop(ctx) }()
+	cl, err := client.New(svc.Conn(), client.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	do := func(verb, branch string, data any) {
+		r, err := cl.Do(ctx, verb, branch, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Result(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ask := map[string]any{
+		"instruction":     `{"answer": "hello"}`,
+		"response_format": map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}, "required": []string{"answer"}},
+	}
+	for _, n := range []int{10, 2000} {
+		b.Run(fmt.Sprintf("exchanges=%d", n), func(b *testing.B) {
+			branch := fmt.Sprintf("operate-%d", n)
+			do("branch.create", branch, map[string]any{"branch_id": branch, "chat_model": "scripted:echo"})
+			for range n {
+				do("communicate", branch, map[string]any{"instruction": "an exchange of a branch that grows"})
+			}
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				do("operate", branch, ask)
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
 // processCPU returns the user plus system CPU time of the process.
 func processCPU() time.Duration {
 	var ru syscall.Rusage

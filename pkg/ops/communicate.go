@@ -89,13 +89,13 @@ func (x *exchange) communicate(ctx context.Context, req Request) (*Result, error
 // *Error wrapping the stage's failure.
 func (x *exchange) parseStructured(ctx context.Context, req Request) (any, error) {
 	e := x.e
-	past := append(append([]history.Message(nil), x.branch.Messages...), x.ins, x.res)
+	past := x.branch.Messages
 	if x.data.ClearMessages {
-		past = []history.Message{x.ins, x.res}
+		past = nil
 	}
 	spec := x.data.parseSpec()
 	v, comp, err := e.parseText(ctx, parseInput{
-		req: req, branch: x.branch, history: past, text: x.comp.Text, spec: spec,
+		req: req, branch: x.branch, history: past, exchange: []history.Message{x.ins, x.res}, text: x.comp.Text, spec: spec,
 		model: x.parse, calls: &x.calls, usage: &x.usage,
 	})
 	var fail *parseFailure

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"slices"
 
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/lionbus/lionbus/pkg/ops/internal/parsestage"
@@ -27,11 +28,15 @@ type (
 type parseInput struct {
 	req    Request
 	branch *history.Branch
-	// history is what the reformat prompts show before their instruction:
-	// the branch's messages (and, for communicate, its exchange).
-	history []history.Message
-	text    string
-	spec    *parseSpec
+	// history and then exchange are what the reformat prompts show before
+	// their instruction: the branch's messages and, for communicate, the
+	// messages of its exchange. They are joined only when a reformat round
+	// runs: the local attempt, which usually succeeds, needs neither, and
+	// joining them copies the branch.
+	history  []history.Message
+	exchange []history.Message
+	text     string
+	spec     *parseSpec
 	// model is the parse model; modelErr, when set, says why there is none,
 	// and is returned if a reformat round is needed.
 	model    history.ModelRef
@@ -60,12 +65,16 @@ func (e *Engine) parseText(ctx context.Context, in parseInput) (any, *Completion
 	if in.spec.Retries > 0 && in.modelErr != nil {
 		return nil, nil, in.modelErr
 	}
+	past := in.history
+	if len(in.exchange) > 0 && in.spec.Retries > 0 {
+		past = append(slices.Clip(in.history), in.exchange...)
+	}
 	for round := 1; round <= in.spec.Retries; round++ {
 		if err := e.wait(ctx, in.spec.Schedule.Wait(round)); err != nil {
 			return nil, nil, err
 		}
 		ins := history.NewInstructionMessage(in.spec.Reformat(round, in.text, fail), e.clock())
-		msgs := prompt.Build(in.branch.Settings.System, in.history, ins)
+		msgs := prompt.Build(in.branch.Settings.System, past, ins)
 		comp, err := e.complete(ctx, in.req, in.branch, in.model, msgs, prompt.InstructionText(ins.Content), *in.calls)
 		*in.calls++
 		if err != nil {
