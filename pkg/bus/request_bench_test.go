@@ -28,31 +28,7 @@ import (
 // `make bench-bus` is the fuller harness: side by side with a bare
 // JetStream worker, at several client counts.
 func BenchmarkCommunicate(b *testing.B) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	svc, err := bus.Start(ctx, bus.Config{Embedded: embedded.Config{Port: embedded.RandomPort, StoreDir: b.TempDir()}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer svc.Close()
-	defer func() { _ = svc.Stop(ctx) }()
-	nc, err := client.Connect(ctx, client.ConnectConfig{URL: svc.URL()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	cl, err := client.New(nc, client.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	do := func(verb, branch string, data any) error {
-		r, err := cl.Do(ctx, verb, branch, data)
-		if err != nil {
-			return err
-		}
-		_, err = r.Result()
-		return err
-	}
+	do := benchService(b)
 	ask := map[string]any{"instruction": "Say hello in one short sentence."}
 	made := 0
 	for _, clients := range []int{1, 8} {
@@ -108,24 +84,9 @@ func BenchmarkCommunicate(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkOperate_branch_length -benchmem ./pkg/bus
 func BenchmarkOperate_branch_length(b *testing.B) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	svc, err := bus.Start(ctx, bus.Config{Embedded: embedded.Config{Port: embedded.RandomPort, StoreDir: b.TempDir()}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer svc.Close()
-	defer func() { _ = svc.Stop(ctx) }()
-	cl, err := client.New(svc.Conn(), client.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	call := benchService(b)
 	do := func(verb, branch string, data any) {
-		r, err := cl.Do(ctx, verb, branch, data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.Result(); err != nil {
+		if err := call(verb, branch, data); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -147,6 +108,38 @@ func BenchmarkOperate_branch_length(b *testing.B) {
 			}
 			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
+	}
+}
+
+// benchService starts bus.Start's service on an embedded server and a Go
+// client on a connection of its own, both stopped when b ends, and
+// returns a func that sends verb with data on branch and waits for its
+// result (an error answer is an error).
+func benchService(b *testing.B) func(verb, branch string, data any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b.Cleanup(cancel)
+	svc, err := bus.Start(ctx, bus.Config{Embedded: embedded.Config{Port: embedded.RandomPort, StoreDir: b.TempDir()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(svc.Close)
+	b.Cleanup(func() { _ = svc.Stop(ctx) })
+	nc, err := client.Connect(ctx, client.ConnectConfig{URL: svc.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	cl, err := client.New(nc, client.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(verb, branch string, data any) error {
+		r, err := cl.Do(ctx, verb, branch, data)
+		if err != nil {
+			return err
+		}
+		_, err = r.Result()
+		return err
 	}
 }
 
