@@ -61,10 +61,24 @@ func TestGatherStats_counts_errors_and_recent_latency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := tools.GatherStats(bustest.Ctx(t), b.nc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// micro and the service count a call once its handler has returned,
+	// after the answer went out: the last call can be answered before its
+	// instance counts it. Gather until both have counted every call.
+	var all []micro.Stats
+	bustest.WaitFor(t, 5*time.Second, "the instances to count every call", func() bool {
+		var err error
+		if all, err = tools.GatherStats(bustest.Ctx(t), b.nc, 0); err != nil {
+			t.Fatal(err)
+		}
+		n, recent := 0, 0
+		for _, e := range statsOf(all, "orders", "lookup") {
+			n += e.NumRequests
+			if d, ok := tools.DecodeEndpointData(e); ok {
+				recent += d.Recent
+			}
+		}
+		return n == calls && recent == calls
+	})
 	eps := statsOf(all, "orders", "lookup")
 	if len(eps) != 2 {
 		t.Fatalf("%d instances of orders answered STATS, want 2: %+v", len(eps), all)
