@@ -168,10 +168,7 @@ func (w *Worker) register(d *delivery) (settled bool) {
 	remove, added := w.cancels.add(d.req.ID(), d.cancel)
 	switch added {
 	case wasCancelled:
-		// A cancel that came after the request was answered (a late
-		// Ctrl-C, say) must not replace that answer on a redelivery.
-		if !w.answerFromStore(d) {
-			d.err = ops.Errorf(ops.CodeCanceled, "request %s was cancelled by the client", d.req.ID())
+		if !w.cancelledBefore(d, nil) {
 			w.settle(d)
 		}
 		return true
@@ -184,6 +181,20 @@ func (w *Worker) register(d *delivery) (settled bool) {
 	}
 	d.later(remove)
 	d.later(w.keepAlive(d.msg, d.req.ID()))
+	return false
+}
+
+// cancelledBefore settles d, a request its client cancelled, with its
+// stored answer when it was answered before and reports true: a cancel
+// that came after the answer (a late Ctrl-C), whether this delivery
+// learned of it on arrival or while it waited for its turn behind the
+// delivery that answered, does not replace that answer. Otherwise d.err
+// becomes canceled, wrapping cause, for settle to answer.
+func (w *Worker) cancelledBefore(d *delivery, cause error) bool {
+	if w.answerFromStore(d) {
+		return true
+	}
+	d.err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", d.req.ID()), Err: cause}
 	return false
 }
 
@@ -318,14 +329,8 @@ func (w *Worker) judge(d *delivery) (settled bool) {
 			Temporary: true,
 		}
 	}
-	if byClient {
-		// The cancel may have come after the request was answered, and
-		// reached a copy of it that waited for its turn (behind the
-		// delivery that answered): that answer stands.
-		if w.answerFromStore(d) {
-			return true
-		}
-		d.err = &ops.Error{Code: ops.CodeCanceled, Message: fmt.Sprintf("request %s was cancelled by the client", d.req.ID()), Err: d.err}
+	if byClient && w.cancelledBefore(d, d.err) {
+		return true
 	}
 	if !d.deadline.IsZero() && !time.Now().Before(d.deadline) && w.hardCtx.Err() == nil {
 		// Past its deadline a request is not retried: answered timeout.
