@@ -107,43 +107,22 @@
     events.addEventListener("failed", (e) => { status.textContent = "live updates stopped: " + JSON.parse(e.data).error; events.close(); });
   }
 
-  // The tools page: fetch it again every few seconds for fresh figures,
-  // keeping open what the reader opened.
-  const toolsPage = document.getElementById("tools");
-  if (toolsPage) {
-    const every = Number(toolsPage.dataset.refresh || 5) * 1000;
+  // A self-refreshing section (the tools and approvals pages): fetched
+  // again every data-refresh seconds (def when unset) and swapped in
+  // place, with the time of the last refresh in its live status. A round
+  // is skipped while hold() is true; keep(), called before a swap, returns
+  // what restores the reader's view after it.
+  const refreshing = (id, def, { hold = () => false, keep = () => () => {} } = {}) => {
+    const section = document.getElementById(id);
+    if (!section) return;
+    const every = Number(section.dataset.refresh || def) * 1000;
+    const status = () => document.querySelector("#" + id + " .live-status");
     const tick = async () => {
-      const open = [...document.querySelectorAll("#tools details[open]")].map((d) => d.closest("tr").id + "/" + [...d.closest("tr").querySelectorAll("details")].indexOf(d));
-      try {
-        await swap(["tools"]);
-        for (const key of open) {
-          const [row, i] = key.split("/");
-          const d = document.getElementById(row)?.querySelectorAll("details")[Number(i)];
-          if (d) d.open = true;
-        }
-        const status = document.querySelector("#tools .live-status");
-        if (status) status.textContent = "updated " + new Date().toLocaleTimeString();
-      } catch (err) {
-        const status = document.querySelector("#tools .live-status");
-        if (status) status.textContent = "refresh failed: " + err;
-      }
-      setTimeout(tick, every);
-    };
-    setTimeout(tick, every);
-  }
-
-  // The approvals page: fetch the list again every few seconds, so new
-  // approvals appear and decided ones go; not while a reason is being
-  // typed (that would throw it away).
-  const approvalsPage = document.getElementById("approvals");
-  if (approvalsPage) {
-    const every = Number(approvalsPage.dataset.refresh || 3) * 1000;
-    const typing = () => [...document.querySelectorAll("#approvals input")].some((i) => i === document.activeElement || i.value !== "");
-    const tick = async () => {
-      const status = () => document.querySelector("#approvals .live-status");
-      if (!typing()) {
+      if (!hold()) {
+        const restore = keep();
         try {
-          await swap(["approvals"]);
+          await swap([id]);
+          restore();
           if (status()) status().textContent = "updated " + new Date().toLocaleTimeString();
         } catch (err) {
           if (status()) status().textContent = "refresh failed: " + err;
@@ -152,5 +131,26 @@
       setTimeout(tick, every);
     };
     setTimeout(tick, every);
-  }
+  };
+
+  // The tools page, for fresh figures, keeping open what the reader
+  // opened.
+  refreshing("tools", 5, {
+    keep: () => {
+      const open = [...document.querySelectorAll("#tools details[open]")].map((d) => d.closest("tr").id + "/" + [...d.closest("tr").querySelectorAll("details")].indexOf(d));
+      return () => {
+        for (const key of open) {
+          const [row, i] = key.split("/");
+          const d = document.getElementById(row)?.querySelectorAll("details")[Number(i)];
+          if (d) d.open = true;
+        }
+      };
+    },
+  });
+
+  // The approvals page, so that new approvals appear and decided ones go;
+  // not while a reason is being typed (that would throw it away).
+  refreshing("approvals", 3, {
+    hold: () => [...document.querySelectorAll("#approvals input")].some((i) => i === document.activeElement || i.value !== ""),
+  });
 })();
