@@ -18,10 +18,10 @@ import (
 // 3 keeps the older messages in segments (see snapState) and only the
 // newest in the snapshot itself. All are read; version 3 is written.
 const (
-	snapshotVersionMap     = 1
-	snapshotVersionTable   = 2
-	snapshotVersion        = 3
-	maxPooledSnapshotBytes = 1 << 20 // larger buffers are not kept for reuse
+	snapshotVersionMap   = 1
+	snapshotVersionTable = 2
+	snapshotVersion      = 3
+	maxPooledBytes       = 1 << 20 // larger buffers are not kept for reuse
 )
 
 // snapshot is the value stored in the branches bucket under the branch
@@ -174,18 +174,20 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-var snapshotBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// encodeBuffers are the buffers history events, snapshots and snapshot
+// runs are encoded into.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// pooledBuffer returns an empty buffer of snapshotBuffers and the func
+// pooledBuffer returns an empty buffer of encodeBuffers and the func
 // that gives it back, to be called once its bytes are no longer used.
-// Buffers that grew past maxPooledSnapshotBytes are left to the garbage
+// Buffers that grew past maxPooledBytes are left to the garbage
 // collector instead.
 func pooledBuffer() (*bytes.Buffer, func()) {
-	buf := snapshotBuffers.Get().(*bytes.Buffer)
+	buf := encodeBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	return buf, func() {
-		if buf.Cap() <= maxPooledSnapshotBytes {
-			snapshotBuffers.Put(buf)
+		if buf.Cap() <= maxPooledBytes {
+			encodeBuffers.Put(buf)
 		}
 	}
 }
