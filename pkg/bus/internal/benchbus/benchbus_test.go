@@ -106,6 +106,40 @@ func TestRun_quick(t *testing.T) {
 	}
 }
 
+// TestRun_same_bytes runs the throughput phase with -same-bytes: the
+// probe finds every payload of a communicate, and the same-messages floor,
+// storing payloads of those sizes, answers every request with the reply
+// its client expects (floorClient.do compares it byte for byte).
+func TestRun_same_bytes(t *testing.T) {
+	cfg, err := parseFlags([]string{"-quick", "-same-bytes", "-phases", "a", "-clients", "2", "-duration", "200ms", "-warmup", "50ms"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, progress bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &progress)
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	if !strings.Contains(out.String(), "Its payloads are sized as lionbus's (-same-bytes)") {
+		t.Errorf("report does not say the floor's payloads are sized:\n%s", out.String())
+	}
+	for _, row := range rep.Throughput {
+		if s := row.same; s.load.ok() == 0 || s.load.errs != 0 {
+			t.Errorf("same-messages floor: %d answered, %d errors (%v)", s.load.ok(), s.load.errs, s.load.firstErr)
+		}
+	}
+	// The floor's history and events carry about the bytes lionbus's do.
+	same, lion := rep.Ops[1], rep.Ops[2]
+	for _, class := range []string{"history", "events"} {
+		s, l := same.bytesPer("publish same."+class+".* (awaiting a reply)"), lion.bytesPer("publish lion."+class+".* (awaiting a reply)")
+		if s < 0.8*l || s > 1.2*l {
+			t.Errorf("%s: same-messages floor %.0f B per request, lionbus %.0f B", class, s, l)
+		}
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	cfg, err := parseFlags([]string{"-quick", "-samples", "7"}, &bytes.Buffer{})
 	if err != nil {

@@ -54,6 +54,10 @@ type Config struct {
 	// CacheBytes is the workers' store.Config.CacheBytes (0: the
 	// store's default).
 	CacheBytes int
+	// SameBytes makes the same-messages floor store payloads of the sizes
+	// lionbus's communicate publishes (measured by a probe request)
+	// instead of the request's data.
+	SameBytes bool
 
 	// Phases names the phases to run ("a", "b", "c"); empty means all.
 	Phases []string
@@ -131,6 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "bound of each request")
 	fs.IntVar(&cfg.CacheBytes, "cache-bytes", 0, "bound of the branches each lionbus worker keeps in memory, in encoded bytes (0: the store's default, store.DefaultCacheBytes)")
 	fs.StringVar(&cfg.LeaseStorage, "lease-storage", "", "storage of the leases stream: file or memory (default: the provisioning default, file)")
+	fs.BoolVar(&cfg.SameBytes, "same-bytes", false, "make the same-messages floor store payloads of the sizes a lionbus communicate publishes (request, history append, each signal event, answer), measured by one probe request, instead of the request's data")
 	phases := fs.String("phases", "", "comma-separated phases to run: a (throughput), b (history length), c (hot branch); default all")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&cfg.ProfilePhase, "profile-phase", "", "limit the CPU profile to this phase (a, b or c); default the whole run")

@@ -43,7 +43,11 @@ type env struct {
 	floor   *floorWorker
 	floorCl *floorClient
 	same    *floorWorker // the same-messages floor
+	sameFl  *sameFloor
 	sameCl  *floorClient
+	// sameSizes are the payload sizes the same-messages floor stores
+	// under -same-bytes; nil otherwise.
+	sameSizes *payloadSizes
 
 	svc    *bus.Service   // the first lionbus worker
 	svcs   []*bus.Service // every lionbus worker (Config.Workers)
@@ -95,7 +99,7 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 	if err != nil {
 		return nil, err
 	}
-	if e.same, err = startSame(sctx, sameNC, e.inFlight, worker.DefaultFetchWait); err != nil {
+	if e.same, e.sameFl, err = startSame(sctx, sameNC, e.inFlight, worker.DefaultFetchWait); err != nil {
 		return nil, err
 	}
 	sameClNC, err := e.connect("benchbus same-messages floor client")
@@ -145,6 +149,13 @@ func newEnv(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err er
 	}
 	if e.lionJS, err = jetstream.New(lionClNC); err != nil {
 		return nil, err
+	}
+	if cfg.SameBytes {
+		sizes, err := e.probeSizes(sctx)
+		if err != nil {
+			return nil, err
+		}
+		e.sameSizes, e.sameFl.sizes, e.sameCl.sizes = &sizes, &sizes, &sizes
 	}
 	return e, nil
 }

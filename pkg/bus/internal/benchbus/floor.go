@@ -242,6 +242,9 @@ type floorClient struct {
 	js jetstream.JetStream
 	// The subjects and stream of the floor it talks to.
 	reqSubject, reqStream, replyPrefix string
+	// sizes, when set (-same-bytes), size the request's payload and the
+	// reply it expects; otherwise both are the body.
+	sizes *payloadSizes
 }
 
 func newFloorClient(nc *nats.Conn) (*floorClient, error) {
@@ -272,13 +275,17 @@ func (c *floorClient) do(ctx context.Context, branch string, body []byte) error 
 		m.Header.Set(floorBranchHeader, branch)
 	}
 	m.Data = body
+	want := body
+	if c.sizes != nil {
+		m.Data, want = sized(body, c.sizes.request), sized(sized(body, c.sizes.request), c.sizes.reply)
+	}
 	if _, err := c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(c.reqStream)); err != nil {
 		return fmt.Errorf("floor: publish request: %w", err)
 	}
 	select {
 	case r := <-ch:
-		if !bytes.Equal(r.Data, body) {
-			return fmt.Errorf("floor: reply %q to request %q", r.Data, body)
+		if !bytes.Equal(r.Data, want) {
+			return fmt.Errorf("floor: reply %q to request %q", r.Data, m.Data)
 		}
 		return nil
 	case <-ctx.Done():

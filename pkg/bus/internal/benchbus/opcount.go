@@ -23,6 +23,9 @@ type opCount struct {
 	requests int
 	errs     int
 	byClass  map[string]int
+	// bytesByClass is the bytes of each class's messages: subject,
+	// reply, headers and payload (nats.Msg.Size).
+	bytesByClass map[string]int
 }
 
 // per returns the messages of class per request.
@@ -31,6 +34,35 @@ func (o opCount) per(class string) float64 {
 		return 0
 	}
 	return float64(o.byClass[class]) / float64(o.requests)
+}
+
+// bytesPer returns the bytes of class's messages per request.
+func (o opCount) bytesPer(class string) float64 {
+	if o.requests == 0 {
+		return 0
+	}
+	return float64(o.bytesByClass[class]) / float64(o.requests)
+}
+
+// totalBytes returns the bytes of all counted messages per request.
+func (o opCount) totalBytes() float64 {
+	n := 0
+	for _, v := range o.bytesByClass {
+		n += v
+	}
+	if o.requests == 0 {
+		return 0
+	}
+	return float64(n) / float64(o.requests)
+}
+
+// countBytes formats a count per request and its bytes: "4.00 · 2.1 KiB";
+// a class a side never sent is "–".
+func countBytes(n, bytes float64) string {
+	if n == 0 {
+		return "–"
+	}
+	return count2(n) + " · " + bytesStr(bytes)
 }
 
 // total returns all counted messages per request.
@@ -61,12 +93,13 @@ func (e *env) countOps(ctx context.Context, side string, do func(context.Context
 		return opCount{}, err
 	}
 	defer nc.Close()
-	out := opCount{side: side, byClass: map[string]int{}}
+	out := opCount{side: side, byClass: map[string]int{}, bytesByClass: map[string]int{}}
 	var mu sync.Mutex
 	sub, err := nc.Subscribe(">", func(m *nats.Msg) {
 		c := messageClass(m)
 		mu.Lock()
 		out.byClass[c]++
+		out.bytesByClass[c] += m.Size()
 		mu.Unlock()
 	})
 	if err != nil {
@@ -101,6 +134,7 @@ func (e *env) countOps(ctx context.Context, side string, do func(context.Context
 	}
 	out.requests = opsClients*opsPerClient - out.errs
 	out.byClass = maps.Clone(out.byClass)
+	out.bytesByClass = maps.Clone(out.bytesByClass)
 	return out, nil
 }
 
@@ -231,7 +265,8 @@ func (e *env) writeOps(w io.Writer, counts []opCount) {
 		"publish (stream publishes, JetStream API requests, acks, KV writes) and what the server sends them (PubAcks "+
 		"and API replies, fetched messages, pull statuses, direct-get responses). A stream publish \"awaiting a reply\" "+
 		"waits for its PubAck; acks \"awaited\" are double acks. Idle polls of the sides not running add a few pull "+
-		"requests per second.\n\n", opsClients, opsPerClient)
+		"requests per second. Each cell is messages per request, then their bytes per request (subject, reply, headers "+
+		"and payload, as the sniffer receives them).\n\n", opsClients, opsPerClient)
 	classes := map[string]bool{}
 	for _, c := range counts {
 		for k := range c.byClass {
@@ -246,13 +281,13 @@ func (e *env) writeOps(w io.Writer, counts []opCount) {
 	for _, k := range slices.Sorted(maps.Keys(classes)) {
 		row := []string{"`" + k + "`"}
 		for _, c := range counts {
-			row = append(row, count2(c.per(k)))
+			row = append(row, countBytes(c.per(k), c.bytesPer(k)))
 		}
 		t.add(row...)
 	}
 	row := []string{"**all messages**"}
 	for _, c := range counts {
-		row = append(row, count2(c.total()))
+		row = append(row, countBytes(c.total(), c.totalBytes()))
 	}
 	t.add(row...)
 	row = []string{"requests (errors)"}

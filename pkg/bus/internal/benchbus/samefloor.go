@@ -46,6 +46,10 @@ var sameSignalTypes = [sameSignals]string{"run_start", "message_added", "message
 type sameFloor struct {
 	js   jetstream.JetStream
 	hist jetstream.Stream
+	// sizes, when set (-same-bytes) before the first request, are the
+	// payload sizes of what it stores; otherwise every payload is the
+	// request's data.
+	sizes *payloadSizes
 
 	mu   sync.Mutex
 	last map[string]uint64 // history subject → its last sequence
@@ -85,24 +89,24 @@ func provisionSame(ctx context.Context, js jetstream.JetStream) (jetstream.Consu
 
 // startSame provisions the same-messages floor on nc and starts its
 // worker.
-func startSame(ctx context.Context, nc *nats.Conn, inFlight int, fetchWait time.Duration) (*floorWorker, error) {
+func startSame(ctx context.Context, nc *nats.Conn, inFlight int, fetchWait time.Duration) (*floorWorker, *sameFloor, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cons, err := provisionSame(ctx, js)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hist, err := js.Stream(ctx, sameHistStream)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &sameFloor{js: js, hist: hist, last: map[string]uint64{}}
 	w := newFloorWorker(js, cons, inFlight, fetchWait)
 	w.answer = s.answer
 	w.start()
-	return w, nil
+	return w, s, nil
 }
 
 // newSameClient returns a client of the same-messages floor.
@@ -120,14 +124,21 @@ func newSameClient(nc *nats.Conn) (*floorClient, error) {
 func (s *sameFloor) answer(ctx context.Context, msg jetstream.Msg) error {
 	id := msg.Headers().Get(jetstream.MsgIDHeader)
 	branch := msg.Headers().Get(floorBranchHeader)
-	if err := s.appendHistory(ctx, branch, id, msg.Data()); err != nil {
+	data := msg.Data()
+	payload := func(size func(payloadSizes) int) []byte {
+		if s.sizes == nil {
+			return data
+		}
+		return sized(data, size(*s.sizes))
+	}
+	if err := s.appendHistory(ctx, branch, id, payload(func(p payloadSizes) int { return p.history })); err != nil {
 		return err
 	}
 	acks := make([]jetstream.PubAckFuture, 0, sameSignals)
 	for i, typ := range sameSignalTypes {
 		ev := nats.NewMsg(sameEventsPrefix + branch + "." + typ)
 		ev.Header.Set(jetstream.MsgIDHeader, id+"/"+typ+"/"+strconv.Itoa(i))
-		ev.Data = msg.Data()
+		ev.Data = payload(func(p payloadSizes) int { return p.events[i] })
 		f, err := s.js.PublishMsgAsync(ev, jetstream.WithExpectStream(sameEventsStream))
 		if err != nil {
 			return fmt.Errorf("same floor: publish event: %w", err)
@@ -136,7 +147,7 @@ func (s *sameFloor) answer(ctx context.Context, msg jetstream.Msg) error {
 	}
 	reply := nats.NewMsg(sameReplyPrefix + id)
 	reply.Header.Set(jetstream.MsgIDHeader, "answer-"+id)
-	reply.Data = msg.Data()
+	reply.Data = payload(func(p payloadSizes) int { return p.reply })
 	if _, err := s.js.PublishMsg(ctx, reply, jetstream.WithExpectStream(sameResStream)); err != nil {
 		return fmt.Errorf("same floor: store reply: %w", err)
 	}

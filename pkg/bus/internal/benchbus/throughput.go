@@ -167,6 +167,13 @@ func (e *env) writeThroughput(w io.Writer, rows []throughputRow) {
 		"last sequence (the one its previous append returned), and %d signal events (stream %s) published without "+
 		"waiting, their acks awaited while the reply is stored; then the double ack. Each client sends to its own branch.\n\n",
 		sameHistPrefix, sameHistStream, sameSignals, sameEventsStream)
+	if e.sameSizes != nil {
+		fmt.Fprintf(w, "Its payloads are sized as lionbus's (-same-bytes): the request's data cut or padded with spaces to "+
+			"the size of each payload one probe communicate published (%s), so both sides move the same bytes and "+
+			"what is left between them is work.\n\n", e.sameSizes)
+	} else {
+		fmt.Fprintf(w, "Every payload it stores is the request's data (`-same-bytes` sizes them as lionbus's instead).\n\n")
+	}
 	fmt.Fprintf(w, "The CPU is split by a CPU profile of each measured run: \"server\" is the samples whose stack is in "+
 		"the nats-server package (the embedded server runs all of its work there), \"client\" those under the harness's "+
 		"client loop, \"worker\" the rest (the worker, every connection's read loop, the Go runtime's background work "+
