@@ -8,7 +8,9 @@
 // published without waiting and awaited while the reply is stored). Every
 // side runs in this one process on one embedded nats-server, so their
 // numbers compare directly; a CPU profile of each measured run splits the
-// CPU between the server, the worker and the clients.
+// CPU between the server, the worker and the clients. With -same-bytes the
+// same-messages floor's payloads take the sizes of lionbus's (measured by
+// one probe request), so that the two sides move the same bytes.
 //
 // Three phases run, each printed as a markdown table on stdout (progress goes
 // to stderr):
@@ -17,7 +19,7 @@
 //     latency percentiles, process CPU per request (server, worker,
 //     client), NATS messages and bytes per request, and the ratios of
 //     lionbus to each floor; then, counted by a subscription to ">", the
-//     messages the server handles per request, by kind;
+//     messages the server handles per request and their bytes, by kind;
 //   - the history-length curve: the latency and the bytes written per
 //     communicate as a branch grows;
 //   - a hot branch: many clients sending communicate to one branch at once,
