@@ -12,21 +12,8 @@ import (
 // report has every section and that lionbus answered every request, with
 // no repeated model call in the sequential phases.
 func TestRun_quick(t *testing.T) {
-	cfg, err := parseFlags([]string{
-		"-quick", "-clients", "1,1", "-duration", "200ms", "-warmup", "50ms",
-		"-lengths", "2,4", "-samples", "3", "-hot-clients", "4", "-hot-requests", "2",
-	}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out, progress bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &progress)
-	if err != nil {
-		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
-	}
-	report := out.String()
+	cfg, rep, report := runWith(t, "-quick", "-clients", "1,1", "-duration", "200ms", "-warmup", "50ms",
+		"-lengths", "2,4", "-samples", "3", "-hot-clients", "4", "-hot-requests", "2")
 	for _, want := range []string{
 		"# lionbus request cost",
 		"## a. Throughput and latency", "| side | clients | answered |", "Ratios of lionbus to each floor",
@@ -111,19 +98,9 @@ func TestRun_quick(t *testing.T) {
 // storing payloads of those sizes, answers every request with the reply
 // its client expects (floorClient.do compares it byte for byte).
 func TestRun_same_bytes(t *testing.T) {
-	cfg, err := parseFlags([]string{"-quick", "-same-bytes", "-phases", "a", "-clients", "2", "-duration", "200ms", "-warmup", "50ms"}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out, progress bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &progress)
-	if err != nil {
-		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
-	}
-	if !strings.Contains(out.String(), "Its payloads are sized as lionbus's (-same-bytes)") {
-		t.Errorf("report does not say the floor's payloads are sized:\n%s", out.String())
+	_, rep, report := runWith(t, "-quick", "-same-bytes", "-phases", "a", "-clients", "2", "-duration", "200ms", "-warmup", "50ms")
+	if !strings.Contains(report, "Its payloads are sized as lionbus's (-same-bytes)") {
+		t.Errorf("report does not say the floor's payloads are sized:\n%s", report)
 	}
 	for _, row := range rep.Throughput {
 		if s := row.same; s.load.ok() == 0 || s.load.errs != 0 {
@@ -138,6 +115,24 @@ func TestRun_same_bytes(t *testing.T) {
 			t.Errorf("%s: same-messages floor %.0f B per request, lionbus %.0f B", class, s, l)
 		}
 	}
+}
+
+// runWith runs the harness with the command-line args and returns its
+// config, report and markdown; a failed run fails t.
+func runWith(t *testing.T, args ...string) (Config, *Report, string) {
+	t.Helper()
+	cfg, err := parseFlags(args, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, progress bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &progress)
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	return cfg, rep, out.String()
 }
 
 func TestParseFlags(t *testing.T) {

@@ -29,31 +29,32 @@ type opCount struct {
 }
 
 // per returns the messages of class per request.
-func (o opCount) per(class string) float64 {
-	if o.requests == 0 {
-		return 0
-	}
-	return float64(o.byClass[class]) / float64(o.requests)
-}
+func (o opCount) per(class string) float64 { return o.perRequest(o.byClass[class]) }
 
 // bytesPer returns the bytes of class's messages per request.
-func (o opCount) bytesPer(class string) float64 {
-	if o.requests == 0 {
-		return 0
-	}
-	return float64(o.bytesByClass[class]) / float64(o.requests)
-}
+func (o opCount) bytesPer(class string) float64 { return o.perRequest(o.bytesByClass[class]) }
+
+// total returns all counted messages per request.
+func (o opCount) total() float64 { return o.perRequest(sum(o.byClass)) }
 
 // totalBytes returns the bytes of all counted messages per request.
-func (o opCount) totalBytes() float64 {
-	n := 0
-	for _, v := range o.bytesByClass {
-		n += v
-	}
+func (o opCount) totalBytes() float64 { return o.perRequest(sum(o.bytesByClass)) }
+
+// perRequest divides n by the counted requests (0 when there were none).
+func (o opCount) perRequest(n int) float64 {
 	if o.requests == 0 {
 		return 0
 	}
 	return float64(n) / float64(o.requests)
+}
+
+// sum adds up the values of m.
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // countBytes formats a count per request and its bytes: "4.00 · 2.1 KiB";
@@ -63,18 +64,6 @@ func countBytes(n, bytes float64) string {
 		return "–"
 	}
 	return count2(n) + " · " + bytesStr(bytes)
-}
-
-// total returns all counted messages per request.
-func (o opCount) total() float64 {
-	n := 0
-	for _, v := range o.byClass {
-		n += v
-	}
-	if o.requests == 0 {
-		return 0
-	}
-	return float64(n) / float64(o.requests)
 }
 
 // opsClients and opsPerClient shape the counted run: 8 clients, each
