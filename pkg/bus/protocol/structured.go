@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/lionbus/lionbus/pkg/bus/internal/bufpool"
 )
 
 // marshalStructured writes the JSON event format. Data goes in "data" as
@@ -64,13 +65,8 @@ func marshalStructured(e *event.Event) ([]byte, error) {
 	}
 	// The compacted data is copied into the event's bytes below, so its
 	// buffer is reused.
-	compact := compactBuffers.Get().(*bytes.Buffer)
-	compact.Reset()
-	defer func() {
-		if compact.Cap() <= maxPooledCompact {
-			compactBuffers.Put(compact)
-		}
-	}()
+	compact, release := bufpool.Get()
+	defer release()
 	if data := e.Data(); data != nil {
 		switch {
 		case !e.DataBase64 && (ct == "" || isJSONContentType(ct)) && json.Compact(compact, data) == nil:
@@ -115,12 +111,6 @@ func marshalStructured(e *event.Event) ([]byte, error) {
 	out.WriteByte('}')
 	return out.Bytes(), nil
 }
-
-// compactBuffers hold the compacted data of the events being encoded;
-// buffers grown past maxPooledCompact are not kept.
-var compactBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxPooledCompact = 1 << 20
 
 // member is one member of a structured event: a string, a literal (true,
 // false, a number) or compacted JSON.

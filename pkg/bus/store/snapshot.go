@@ -1,13 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/bufpool"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -21,7 +20,6 @@ const (
 	snapshotVersionMap   = 1
 	snapshotVersionTable = 2
 	snapshotVersion      = 3
-	maxPooledBytes       = 1 << 20 // larger buffers are not kept for reuse
 )
 
 // snapshot is the value stored in the branches bucket under the branch
@@ -174,29 +172,11 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// encodeBuffers are the buffers history events, snapshots and snapshot
-// runs are encoded into.
-var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// pooledBuffer returns an empty buffer of encodeBuffers and the func
-// that gives it back, to be called once its bytes are no longer used.
-// Buffers that grew past maxPooledBytes are left to the garbage
-// collector instead.
-func pooledBuffer() (*bytes.Buffer, func()) {
-	buf := encodeBuffers.Get().(*bytes.Buffer)
-	buf.Reset()
-	return buf, func() {
-		if buf.Cap() <= maxPooledBytes {
-			encodeBuffers.Put(buf)
-		}
-	}
-}
-
 // encodeSnapshot encodes b as a snapshot whose first messages are in segs
 // (holding covered messages in all). The returned bytes are valid until
 // release is called; call it once they have been published.
 func encodeSnapshot(b *history.Branch, segs []segment, covered int) (data []byte, release func(), err error) {
-	buf, release := pooledBuffer()
+	buf, release := bufpool.Get()
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)

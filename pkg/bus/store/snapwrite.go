@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/bufpool"
 	"github.com/lionbus/lionbus/pkg/ops/history"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/vmihailenco/msgpack/v5"
@@ -170,7 +171,7 @@ type run struct {
 // with the total size of the messages.
 func encodeRuns(msgs []history.Message, max int) ([]run, int, error) {
 	// The runs are copies (makeRun), so the buffer of them all is reused.
-	all, release := pooledBuffer()
+	all, release := bufpool.Get()
 	defer release()
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)

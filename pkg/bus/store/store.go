@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lionbus/lionbus/pkg/bus/internal/bufpool"
 	"github.com/lionbus/lionbus/pkg/bus/internal/connloss"
 	"github.com/lionbus/lionbus/pkg/bus/internal/jserr"
 	"github.com/lionbus/lionbus/pkg/bus/protocol"
@@ -515,7 +516,7 @@ func (s *Store) holds(ctx context.Context, branchID string, seq uint64, ev histo
 func (s *Store) publish(ctx context.Context, branchID string, ev history.Event, last uint64, msgID string) (*jetstream.PubAck, int, error) {
 	// The publish has copied the event out of the buffer by the time it
 	// returns, so the buffer goes back to the pool for the next one.
-	buf, release := pooledBuffer()
+	buf, release := bufpool.Get()
 	defer release()
 	if err := encodeEventTo(buf, ev); err != nil {
 		return nil, 0, fmt.Errorf("store: encode %s event of branch %s: %w", ev.Type, branchID, err)
