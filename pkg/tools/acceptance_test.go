@@ -84,26 +84,22 @@ func startWorkerCtx(t *testing.T, b *bustest.Bus, wctx context.Context, icfg too
 	})
 }
 
-// serveOn starts an SDK tool service on a connection of its own to b.
 // awaitInvocations waits until svc, a service of one tool, has counted
 // want invocations, and fails the test when it counts another number.
 // micro counts an invocation once its handler has returned, after the
 // answer went out: a caller may hold the answer before the count.
 func awaitInvocations(t *testing.T, svc *tools.Service, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	bustest.WaitFor(t, 5*time.Second, "the service to count its invocations", func() bool {
 		st := svc.Stats()
-		if len(st.Endpoints) == 1 && st.Endpoints[0].NumRequests == want {
-			return
-		}
-		if len(st.Endpoints) != 1 || st.Endpoints[0].NumRequests > want || time.Now().After(deadline) {
-			t.Fatalf("the service received %+v, want %d invocations", st.Endpoints, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(st.Endpoints) != 1 || st.Endpoints[0].NumRequests >= want
+	})
+	if st := svc.Stats(); len(st.Endpoints) != 1 || st.Endpoints[0].NumRequests != want {
+		t.Fatalf("the service received %+v, want %d invocations", st.Endpoints, want)
 	}
 }
 
+// serveOn starts an SDK tool service on a connection of its own to b.
 func serveOn(t *testing.T, b *bustest.Bus, cfg tools.ServiceConfig) *tools.Service {
 	t.Helper()
 	nc, _ := bustest.Connect(t, b.Srv)
